@@ -1,0 +1,145 @@
+//! `merlya audit list|export|verify`.
+
+use clap::Subcommand;
+use color_eyre::eyre::{Result, bail};
+
+use super::{EXIT_INTEGRITY, EXIT_OK, ListFormat, table};
+use crate::context::Context;
+use crate::home::MerlyaHome;
+use crate::store::audit::{AuditEntry, AuditFilter};
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// List entries, oldest first.
+    List {
+        /// Only this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// Only entries since a time: RFC 3339 (2026-11-22T10:00:00Z), a date, or an age like 30m, 2h, 7d.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only the newest N.
+        #[arg(long)]
+        limit: Option<i64>,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Export every entry with its hashes.
+    Export {
+        #[arg(long, value_enum)]
+        format: AuditExportFormat,
+    },
+    /// Check the hash chain; exit 5 naming the first broken entry.
+    Verify,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditExportFormat {
+    Jsonl,
+    Csv,
+}
+
+pub async fn run(home: MerlyaHome, cmd: AuditCommand) -> Result<u8> {
+    let ctx = Context::open(home, "cli").await?;
+    match cmd {
+        AuditCommand::List { host, since, limit, format } => {
+            let since = since.map(|s| parse_since(&s, chrono::Utc::now())).transpose()?;
+            let entries = ctx.store.list_audit(&AuditFilter { host, since, limit }).await?;
+            match format {
+                ListFormat::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
+                ListFormat::Table => print!("{}", render_table(&entries)),
+            }
+        }
+        AuditCommand::Export { format } => {
+            let entries = ctx.store.list_audit(&AuditFilter::default()).await?;
+            match format {
+                AuditExportFormat::Jsonl => {
+                    for e in &entries {
+                        println!("{}", serde_json::to_string(e)?);
+                    }
+                }
+                AuditExportFormat::Csv => {
+                    let mut w = csv::Writer::from_writer(std::io::stdout());
+                    for e in &entries {
+                        w.serialize(e)?;
+                    }
+                    w.flush()?;
+                }
+            }
+        }
+        AuditCommand::Verify => {
+            let report = ctx.store.verify_audit().await?;
+            return Ok(match report.broken {
+                None => {
+                    println!("audit chain intact: {} entries", report.entries);
+                    EXIT_OK
+                }
+                Some(b) => {
+                    eprintln!(
+                        "audit chain BROKEN at entry {}: {} ({} entries checked)",
+                        b.id, b.reason, report.entries
+                    );
+                    EXIT_INTEGRITY
+                }
+            });
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn render_table(entries: &[AuditEntry]) -> String {
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            vec![
+                e.id.to_string(),
+                e.ts.clone(),
+                e.host.clone(),
+                e.user.clone(),
+                e.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                format!("{}ms", e.duration_ms),
+                e.approved_by.clone(),
+                e.command.clone(),
+            ]
+        })
+        .collect();
+    table::render(&["ID", "TIME", "HOST", "USER", "EXIT", "DURATION", "APPROVED BY", "COMMAND"], &rows)
+}
+
+/// `--since`: RFC 3339, a date, or an age (`90s`, `30m`, `2h`, `7d`).
+pub fn parse_since(value: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String> {
+    let fmt = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(value) {
+        return Ok(fmt(t.with_timezone(&chrono::Utc)));
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(value, "%Y-%m-%d")
+        && let Some(t) = d.and_hms_opt(0, 0, 0)
+    {
+        return Ok(fmt(t.and_utc()));
+    }
+    let (number, unit) = value.split_at(value.len().saturating_sub(1));
+    let seconds = match (number.parse::<i64>(), unit) {
+        (Ok(n), "s") => n,
+        (Ok(n), "m") => n * 60,
+        (Ok(n), "h") => n * 3600,
+        (Ok(n), "d") => n * 86400,
+        _ => bail!(
+            "--since {value:?}: expected RFC 3339 (2026-11-22T10:00:00Z), a date (2026-11-22) or an age (30m, 2h, 7d)"
+        ),
+    };
+    Ok(fmt(now - chrono::Duration::seconds(seconds)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_since;
+
+    #[test]
+    fn since_accepts_times_dates_and_ages() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z").unwrap().with_timezone(&chrono::Utc);
+        assert_eq!(parse_since("2h", now).unwrap(), "2026-11-22T10:00:00.000Z");
+        assert_eq!(parse_since("2026-11-01", now).unwrap(), "2026-11-01T00:00:00.000Z");
+        assert_eq!(parse_since("2026-11-22T11:00:00+01:00", now).unwrap(), "2026-11-22T10:00:00.000Z");
+        assert!(parse_since("yesterday", now).is_err());
+    }
+}

@@ -1,0 +1,42 @@
+//! `merlya config path|show|init`.
+
+use clap::Subcommand;
+use color_eyre::eyre::{Result, WrapErr, bail};
+
+use super::EXIT_OK;
+use crate::config::{Config, DEFAULT_CONFIG_YAML};
+use crate::home::MerlyaHome;
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the path of config.yaml.
+    Path,
+    /// Print the effective configuration (file + environment overrides).
+    Show,
+    /// Write a commented config.yaml with the defaults.
+    Init {
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+pub fn run(home: MerlyaHome, cmd: ConfigCommand) -> Result<u8> {
+    let path = home.config_file();
+    match cmd {
+        ConfigCommand::Path => println!("{}", path.display()),
+        ConfigCommand::Show => {
+            let config = Config::load(&path)?;
+            print!("{}", yaml_serde::to_string(&config).wrap_err("cannot render the configuration")?);
+        }
+        ConfigCommand::Init { force } => {
+            if path.exists() && !force {
+                bail!("{} already exists (use --force to overwrite)", path.display());
+            }
+            home.ensure()?;
+            std::fs::write(&path, DEFAULT_CONFIG_YAML).wrap_err_with(|| format!("cannot write {}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    Ok(EXIT_OK)
+}

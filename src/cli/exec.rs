@@ -1,0 +1,101 @@
+//! `merlya exec TARGETS -- COMMAND`: live fan-out with a summary.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use color_eyre::eyre::{Result, eyre};
+
+use super::{EXIT_HOST_FAILED, EXIT_OK, OutputFormat, table};
+use crate::context::Context;
+use crate::exec::fanout::fan_out;
+use crate::exec::{ExecEvent, HostResult, Stream};
+use crate::home::MerlyaHome;
+use crate::inventory::resolve_targets;
+use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Host names, @tags, globs (web*), comma lists, or `all`.
+    pub targets: String,
+    /// Hosts at once (default: policy.max_parallel, 32).
+    #[arg(long)]
+    pub parallel: Option<usize>,
+    /// Seconds per host before giving up (default: ssh.command_timeout_secs).
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+    /// The command, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+pub async fn run(home: MerlyaHome, args: ExecArgs) -> Result<u8> {
+    let ctx = Context::open(home, "cli").await?;
+    let command = args.command.join(" ");
+    let inventory = ctx.store.list_hosts().await?;
+    let hosts = resolve_targets(&args.targets, &inventory).map_err(|e| eyre!("{e}"))?;
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let prompter: Arc<dyn Prompter> =
+        if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+    let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
+    let parallel = args.parallel.unwrap_or(ctx.config.policy.max_parallel).max(1);
+    let timeout =
+        Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.ssh.command_timeout_secs as f64).max(0.001));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
+
+    let mut stdout = std::io::stdout();
+    while let Some(event) = rx.recv().await {
+        match event {
+            ExecEvent::Started { .. } => {}
+            ExecEvent::Line { host, stream, line } => {
+                if args.format == OutputFormat::Text {
+                    let mark = if stream == Stream::Stderr { "!" } else { "|" };
+                    let _ = match (color, stream) {
+                        (true, Stream::Stderr) => {
+                            writeln!(stdout, "\x1b[36m{host:<width$}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
+                        }
+                        (true, Stream::Stdout) => writeln!(stdout, "\x1b[36m{host:<width$}\x1b[0m {mark} {line}"),
+                        (false, _) => writeln!(stdout, "{host:<width$} {mark} {line}"),
+                    };
+                }
+            }
+            ExecEvent::Finished(result) => {
+                if let Err(e) = ctx.record(&command, &result, "not required").await {
+                    eprintln!("warning: {e:#}");
+                }
+                if args.format == OutputFormat::Json {
+                    let _ = writeln!(stdout, "{}", serde_json::to_string(&result)?);
+                }
+            }
+        }
+    }
+    let results = runner.await.map_err(|e| eyre!("fan-out task failed: {e}"))?;
+    if args.format == OutputFormat::Text {
+        print!("\n{}", summary(&results));
+    }
+    ctx.store.close().await;
+    Ok(if results.iter().all(HostResult::success) { EXIT_OK } else { EXIT_HOST_FAILED })
+}
+
+/// The table printed after a text-mode run.
+pub fn summary(results: &[HostResult]) -> String {
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.host.clone(),
+                r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                format!("{:.2}s", r.duration_ms as f64 / 1000.0),
+                r.error.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let ok = results.iter().filter(|r| r.success()).count();
+    format!("{}{ok}/{} hosts succeeded\n", table::render(&["HOST", "EXIT", "DURATION", "ERROR"], &rows), results.len())
+}

@@ -1,0 +1,204 @@
+//! `merlya hosts ...`: the inventory from the command line.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use color_eyre::eyre::{Result, WrapErr, bail, eyre};
+
+use super::{EXIT_OK, ListFormat, table};
+use crate::context::Context;
+use crate::home::MerlyaHome;
+use crate::inventory::export::{ExportFormat, export};
+use crate::inventory::host::{validate_name, validate_tag};
+use crate::inventory::import::{self, ImportFormat};
+use crate::inventory::{Elevation, Host};
+
+#[derive(Debug, Subcommand)]
+pub enum HostsCommand {
+    /// Add a host.
+    Add {
+        /// Name used in targets.
+        name: String,
+        /// Address or DNS name.
+        #[arg(long)]
+        hostname: String,
+        #[arg(long, default_value_t = 22)]
+        port: u16,
+        /// Login name.
+        #[arg(long)]
+        user: Option<String>,
+        /// Tag (repeatable).
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Bastion (inventory name or user@host:port; comma list for a chain).
+        #[arg(long)]
+        jump: Option<String>,
+        #[arg(long, value_enum, default_value_t = Elevation::None)]
+        elevation: Elevation,
+        /// Private key to try first.
+        #[arg(long)]
+        identity_file: Option<String>,
+    },
+    /// List hosts.
+    List {
+        /// Only hosts with this tag.
+        #[arg(long)]
+        tag: Option<String>,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Show one host.
+    Show {
+        name: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Remove a host.
+    Rm { name: String },
+    /// Add tags to a host.
+    Tag {
+        name: String,
+        #[arg(required = true)]
+        tags: Vec<String>,
+    },
+    /// Remove tags from a host.
+    Untag {
+        name: String,
+        #[arg(required = true)]
+        tags: Vec<String>,
+    },
+    /// Import hosts from a file (format from the extension, the name or the content).
+    Import {
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        format: Option<ImportFormat>,
+        /// Show what would be imported without saving.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Export hosts.
+    Export {
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+    },
+}
+
+pub async fn run(home: MerlyaHome, cmd: HostsCommand) -> Result<u8> {
+    let ctx = Context::open(home, "cli").await?;
+    let store = &ctx.store;
+    match cmd {
+        HostsCommand::Add { name, hostname, port, user, tags, jump, elevation, identity_file } => {
+            validate_name(&name).map_err(|e| eyre!(e))?;
+            let mut host = Host::new(&name, hostname);
+            host.port = port;
+            host.username = user;
+            for tag in &tags {
+                validate_tag(tag).map_err(|e| eyre!(e))?;
+                host.add_tag(tag);
+            }
+            host.jump = jump;
+            host.elevation = elevation;
+            host.identity_file = identity_file;
+            store.add_host(&host).await?;
+            println!("added {name}");
+        }
+        HostsCommand::List { tag, format } => {
+            let hosts: Vec<Host> = store
+                .list_hosts()
+                .await?
+                .into_iter()
+                .filter(|h| tag.as_ref().is_none_or(|t| h.tags.contains(t)))
+                .collect();
+            print_hosts(&hosts, format)?;
+        }
+        HostsCommand::Show { name, format } => {
+            let host = store.get_host(&name).await?;
+            match format {
+                ListFormat::Json => println!("{}", serde_json::to_string_pretty(&host)?),
+                ListFormat::Table => print!("{}", yaml_serde::to_string(&host)?),
+            }
+        }
+        HostsCommand::Rm { name } => {
+            store.remove_host(&name).await?;
+            println!("removed {name}");
+        }
+        HostsCommand::Tag { name, tags } | HostsCommand::Untag { name, tags } if tags.is_empty() => {
+            bail!("no tags given for {name}")
+        }
+        HostsCommand::Tag { name, tags } => {
+            for tag in &tags {
+                validate_tag(tag).map_err(|e| eyre!(e))?;
+                store.set_tag(&name, tag, true).await?;
+            }
+            println!("tagged {name}: {}", tags.join(", "));
+        }
+        HostsCommand::Untag { name, tags } => {
+            for tag in &tags {
+                store.set_tag(&name, tag, false).await?;
+            }
+            println!("untagged {name}: {}", tags.join(", "));
+        }
+        HostsCommand::Import { file, format, dry_run } => return import_file(&ctx, &file, format, dry_run).await,
+        HostsCommand::Export { format } => {
+            print!("{}", export(&store.list_hosts().await?, format).map_err(|e| eyre!(e))?);
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn print_hosts(hosts: &[Host], format: ListFormat) -> Result<()> {
+    match format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(hosts)?),
+        ListFormat::Table => {
+            let rows: Vec<Vec<String>> = hosts
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.name.clone(),
+                        if h.is_local() { "local".into() } else { format!("{}:{}", h.hostname, h.port) },
+                        h.username.clone().unwrap_or_default(),
+                        h.tags.join(","),
+                        h.jump.clone().unwrap_or_default(),
+                        h.elevation.as_str().into(),
+                        match h.reachable {
+                            Some(true) => "yes".into(),
+                            Some(false) => "no".into(),
+                            None => "?".into(),
+                        },
+                    ]
+                })
+                .collect();
+            print!("{}", table::render(&["NAME", "ADDRESS", "USER", "TAGS", "JUMP", "ELEVATION", "REACHABLE"], &rows));
+        }
+    }
+    Ok(())
+}
+
+async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<ImportFormat>, dry_run: bool) -> Result<u8> {
+    let text = std::fs::read_to_string(file).wrap_err_with(|| format!("cannot read {}", file.display()))?;
+    let format = match format.or_else(|| import::detect_format(file, &text)) {
+        Some(f) => f,
+        None => bail!(
+            "cannot tell the format of {}; pass --format (ssh-config, known-hosts, etc-hosts, ansible-ini, ansible-yaml, csv, toml, json, yaml)",
+            file.display()
+        ),
+    };
+    let report = match import::parse(format, &text) {
+        Ok(report) => report,
+        Err(errors) => {
+            let lines: Vec<String> = errors.iter().map(|e| format!("  {}: {e}", file.display())).collect();
+            bail!("{} has {} error(s); nothing was imported:\n{}", file.display(), errors.len(), lines.join("\n"));
+        }
+    };
+    for skipped in &report.skipped {
+        eprintln!("skipped: {skipped}");
+    }
+    if dry_run {
+        print_hosts(&report.hosts, ListFormat::Table)?;
+        println!("dry run: {} host(s) would be imported from {}", report.hosts.len(), file.display());
+        return Ok(EXIT_OK);
+    }
+    let (added, updated) = ctx.store.upsert_hosts(&report.hosts).await?;
+    println!("imported {} host(s) from {} ({added} added, {updated} updated)", report.hosts.len(), file.display());
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,116 @@
+//! The command-line surface (clap). `merlya` alone opens the console.
+//!
+//! Exit codes (stable, documented in README.md):
+//! 0 success · 1 error (bad config, input file, database) · 2 usage ·
+//! 3 refused by safety policy · 4 a host failed (non-zero exit, unreachable,
+//! timeout) · 5 integrity check failed (`audit verify`).
+
+mod audit;
+mod config_cmd;
+mod exec;
+mod hosts;
+mod table;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use color_eyre::eyre::{Result, WrapErr};
+
+use crate::home::MerlyaHome;
+
+/// Success.
+pub const EXIT_OK: u8 = 0;
+/// A runtime error.
+pub const EXIT_ERROR: u8 = 1;
+/// A host failed.
+pub const EXIT_HOST_FAILED: u8 = 4;
+/// An integrity check failed.
+pub const EXIT_INTEGRITY: u8 = 5;
+
+/// merlya — a terminal operations console for fleets of Linux hosts.
+#[derive(Debug, Parser)]
+#[command(name = "merlya", version, about, long_about = None)]
+pub struct Cli {
+    /// merlya's folder (config.yaml, merlya.db, logs/); default ~/.merlya.
+    #[arg(long, global = true, env = "MERLYA_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Manage the host inventory.
+    #[command(subcommand)]
+    Hosts(hosts::HostsCommand),
+    /// Run a command on targets: names, @tags, globs, comma lists, `all`.
+    Exec(exec::ExecArgs),
+    /// Read and verify the tamper-evident audit log.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
+    /// Show or create the configuration.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
+    /// Print shell completions.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Parses arguments, runs, and maps the outcome to an exit code.
+pub fn main() -> ExitCode {
+    let _ =
+        color_eyre::config::HookBuilder::default().display_env_section(false).display_location_section(false).install();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(report) => {
+            eprintln!("Error: {report:?}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli) -> Result<u8> {
+    let home = match cli.home {
+        Some(dir) => MerlyaHome::at(dir),
+        None => MerlyaHome::from_env()?,
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("cannot start the async runtime")?;
+    match cli.command {
+        None => crate::app::run_console(&runtime, home),
+        Some(Command::Hosts(cmd)) => runtime.block_on(hosts::run(home, cmd)),
+        Some(Command::Exec(args)) => runtime.block_on(exec::run(home, args)),
+        Some(Command::Audit(cmd)) => runtime.block_on(audit::run(home, cmd)),
+        Some(Command::Config(cmd)) => config_cmd::run(home, cmd),
+        Some(Command::Completions { shell }) => {
+            clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// Output formats shared by listing commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum ListFormat {
+    /// Aligned columns for people.
+    #[default]
+    Table,
+    /// JSON for programs.
+    Json,
+}
+
+/// Output formats of `exec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum OutputFormat {
+    /// `host | line` while running, then a summary table.
+    #[default]
+    Text,
+    /// One JSON object per host and line.
+    Json,
+}

@@ -1,0 +1,279 @@
+//! `config.yaml`: typed settings with file/line errors, `${VAR}` expansion and
+//! `MERLYA_<SECTION>_<KEY>` environment overrides.
+//!
+//! Loading order: read the file → expand `${VAR}` / `${VAR:-default}` → parse
+//! (unknown keys and wrong types are errors naming the line) → apply
+//! environment overrides (errors name the variable) → validate.
+
+mod env_override;
+mod expand;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use env_override::apply_env_overrides;
+pub use expand::expand_vars;
+
+/// Everything that can go wrong while loading the configuration. Each variant
+/// names where the problem is so the user can fix it without guessing.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    /// `${VAR}` with no default and VAR unset.
+    #[error("{path}:{line}: environment variable {var} is not set (write ${{{var}:-default}} to make it optional)")]
+    UnsetVar { path: PathBuf, line: usize, var: String },
+    /// `${` without a closing brace, or an invalid variable name.
+    #[error("{path}:{line}: malformed variable reference: {detail}")]
+    BadVar { path: PathBuf, line: usize, detail: String },
+    /// YAML syntax, unknown key or wrong type in the file.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse { path: PathBuf, line: usize, column: usize, message: String },
+    /// An environment override that does not fit the schema.
+    #[error("environment variable {var}: {message}")]
+    Env { var: String, message: String },
+    /// A value that parses but makes no sense.
+    #[error("{path}: {field}: {message}")]
+    Invalid { path: PathBuf, field: String, message: String },
+}
+
+/// The whole configuration. Every section has defaults, so an empty or
+/// missing file is a valid configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Which LLM to talk to. Empty means "no model": the console still works.
+    pub model: ModelConfig,
+    /// SSH connection behaviour.
+    pub ssh: SshConfig,
+    /// Safety and concurrency limits.
+    pub policy: PolicyConfig,
+    /// The console's look.
+    pub ui: UiConfig,
+    /// Log files.
+    pub logging: LoggingConfig,
+}
+
+/// LLM settings; the agent issue fills these in further.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `provider/model` used for reasoning, e.g. `openai/gpt-4o`.
+    pub brain: Option<String>,
+    /// `provider/model` used for extraction and summaries.
+    pub fast: Option<String>,
+    /// Base URL of an OpenAI-compatible or Anthropic endpoint.
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the API key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+/// How host keys are checked when a server's key is not yet known.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyPolicy {
+    /// Unknown keys are refused.
+    Strict,
+    /// Unknown keys are recorded in merlya's known_hosts and accepted.
+    AcceptNew,
+    /// A person decides (console modal or terminal prompt).
+    Ask,
+}
+
+impl std::str::FromStr for HostKeyPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "strict" => Ok(Self::Strict),
+            "accept-new" => Ok(Self::AcceptNew),
+            "ask" => Ok(Self::Ask),
+            other => Err(format!("unknown host key policy {other:?}: expected strict, accept-new or ask")),
+        }
+    }
+}
+
+/// SSH settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SshConfig {
+    /// Unset means `ask` in the console and `strict` without a terminal.
+    pub host_key_policy: Option<HostKeyPolicy>,
+    /// Seconds to wait for TCP + handshake + auth.
+    pub connect_timeout_secs: u64,
+    /// Default per-command timeout for `exec`.
+    pub command_timeout_secs: u64,
+    /// Most pooled connections kept open at once.
+    pub pool_max: usize,
+    /// Idle pooled connections are closed after this many seconds.
+    pub pool_idle_secs: u64,
+    /// Login name when neither the host nor ~/.ssh/config gives one.
+    pub default_user: Option<String>,
+    /// Extra private keys tried after the agent and the host's own key.
+    pub identity_files: Vec<PathBuf>,
+    /// Whether to read ~/.ssh/config for hosts that are not in the inventory.
+    pub use_ssh_config: bool,
+}
+
+impl Default for SshConfig {
+    fn default() -> Self {
+        Self {
+            host_key_policy: None,
+            connect_timeout_secs: 10,
+            command_timeout_secs: 60,
+            pool_max: 50,
+            pool_idle_secs: 300,
+            default_user: None,
+            identity_files: Vec::new(),
+            use_ssh_config: true,
+        }
+    }
+}
+
+/// Safety and concurrency limits.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Hosts a fan-out talks to at once.
+    pub max_parallel: usize,
+    /// Paranoid mode: ask before every command, read-only ones included.
+    pub confirm_all: bool,
+    /// Specialists running at once (agent issue).
+    pub max_parallel_subagents: usize,
+    /// Days raw command output is kept in the database.
+    pub raw_log_retention_days: u32,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self { max_parallel: 32, confirm_all: false, max_parallel_subagents: 5, raw_log_retention_days: 7 }
+    }
+}
+
+/// Console look and feel.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct UiConfig {
+    /// Theme name (file in themes/).
+    pub theme: String,
+    /// Keymap name (file in keymaps/).
+    pub keymap: String,
+    /// Language code of the locale.
+    pub language: String,
+    /// Upper bound on redraws per second.
+    pub max_fps: u32,
+    /// Lines of output kept per host in the console.
+    pub scrollback_lines: usize,
+}
+
+impl Default for UiConfig {
+    fn default() -> Self {
+        Self {
+            theme: "dark".into(),
+            keymap: "default".into(),
+            language: "en".into(),
+            max_fps: 60,
+            scrollback_lines: 10_000,
+        }
+    }
+}
+
+/// Log file settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// A tracing filter such as `info` or `merlya=debug,russh=warn`.
+    pub level: String,
+    /// Rolled log files kept.
+    pub keep_files: usize,
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        Self { level: "info".into(), keep_files: 7 }
+    }
+}
+
+impl Config {
+    /// Loads `path` (a missing file yields the defaults) and applies the
+    /// process environment's overrides.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_with_env(path, &vars)
+    }
+
+    /// Like [`Config::load`], with an explicit environment (for tests).
+    pub fn load_with_env(path: &Path, env: &[(String, String)]) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
+        };
+        Self::parse(path, &text, env)
+    }
+
+    /// Parses configuration text as if read from `path`.
+    pub fn parse(path: &Path, text: &str, env: &[(String, String)]) -> Result<Self, ConfigError> {
+        let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let expanded = expand_vars(text, &lookup).map_err(|e| e.into_config_error(path))?;
+        let parsed: Config = if expanded.trim().is_empty() {
+            Config::default()
+        } else {
+            yaml_serde::from_str(&expanded).map_err(|e| yaml_error(path, &e))?
+        };
+        let config = apply_env_overrides(parsed, env)?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |field: &str, message: &str| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field: field.into(),
+            message: message.into(),
+        };
+        if self.policy.max_parallel == 0 {
+            return Err(invalid("policy.max_parallel", "expected a whole number of at least 1"));
+        }
+        if self.ssh.pool_max == 0 {
+            return Err(invalid("ssh.pool_max", "expected a whole number of at least 1"));
+        }
+        if self.ssh.connect_timeout_secs == 0 {
+            return Err(invalid("ssh.connect_timeout_secs", "expected a number of seconds of at least 1"));
+        }
+        for (field, value) in [("model.brain", &self.model.brain), ("model.fast", &self.model.fast)] {
+            if let Some(v) = value
+                && !v.contains('/')
+            {
+                return Err(invalid(field, "expected provider/model, e.g. openai/gpt-4o"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an LLM is configured at all.
+    pub fn has_model(&self) -> bool {
+        self.model.brain.is_some()
+    }
+}
+
+/// Turns a yaml_serde error into a [`ConfigError::Parse`] carrying the line.
+pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> ConfigError {
+    let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+    ConfigError::Parse { path: path.to_path_buf(), line, column, message: strip_location(&e.to_string()) }
+}
+
+/// yaml_serde appends " at line L column C"; the error already says it in front.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// The commented configuration written by `merlya config init`.
+pub const DEFAULT_CONFIG_YAML: &str = include_str!("default_config.yaml");
+
+#[cfg(test)]
+mod tests;

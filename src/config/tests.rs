@@ -1,0 +1,72 @@
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Config::parse(Path::new("/h/config.yaml"), text, &env)
+}
+
+#[test]
+fn empty_file_gives_defaults() {
+    assert_eq!(parse("", &[]).unwrap(), Config::default());
+}
+
+#[test]
+fn default_config_file_parses_to_defaults() {
+    assert_eq!(parse(DEFAULT_CONFIG_YAML, &[]).unwrap(), Config::default());
+}
+
+#[test]
+fn unknown_key_names_file_line_and_expected_keys() {
+    let err = parse("ssh:\n  pool_max: 3\n  colour: red\n", &[]).unwrap_err().to_string();
+    assert!(err.starts_with("/h/config.yaml:3:3: "), "{err}");
+    assert!(err.contains("unknown field `colour`"), "{err}");
+    assert!(err.contains("pool_max"), "lists the expected keys: {err}");
+}
+
+#[test]
+fn wrong_type_names_line_and_expected_type() {
+    let err = parse("policy:\n  max_parallel: lots\n", &[]).unwrap_err().to_string();
+    assert!(err.starts_with("/h/config.yaml:2:"), "{err}");
+    assert!(err.contains("expected usize"), "{err}");
+}
+
+#[test]
+fn env_override_changes_value_with_yaml_typing() {
+    let c =
+        parse("ssh:\n  pool_max: 3\n", &[("MERLYA_SSH_POOL_MAX", "20"), ("MERLYA_SSH_HOST_KEY_POLICY", "accept-new")])
+            .unwrap();
+    assert_eq!(c.ssh.pool_max, 20);
+    assert_eq!(c.ssh.host_key_policy, Some(HostKeyPolicy::AcceptNew));
+}
+
+#[test]
+fn env_override_unknown_key_or_bad_type_names_variable() {
+    let err = parse("", &[("MERLYA_SSH_COLOUR", "red")]).unwrap_err().to_string();
+    assert!(err.starts_with("environment variable MERLYA_SSH_COLOUR: ssh has no key colour"), "{err}");
+    let err = parse("", &[("MERLYA_POLICY_MAX_PARALLEL", "many")]).unwrap_err().to_string();
+    assert!(err.contains("MERLYA_POLICY_MAX_PARALLEL"), "{err}");
+}
+
+#[test]
+fn non_config_merlya_variables_are_ignored() {
+    assert!(parse("", &[("MERLYA_HOME", "/tmp/x"), ("MERLYA_LOG", "debug")]).is_ok());
+}
+
+#[test]
+fn variables_expand_before_parsing() {
+    let c = parse("ssh:\n  default_user: ${OPS_USER}\n  pool_max: ${POOL:-7}\n", &[("OPS_USER", "ops")]).unwrap();
+    assert_eq!(c.ssh.default_user.as_deref(), Some("ops"));
+    assert_eq!(c.ssh.pool_max, 7);
+    let err = parse("ssh:\n  default_user: ${OPS_USER}\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("config.yaml:2: environment variable OPS_USER is not set"), "{err}");
+}
+
+#[test]
+fn invalid_values_name_the_field() {
+    let err = parse("policy:\n  max_parallel: 0\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("policy.max_parallel"), "{err}");
+    let err = parse("model:\n  brain: gpt4\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("model.brain: expected provider/model"), "{err}");
+}

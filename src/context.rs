@@ -1,0 +1,135 @@
+//! What every command needs, opened once: home, configuration, database,
+//! session id, and the executor with its SSH pool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use color_eyre::eyre::{Result, WrapErr};
+use tracing_appender::non_blocking::WorkerGuard;
+
+use crate::config::{Config, HostKeyPolicy};
+use crate::exec::{Executor, HostResult};
+use crate::home::MerlyaHome;
+use crate::inventory::Host;
+use crate::prompt::Prompter;
+use crate::ssh::SshPool;
+use crate::ssh::client::ConnectContext;
+use crate::ssh::ssh_config::SshConfigFile;
+use crate::ssh::target::{ResolveContext, local_user};
+use crate::store::Store;
+use crate::store::audit::NewAuditEntry;
+use crate::store::history::CommandRecord;
+
+/// The opened runtime.
+pub struct Context {
+    /// Where files live.
+    pub home: MerlyaHome,
+    /// Effective configuration.
+    pub config: Config,
+    /// The database.
+    pub store: Store,
+    /// This run's session id (in history and audit rows).
+    pub session_id: String,
+    _log_guard: WorkerGuard,
+}
+
+impl Context {
+    /// Loads config, starts logging, opens the store and records a session of `kind`.
+    pub async fn open(home: MerlyaHome, kind: &str) -> Result<Self> {
+        home.ensure()?;
+        let config = Config::load(&home.config_file())?;
+        let log_guard = crate::logging::init(&home, &config.logging)?;
+        let store = Store::open(&home.database()).await?;
+        let session_id = store.start_session(kind).await?;
+        tracing::info!(session = %session_id, kind, "session started");
+        Ok(Self { home, config, store, session_id, _log_guard: log_guard })
+    }
+
+    /// The host key policy: configured, else `ask` when a person is there, else `strict`.
+    pub fn host_key_policy(&self, interactive: bool) -> HostKeyPolicy {
+        self.config.ssh.host_key_policy.unwrap_or(if interactive { HostKeyPolicy::Ask } else { HostKeyPolicy::Strict })
+    }
+
+    /// An executor over a fresh pool, resolving hosts against `inventory`.
+    pub fn executor(&self, inventory: Vec<Host>, prompter: Arc<dyn Prompter>, interactive: bool) -> Result<Executor> {
+        let ssh = &self.config.ssh;
+        let ssh_config = if ssh.use_ssh_config {
+            match dirs::home_dir() {
+                Some(h) => {
+                    SshConfigFile::load(&h.join(".ssh").join("config")).map_err(color_eyre::eyre::Report::msg)?
+                }
+                None => SshConfigFile::default(),
+            }
+        } else {
+            SshConfigFile::default()
+        };
+        let mut known_hosts_files = Vec::new();
+        if let Some(h) = dirs::home_dir() {
+            known_hosts_files.push(h.join(".ssh").join("known_hosts"));
+        }
+        known_hosts_files.push(self.home.known_hosts());
+        let ctx = ConnectContext {
+            known_hosts_files,
+            own_known_hosts: self.home.known_hosts(),
+            policy: self.host_key_policy(interactive),
+            prompter,
+            connect_timeout: Duration::from_secs(ssh.connect_timeout_secs),
+        };
+        let pool = Arc::new(SshPool::new(ctx, ssh.pool_max, Duration::from_secs(ssh.pool_idle_secs)));
+        let resolve = ResolveContext {
+            inventory,
+            ssh_config,
+            default_user: ssh.default_user.clone(),
+            identity_files: ssh.identity_files.clone(),
+        };
+        Ok(Executor::new(pool, resolve))
+    }
+
+    /// Writes a finished command to the history and the audit log.
+    pub async fn record(&self, command: &str, result: &HostResult, approved_by: &str) -> Result<()> {
+        record_result(
+            &self.store,
+            &self.session_id,
+            self.config.policy.raw_log_retention_days,
+            command,
+            result,
+            approved_by,
+        )
+        .await
+    }
+}
+
+/// History + audit for one host result (shared by the CLI and console workers).
+pub async fn record_result(
+    store: &Store,
+    session_id: &str,
+    retention_days: u32,
+    command: &str,
+    result: &HostResult,
+    approved_by: &str,
+) -> Result<()> {
+    let rec = CommandRecord {
+        session_id,
+        host: &result.host,
+        command,
+        exit_code: result.exit_code,
+        duration_ms: result.duration_ms,
+        error: result.error.as_deref(),
+        stdout: &result.stdout,
+        stderr: &result.stderr,
+    };
+    store.record_command(&rec, retention_days).await.wrap_err("cannot write command history")?;
+    store
+        .append_audit(NewAuditEntry {
+            session_id: session_id.to_string(),
+            host: result.host.clone(),
+            user: local_user(),
+            command: command.to_string(),
+            exit_code: result.exit_code,
+            duration_ms: result.duration_ms,
+            approved_by: approved_by.to_string(),
+        })
+        .await
+        .wrap_err("cannot write the audit log")?;
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! Running commands on hosts: locally for `localhost`, over pooled SSH for
+//! everything else, streaming lines as they arrive, and fanning out to many
+//! hosts with bounded concurrency.
+
+pub mod fanout;
+pub mod lines;
+pub mod local;
+pub mod remote;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::inventory::Host;
+use crate::ssh::SshPool;
+use crate::ssh::target::ResolveContext;
+
+/// Which stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// Something that happened while a command ran, for live display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecEvent {
+    /// A host started.
+    Started { host: String },
+    /// One line of output.
+    Line { host: String, stream: Stream, line: String },
+    /// A host finished (or failed to run).
+    Finished(HostResult),
+}
+
+/// The outcome on one host; this is also the `--format json` record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostResult {
+    /// Host name.
+    pub host: String,
+    /// Exit code, `None` when the command did not complete.
+    pub exit_code: Option<i32>,
+    /// Collected standard output (capped at [`OUTPUT_CAP`]).
+    pub stdout: String,
+    /// Collected standard error (capped).
+    pub stderr: String,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Why the command could not run or complete (unreachable, timeout, ...).
+    pub error: Option<String>,
+}
+
+impl HostResult {
+    /// Whether the host ran the command and it exited 0.
+    pub fn success(&self) -> bool {
+        self.error.is_none() && self.exit_code == Some(0)
+    }
+
+    /// A result for a command that never completed.
+    pub fn failed(host: &str, started: Instant, error: String) -> Self {
+        Self {
+            host: host.to_string(),
+            exit_code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            error: Some(error),
+        }
+    }
+}
+
+/// Output kept per host and stream in a [`HostResult`]; the live stream carries everything.
+pub const OUTPUT_CAP: usize = 1 << 20;
+
+/// Runs commands on inventory hosts.
+pub struct Executor {
+    pool: Arc<SshPool>,
+    resolve: ResolveContext,
+}
+
+impl Executor {
+    /// An executor over `pool`, resolving SSH settings with `resolve`.
+    pub fn new(pool: Arc<SshPool>, resolve: ResolveContext) -> Self {
+        Self { pool, resolve }
+    }
+
+    /// The SSH pool (for statistics).
+    pub fn pool(&self) -> &SshPool {
+        &self.pool
+    }
+
+    /// Runs `command` on `host`, sending events to `events`, within `timeout`.
+    pub async fn run(
+        &self,
+        host: &Host,
+        command: &str,
+        timeout: Duration,
+        events: &UnboundedSender<ExecEvent>,
+    ) -> HostResult {
+        let started = Instant::now();
+        let _ = events.send(ExecEvent::Started { host: host.name.clone() });
+        let run = async {
+            if host.is_local() {
+                local::run(&host.name, command, events).await
+            } else {
+                match self.resolve.resolve(host) {
+                    Ok(target) => remote::run(&self.pool, &target, command, events).await,
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        let mut result = match tokio::time::timeout(timeout, run).await {
+            Ok(Ok(mut result)) => {
+                result.duration_ms = started.elapsed().as_millis() as u64;
+                result
+            }
+            Ok(Err(error)) => HostResult::failed(&host.name, started, error),
+            Err(_) => HostResult::failed(&host.name, started, format!("timed out after {}s", timeout.as_secs_f64())),
+        };
+        result.host = host.name.clone();
+        let _ = events.send(ExecEvent::Finished(result.clone()));
+        result
+    }
+}

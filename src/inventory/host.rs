@@ -1,0 +1,157 @@
+//! One managed host and its privilege-elevation method.
+
+use serde::{Deserialize, Serialize};
+
+/// The name of the host that is always present and runs commands locally.
+pub const LOCALHOST: &str = "localhost";
+
+/// How commands get root on a host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Elevation {
+    /// Commands run as the login user.
+    #[default]
+    None,
+    /// `sudo` without a password.
+    Sudo,
+    /// `sudo` with a password written to stdin.
+    SudoPassword,
+    /// `doas` without a password.
+    Doas,
+    /// `doas` with a password.
+    DoasPassword,
+    /// `su` with the root password.
+    Su,
+}
+
+impl Elevation {
+    /// The stable name stored in the database and shown to users.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Elevation::None => "none",
+            Elevation::Sudo => "sudo",
+            Elevation::SudoPassword => "sudo_password",
+            Elevation::Doas => "doas",
+            Elevation::DoasPassword => "doas_password",
+            Elevation::Su => "su",
+        }
+    }
+}
+
+impl std::str::FromStr for Elevation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "none" | "" => Elevation::None,
+            "sudo" => Elevation::Sudo,
+            "sudo_password" => Elevation::SudoPassword,
+            "doas" => Elevation::Doas,
+            "doas_password" => Elevation::DoasPassword,
+            "su" => Elevation::Su,
+            other => {
+                return Err(format!(
+                    "unknown elevation {other:?}: expected none, sudo, sudo_password, doas, doas_password or su"
+                ));
+            }
+        })
+    }
+}
+
+/// A host as the inventory knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    /// Unique name used in targets (`web01`).
+    pub name: String,
+    /// Address or DNS name to connect to.
+    pub hostname: String,
+    /// SSH port.
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Login name; `None` falls back to ~/.ssh/config, then `ssh.default_user`, then the local user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Tags, used as `@tag` in targets.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Name (or `user@host:port`) of a bastion to reach this host through; comma-separated for a chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jump: Option<String>,
+    /// A private key tried before the default ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_file: Option<String>,
+    /// How to become root.
+    #[serde(default)]
+    pub elevation: Elevation,
+    /// Result of the last reachability check, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reachable: Option<bool>,
+    /// When reachability was last checked (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check: Option<String>,
+}
+
+fn default_port() -> u16 {
+    22
+}
+
+impl Host {
+    /// A host with only a name and an address; everything else defaulted.
+    pub fn new(name: impl Into<String>, hostname: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            hostname: hostname.into(),
+            port: 22,
+            username: None,
+            tags: Vec::new(),
+            jump: None,
+            identity_file: None,
+            elevation: Elevation::None,
+            reachable: None,
+            last_check: None,
+        }
+    }
+
+    /// The built-in local host.
+    pub fn localhost() -> Self {
+        Self::new(LOCALHOST, LOCALHOST)
+    }
+
+    /// Whether commands for this host run locally instead of over SSH.
+    pub fn is_local(&self) -> bool {
+        self.name == LOCALHOST
+    }
+
+    /// Adds a tag once, keeping the list sorted.
+    pub fn add_tag(&mut self, tag: &str) {
+        if !self.tags.iter().any(|t| t == tag) {
+            self.tags.push(tag.to_string());
+            self.tags.sort();
+        }
+    }
+}
+
+/// Checks a host name: letters, digits, `.`, `-`, `_`; used for names given
+/// on the command line and in imports so targets stay unambiguous.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a host name cannot be empty".into());
+    }
+    if name == "all" {
+        return Err("`all` is reserved for targeting every host".into());
+    }
+    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))) {
+        return Err(format!("host name {name:?} contains {c:?}; use letters, digits, '.', '-' and '_'"));
+    }
+    Ok(())
+}
+
+/// Checks a tag: same alphabet as names, plus `:` and `/` for namespaced tags.
+pub fn validate_tag(tag: &str) -> Result<(), String> {
+    if tag.is_empty() {
+        return Err("a tag cannot be empty".into());
+    }
+    if let Some(c) = tag.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '/'))) {
+        return Err(format!("tag {tag:?} contains {c:?}; use letters, digits, '.', '-', '_', ':' and '/'"));
+    }
+    Ok(())
+}

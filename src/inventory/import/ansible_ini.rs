@@ -1,0 +1,117 @@
+//! Ansible INI inventories: `[group]`, `[group:children]`, `[group:vars]`,
+//! host lines with `ansible_host=`, `ansible_port=`, `ansible_user=`, and
+//! ranges such as `web[01:03]`. Groups become tags; a child group's hosts
+//! also get the parent's tag.
+
+use std::collections::BTreeMap;
+
+use super::{ImportReport, LineError, merge_by_name, parse_port, range};
+use crate::inventory::Host;
+
+#[derive(PartialEq)]
+enum Section {
+    Hosts(String),
+    Children(String),
+    Vars,
+}
+
+pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
+    let mut errors = Vec::new();
+    let mut hosts: Vec<Host> = Vec::new();
+    let mut children: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut section = Section::Hosts("ungrouped".into());
+    for (index, raw) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            let Some(header) = header.strip_suffix(']') else {
+                errors.push(LineError::new(line_no, "section header without closing `]`"));
+                continue;
+            };
+            section = match header.split_once(':') {
+                None => Section::Hosts(header.to_string()),
+                Some((group, "children")) => Section::Children(group.to_string()),
+                Some((_, "vars")) => Section::Vars,
+                Some((_, kind)) => {
+                    errors.push(LineError::new(
+                        line_no,
+                        format!("unknown section kind :{kind}; expected :children or :vars"),
+                    ));
+                    Section::Vars
+                }
+            };
+            continue;
+        }
+        match &section {
+            Section::Vars => {}
+            Section::Children(group) => children.entry(group.clone()).or_default().push(line.to_string()),
+            Section::Hosts(group) => match parse_host_line(line, line_no, group) {
+                Ok(mut parsed) => hosts.append(&mut parsed),
+                Err(e) => errors.push(e),
+            },
+        }
+    }
+    apply_children(&mut hosts, &children);
+    if errors.is_empty() { Ok(ImportReport { hosts: merge_by_name(hosts), skipped: Vec::new() }) } else { Err(errors) }
+}
+
+fn parse_host_line(line: &str, line_no: usize, group: &str) -> Result<Vec<Host>, LineError> {
+    let mut fields = line.split_whitespace();
+    let pattern = fields.next().unwrap_or("");
+    let names = range::expand(pattern).map_err(|e| LineError::new(line_no, e))?;
+    let mut template = Host::new("", "");
+    for field in fields {
+        let Some((key, value)) = field.split_once('=') else {
+            return Err(LineError::new(line_no, format!("{field:?}: expected key=value after the host name")));
+        };
+        let value = value.trim_matches(|c| c == '"' || c == '\'');
+        match key {
+            "ansible_host" | "ansible_ssh_host" => template.hostname = value.to_string(),
+            "ansible_port" | "ansible_ssh_port" => template.port = parse_port(value, line_no)?,
+            "ansible_user" | "ansible_ssh_user" => template.username = Some(value.to_string()),
+            "ansible_ssh_private_key_file" => template.identity_file = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    // `host:port` shorthand.
+    let mut out = Vec::new();
+    for name in names {
+        let (name, port) = match name.rsplit_once(':') {
+            Some((n, p)) => (n.to_string(), Some(parse_port(p, line_no)?)),
+            None => (name, None),
+        };
+        let mut host = template.clone();
+        host.hostname = if template.hostname.is_empty() { name.clone() } else { template.hostname.clone() };
+        host.name = name;
+        if let Some(p) = port {
+            host.port = p;
+        }
+        if group != "ungrouped" {
+            host.add_tag(group);
+        }
+        out.push(host);
+    }
+    Ok(out)
+}
+
+/// Gives every host of a child group the tags of its ancestors.
+fn apply_children(hosts: &mut [Host], children: &BTreeMap<String, Vec<String>>) {
+    // Iterate to a fixed point so grandchildren inherit too; bounded by the group count.
+    for _ in 0..=children.len() {
+        let mut changed = false;
+        for (parent, kids) in children {
+            for host in hosts.iter_mut() {
+                if host.tags.iter().any(|t| kids.contains(t)) && !host.tags.contains(parent) {
+                    host.add_tag(parent);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! Host importers: OpenSSH config, known_hosts, /etc/hosts, Ansible INI and
+//! YAML inventories, CSV, TOML, JSON and YAML host lists.
+//!
+//! Every importer is a pure function from text to hosts. A file with any bad
+//! line imports nothing: all its errors are returned, each with its line, so
+//! the user fixes the file once instead of discovering problems one by one.
+
+mod ansible_ini;
+mod ansible_yaml;
+mod etc_hosts;
+mod host_list;
+mod range;
+mod table;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::host::{Host, validate_name, validate_tag};
+
+/// One problem in an imported file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineError {
+    /// 1-based line (0 when the problem is the whole file).
+    pub line: usize,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl LineError {
+    /// A problem at `line`.
+    pub fn new(line: usize, message: impl Into<String>) -> Self {
+        Self { line, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 { write!(f, "{}", self.message) } else { write!(f, "line {}: {}", self.line, self.message) }
+    }
+}
+
+/// The formats `merlya hosts import` understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImportFormat {
+    /// OpenSSH client configuration (Host blocks).
+    SshConfig,
+    /// OpenSSH known_hosts.
+    KnownHosts,
+    /// /etc/hosts.
+    EtcHosts,
+    /// Ansible INI inventory.
+    AnsibleIni,
+    /// Ansible YAML inventory.
+    AnsibleYaml,
+    /// CSV with header name,hostname,port,username,tags.
+    Csv,
+    /// TOML with `[hosts.NAME]` tables.
+    Toml,
+    /// JSON list of host objects.
+    Json,
+    /// YAML list of host objects.
+    Yaml,
+}
+
+/// What an import produced.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportReport {
+    /// Hosts to add or update.
+    pub hosts: Vec<Host>,
+    /// Entries that were deliberately passed over, with the reason (e.g. hashed known_hosts lines).
+    pub skipped: Vec<String>,
+}
+
+/// Guesses the format from the file name, then from the content.
+pub fn detect_format(path: &Path, text: &str) -> Option<ImportFormat> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "csv" => return Some(ImportFormat::Csv),
+        "toml" => return Some(ImportFormat::Toml),
+        "json" => return Some(ImportFormat::Json),
+        "ini" => return Some(ImportFormat::AnsibleIni),
+        "yaml" | "yml" => return Some(yaml_flavour(text)),
+        _ => {}
+    }
+    if name.starts_with("known_hosts") {
+        return Some(ImportFormat::KnownHosts);
+    }
+    if name == "config" || name.starts_with("ssh_config") {
+        return Some(ImportFormat::SshConfig);
+    }
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    let first_word = first.split_whitespace().next().unwrap_or("");
+    if first.starts_with('[') && first.ends_with(']') {
+        Some(ImportFormat::AnsibleIni)
+    } else if first_word.eq_ignore_ascii_case("host") || first_word.eq_ignore_ascii_case("match") {
+        Some(ImportFormat::SshConfig)
+    } else if first_word.parse::<std::net::IpAddr>().is_ok() {
+        Some(ImportFormat::EtcHosts)
+    } else if name == "hosts" || name == "inventory" {
+        Some(ImportFormat::AnsibleIni)
+    } else {
+        None
+    }
+}
+
+/// A YAML file is an Ansible inventory when its top level is a mapping of groups.
+fn yaml_flavour(text: &str) -> ImportFormat {
+    match yaml_serde::from_str::<yaml_serde::Value>(text) {
+        Ok(yaml_serde::Value::Mapping(_)) => ImportFormat::AnsibleYaml,
+        _ => ImportFormat::Yaml,
+    }
+}
+
+/// Parses `text` as `format`.
+pub fn parse(format: ImportFormat, text: &str) -> Result<ImportReport, Vec<LineError>> {
+    let report = match format {
+        ImportFormat::SshConfig => crate::ssh::ssh_config::import_hosts(text)?,
+        ImportFormat::KnownHosts => crate::ssh::known_hosts::import_hosts(text)?,
+        ImportFormat::EtcHosts => etc_hosts::parse(text)?,
+        ImportFormat::AnsibleIni => ansible_ini::parse(text)?,
+        ImportFormat::AnsibleYaml => ansible_yaml::parse(text)?,
+        ImportFormat::Csv => table::parse_csv(text)?,
+        ImportFormat::Toml => table::parse_toml(text)?,
+        ImportFormat::Json => host_list::parse_json(text)?,
+        ImportFormat::Yaml => host_list::parse_yaml(text)?,
+    };
+    check_hosts(&report.hosts)?;
+    Ok(report)
+}
+
+/// Final checks shared by every importer: valid names and tags, no duplicate names.
+fn check_hosts(hosts: &[Host]) -> Result<(), Vec<LineError>> {
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for host in hosts {
+        if let Err(e) = validate_name(&host.name) {
+            errors.push(LineError::new(0, e));
+        }
+        for tag in &host.tags {
+            if let Err(e) = validate_tag(tag) {
+                errors.push(LineError::new(0, format!("host {}: {e}", host.name)));
+            }
+        }
+        if host.hostname.trim().is_empty() {
+            errors.push(LineError::new(0, format!("host {}: empty hostname", host.name)));
+        }
+        if !seen.insert(host.name.as_str()) {
+            errors.push(LineError::new(0, format!("host {} appears twice", host.name)));
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+/// Merges hosts that share a name (tags are united, later fields fill gaps);
+/// importers whose formats list a host several times use it.
+pub(crate) fn merge_by_name(hosts: Vec<Host>) -> Vec<Host> {
+    let mut merged: Vec<Host> = Vec::new();
+    for host in hosts {
+        match merged.iter_mut().find(|h| h.name == host.name) {
+            Some(existing) => {
+                for tag in &host.tags {
+                    existing.add_tag(tag);
+                }
+                if existing.username.is_none() {
+                    existing.username = host.username;
+                }
+                if existing.hostname == existing.name && host.hostname != host.name {
+                    existing.hostname = host.hostname;
+                }
+                if existing.port == 22 {
+                    existing.port = host.port;
+                }
+            }
+            None => merged.push(host),
+        }
+    }
+    merged
+}
+
+/// Parses a port number, naming the line when it is not one.
+pub(crate) fn parse_port(value: &str, line: usize) -> Result<u16, LineError> {
+    value
+        .trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| LineError::new(line, format!("port {value:?} is not a number from 1 to 65535")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,10 @@
+//! The host inventory: what a host is, how target expressions select hosts,
+//! and the importers and exporters that move hosts in and out of merlya.
+
+pub mod export;
+pub mod host;
+pub mod import;
+pub mod targets;
+
+pub use host::{Elevation, Host, LOCALHOST};
+pub use targets::{TargetError, resolve_targets};

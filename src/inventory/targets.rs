@@ -1,0 +1,134 @@
+//! Target expressions: `web01`, `@tag`, `web*`, `a,b,@db`, `all`.
+//!
+//! Resolution is pure: it takes the inventory and returns hosts in inventory
+//! order without duplicates. A name that is not in the inventory becomes an
+//! ad-hoc host (so `merlya exec newbox -- uptime` works with ~/.ssh/config);
+//! a tag or glob that matches nothing is an error, because that is almost
+//! always a typo.
+
+use globset::Glob;
+
+use super::host::{Host, validate_name};
+
+/// Why a target expression selects nothing usable.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TargetError {
+    /// The expression is empty.
+    #[error("no targets given")]
+    Empty,
+    /// `@tag` with no host carrying the tag.
+    #[error("no host has tag @{0}")]
+    UnknownTag(String),
+    /// A glob that matches no host name.
+    #[error("no host matches {0}")]
+    NoMatch(String),
+    /// A glob that cannot be parsed, or a name that is not a valid host name.
+    #[error("invalid target {0:?}: {1}")]
+    Invalid(String, String),
+}
+
+/// Resolves `expr` against `inventory`.
+pub fn resolve_targets(expr: &str, inventory: &[Host]) -> Result<Vec<Host>, TargetError> {
+    let mut selected: Vec<Host> = Vec::new();
+    let push = |host: &Host, selected: &mut Vec<Host>| {
+        if !selected.iter().any(|h| h.name == host.name) {
+            selected.push(host.clone());
+        }
+    };
+    let parts: Vec<&str> = expr.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() {
+        return Err(TargetError::Empty);
+    }
+    for part in parts {
+        if part == "all" {
+            inventory.iter().for_each(|h| push(h, &mut selected));
+        } else if let Some(tag) = part.strip_prefix('@') {
+            let matching: Vec<&Host> = inventory.iter().filter(|h| h.tags.iter().any(|t| t == tag)).collect();
+            if matching.is_empty() {
+                return Err(TargetError::UnknownTag(tag.into()));
+            }
+            matching.into_iter().for_each(|h| push(h, &mut selected));
+        } else if part.contains(['*', '?', '[']) {
+            let matcher =
+                Glob::new(part).map_err(|e| TargetError::Invalid(part.into(), e.kind().to_string()))?.compile_matcher();
+            let matching: Vec<&Host> = inventory.iter().filter(|h| matcher.is_match(&h.name)).collect();
+            if matching.is_empty() {
+                return Err(TargetError::NoMatch(part.into()));
+            }
+            matching.into_iter().for_each(|h| push(h, &mut selected));
+        } else if let Some(host) = inventory.iter().find(|h| h.name == part) {
+            push(host, &mut selected);
+        } else {
+            selected.push(ad_hoc_host(part)?);
+        }
+    }
+    Ok(selected)
+}
+
+/// `[user@]name[:port]` not in the inventory: an ad-hoc SSH host.
+fn ad_hoc_host(part: &str) -> Result<Host, TargetError> {
+    let (user, rest) = match part.split_once('@') {
+        Some((u, r)) => (Some(u.to_string()), r),
+        None => (None, part),
+    };
+    let (name, port) = match rest.rsplit_once(':') {
+        Some((n, p)) => {
+            let port = p.parse::<u16>().map_err(|_| TargetError::Invalid(part.into(), format!("bad port {p:?}")))?;
+            (n, port)
+        }
+        None => (rest, 22),
+    };
+    validate_name(name).map_err(|e| TargetError::Invalid(part.into(), e))?;
+    let mut host = Host::new(name, name);
+    host.username = user;
+    host.port = port;
+    Ok(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inv() -> Vec<Host> {
+        let mut web1 = Host::new("web01", "10.0.0.1");
+        web1.add_tag("web");
+        let mut web2 = Host::new("web02", "10.0.0.2");
+        web2.add_tag("web");
+        web2.add_tag("prod");
+        let mut db = Host::new("db01", "10.0.0.3");
+        db.add_tag("prod");
+        vec![Host::localhost(), web1, web2, db]
+    }
+
+    fn names(hosts: &[Host]) -> Vec<&str> {
+        hosts.iter().map(|h| h.name.as_str()).collect()
+    }
+
+    #[test]
+    fn names_tags_globs_lists_and_all() {
+        let inv = inv();
+        assert_eq!(names(&resolve_targets("web01", &inv).unwrap()), ["web01"]);
+        assert_eq!(names(&resolve_targets("@prod", &inv).unwrap()), ["web02", "db01"]);
+        assert_eq!(names(&resolve_targets("web*", &inv).unwrap()), ["web01", "web02"]);
+        assert_eq!(names(&resolve_targets("db01, @web ,web02", &inv).unwrap()), ["db01", "web01", "web02"]);
+        assert_eq!(names(&resolve_targets("all", &inv).unwrap()), ["localhost", "web01", "web02", "db01"]);
+    }
+
+    #[test]
+    fn unknown_name_becomes_ad_hoc_host_with_user_and_port() {
+        let hosts = resolve_targets("ops@newbox:2222", &inv()).unwrap();
+        assert_eq!(hosts[0].name, "newbox");
+        assert_eq!(hosts[0].username.as_deref(), Some("ops"));
+        assert_eq!(hosts[0].port, 2222);
+    }
+
+    #[test]
+    fn typos_are_errors() {
+        let inv = inv();
+        assert_eq!(resolve_targets("@nope", &inv), Err(TargetError::UnknownTag("nope".into())));
+        assert_eq!(resolve_targets("cache*", &inv), Err(TargetError::NoMatch("cache*".into())));
+        assert_eq!(resolve_targets(" , ", &inv), Err(TargetError::Empty));
+        assert!(matches!(resolve_targets("a b", &inv), Err(TargetError::Invalid(..))));
+        assert!(matches!(resolve_targets("x:port", &inv), Err(TargetError::Invalid(..))));
+    }
+}

@@ -1,0 +1,19 @@
+//! merlya: a full-screen terminal operations console for fleets of Linux hosts.
+//!
+//! The crate is a library with a thin binary. Read `docs/ARCHITECTURE.md` for
+//! the map; in short: `config`, `store`, `inventory`, `ssh` and `exec` are the
+//! foundation; `cli` is the command-line surface; `app` is the console (an Elm
+//! loop: `Model`, `Msg`, pure `update`, `view`, workers on channels).
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod exec;
+pub mod home;
+pub mod inventory;
+pub mod logging;
+pub mod prompt;
+pub mod redact;
+pub mod ssh;
+pub mod store;

@@ -1,0 +1,5 @@
+//! The `merlya` binary: everything lives in the library.
+
+fn main() -> std::process::ExitCode {
+    merlya::cli::main()
+}

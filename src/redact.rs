@@ -1,0 +1,70 @@
+//! Masking of secrets in command lines before they reach the audit log, the
+//! history table, logs or the screen.
+//!
+//! This is a last line of defence for commands typed by people; the agent
+//! works with `@service:host:field` references that never hold values.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// What replaces a secret.
+pub const MASK: &str = "***";
+
+static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    let rules: [(&str, &str); 6] = [
+        // --password=x, --token x, --api-key=x, --secret x
+        (r#"(?i)(--[a-z0-9-]*(?:password|passwd|token|secret|api-key|apikey)[= ])("[^"]*"|'[^']*'|\S+)"#, "${1}***"),
+        // PASSWORD=x, DB_TOKEN=x, AWS_SECRET_ACCESS_KEY=x as assignments
+        (
+            r#"(?i)\b([a-z0-9_]*(?:password|passwd|token|secret|api_key|apikey|access_key)[a-z0-9_]*=)("[^"]*"|'[^']*'|\S+)"#,
+            "${1}***",
+        ),
+        // mysql -pSECRET / -p'SECRET'
+        (r#"(\bmysql(?:dump|admin)?\b[^|;&]*?\s-p)("[^"]*"|'[^']*'|[^\s"']+)"#, "${1}***"),
+        // echo secret | sudo -S
+        (r#"(\b(?:echo|printf)\s+)("[^"]*"|'[^']*'|\S+)(\s*\|\s*sudo\s+(?:-\S+\s+)*-S)"#, "${1}***${3}"),
+        // scheme://user:password@host
+        (r#"(://[^/\s:@]+:)([^@\s/]+)(@)"#, "${1}***${3}"),
+        // Authorization: Bearer x / token x
+        (r#"(?i)(authorization:\s*(?:bearer|token|basic)\s+)([^\s"']+)"#, "${1}***"),
+    ];
+    rules.into_iter().filter_map(|(pattern, replacement)| Regex::new(pattern).ok().map(|r| (r, replacement))).collect()
+});
+
+/// Returns `command` with every recognised secret replaced by `***`.
+pub fn redact_command(command: &str) -> String {
+    let mut out = command.to_string();
+    for (rule, replacement) in RULES.iter() {
+        out = rule.replace_all(&out, *replacement).into_owned();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_command;
+
+    #[test]
+    fn masks_common_secret_shapes() {
+        let cases = [
+            ("mysql -u root -phunter2 -e 'show databases'", "mysql -u root -p*** -e 'show databases'"),
+            ("curl --password=hunter2 https://x", "curl --password=*** https://x"),
+            ("tool --api-key 'abc def' run", "tool --api-key *** run"),
+            ("PGPASSWORD=s3cret psql -h db", "PGPASSWORD=*** psql -h db"),
+            ("echo hunter2 | sudo -S systemctl restart nginx", "echo *** | sudo -S systemctl restart nginx"),
+            ("git clone https://bob:tok123@git.example/repo", "git clone https://bob:***@git.example/repo"),
+            ("curl -H 'Authorization: Bearer abc.def' x", "curl -H 'Authorization: Bearer ***' x"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_command(input), expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn leaves_ordinary_commands_alone() {
+        for cmd in ["df -h", "mkdir -p /var/tmp/x", "ssh -p 2222 host uptime", "grep -r token_count src/"] {
+            assert_eq!(redact_command(cmd), cmd);
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Opening authenticated SSH connections, directly or through jump hosts,
+//! with the server's key checked against known_hosts under the configured
+//! policy.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use russh::client::{self, Handle};
+use russh::keys::PublicKeyBase64;
+use russh::keys::ssh_key;
+
+use super::auth::authenticate;
+use super::known_hosts::{self, KnownHostStatus};
+use super::target::SshTarget;
+use crate::config::HostKeyPolicy;
+use crate::prompt::Prompter;
+
+/// A connection failure, phrased for the person reading it.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum SshError {
+    /// TCP connect or handshake did not finish in time.
+    #[error("connection to {0} timed out after {1}s")]
+    Timeout(String, u64),
+    /// TCP-level failure (refused, unreachable, DNS).
+    #[error("cannot reach {0}: {1}")]
+    Unreachable(String, String),
+    /// The server's key was refused; the text says why and what to do.
+    #[error("{0}")]
+    HostKey(String),
+    /// No authentication method worked.
+    #[error("authentication failed for {0}: {1}")]
+    Auth(String, String),
+    /// Protocol trouble after connecting.
+    #[error("ssh error with {0}: {1}")]
+    Protocol(String, String),
+}
+
+/// What every connection needs besides the target.
+#[derive(Clone)]
+pub struct ConnectContext {
+    /// known_hosts files consulted, in order (~/.ssh/known_hosts, merlya's).
+    pub known_hosts_files: Vec<PathBuf>,
+    /// Where newly trusted keys are written.
+    pub own_known_hosts: PathBuf,
+    /// What to do with unknown keys.
+    pub policy: HostKeyPolicy,
+    /// Who answers questions.
+    pub prompter: Arc<dyn Prompter>,
+    /// Limit for TCP + handshake + authentication.
+    pub connect_timeout: Duration,
+}
+
+/// The russh event handler: checks host keys, remembers why one was refused.
+pub struct ClientHandler {
+    host: String,
+    port: u16,
+    ctx: ConnectContext,
+    refusal: Arc<Mutex<Option<String>>>,
+}
+
+impl client::Handler for ClientHandler {
+    type Error = russh::Error;
+
+    async fn check_server_key(&mut self, offered: &russh::keys::PublicKeyOrCertificate) -> Result<bool, Self::Error> {
+        let key: &ssh_key::PublicKey = match offered {
+            russh::keys::PublicKeyOrCertificate::PublicKey { key, .. } => key,
+            russh::keys::PublicKeyOrCertificate::Certificate(_) => {
+                self.refuse("the server offered a host certificate; only plain host keys are supported".into());
+                return Ok(false);
+            }
+        };
+        let key_type = key.algorithm().as_str().to_string();
+        let key_b64 = key.public_key_base64();
+        match verify_host_key(&self.ctx, &self.host, self.port, &key_type, &key_b64).await {
+            Ok(()) => Ok(true),
+            Err(reason) => {
+                self.refuse(reason);
+                Ok(false)
+            }
+        }
+    }
+}
+
+impl ClientHandler {
+    fn refuse(&self, reason: String) {
+        if let Ok(mut slot) = self.refusal.lock() {
+            *slot = Some(reason);
+        }
+    }
+}
+
+/// Applies the host-key policy to one offered key.
+pub async fn verify_host_key(
+    ctx: &ConnectContext,
+    host: &str,
+    port: u16,
+    key_type: &str,
+    key_b64: &str,
+) -> Result<(), String> {
+    let fp = known_hosts::fingerprint(key_type, key_b64);
+    let shown = known_hosts::host_pattern(host, port);
+    match known_hosts::check(&ctx.known_hosts_files, host, port, key_type, key_b64) {
+        KnownHostStatus::Known => Ok(()),
+        KnownHostStatus::Changed { file, line } => Err(format!(
+            "HOST KEY CHANGED for {shown}: it now offers {key_type} {fp}, which differs from {}:{line}. \
+             This may be an attack; merlya refuses to connect. If the change is expected, remove that line.",
+            file.display()
+        )),
+        KnownHostStatus::Revoked { file, line } => {
+            Err(format!("host key {fp} of {shown} is revoked ({}:{line}); refusing", file.display()))
+        }
+        status => {
+            let other = status == KnownHostStatus::KnownWithOtherTypes;
+            let trust = match ctx.policy {
+                HostKeyPolicy::Strict => false,
+                HostKeyPolicy::AcceptNew => !other,
+                HostKeyPolicy::Ask => {
+                    let note = if other { " (the host is known with keys of other types)" } else { "" };
+                    ctx.prompter
+                        .confirm(
+                            "Unknown host key",
+                            &format!("{shown} offers {key_type} key {fp}{note}. Trust it and remember it?"),
+                        )
+                        .await
+                }
+            };
+            if !trust {
+                return Err(format!(
+                    "unknown host key for {shown} ({key_type} {fp}) refused under host_key_policy {}; \
+                     verify the fingerprint, then add it to known_hosts or use accept-new",
+                    policy_name(ctx.policy)
+                ));
+            }
+            known_hosts::append(&ctx.own_known_hosts, host, port, key_type, key_b64)
+                .map_err(|e| format!("cannot record host key in {}: {e}", ctx.own_known_hosts.display()))?;
+            tracing::info!(host = %shown, fingerprint = %fp, "recorded new host key");
+            Ok(())
+        }
+    }
+}
+
+fn policy_name(policy: HostKeyPolicy) -> &'static str {
+    match policy {
+        HostKeyPolicy::Strict => "strict",
+        HostKeyPolicy::AcceptNew => "accept-new",
+        HostKeyPolicy::Ask => "ask",
+    }
+}
+
+/// An authenticated connection and the jump connections it rides on (kept
+/// alive as long as it is).
+pub struct Connection {
+    /// The session to open channels on.
+    pub handle: Handle<ClientHandler>,
+    _jumps: Vec<Handle<ClientHandler>>,
+}
+
+fn russh_config() -> Arc<client::Config> {
+    Arc::new(client::Config {
+        inactivity_timeout: None,
+        keepalive_interval: Some(Duration::from_secs(30)),
+        keepalive_max: 3,
+        nodelay: true,
+        ..Default::default()
+    })
+}
+
+/// Connects to `target` through its jump hosts, within the connect timeout.
+pub async fn connect(target: &SshTarget, ctx: &ConnectContext) -> Result<Connection, SshError> {
+    let limit = ctx.connect_timeout;
+    let hops = target.jumps.len() as u32 + 1;
+    // Each hop gets the full budget: a chain of N hops may take N times as long.
+    match tokio::time::timeout(limit * hops, connect_inner(target, ctx)).await {
+        Ok(result) => result,
+        Err(_) => Err(SshError::Timeout(target.name.clone(), (limit * hops).as_secs())),
+    }
+}
+
+async fn connect_inner(target: &SshTarget, ctx: &ConnectContext) -> Result<Connection, SshError> {
+    let mut jumps: Vec<Handle<ClientHandler>> = Vec::new();
+    for hop in &target.jumps {
+        let handle = match jumps.last() {
+            None => dial(hop, ctx).await?,
+            Some(previous) => tunnel(previous, hop, ctx).await?,
+        };
+        jumps.push(handle);
+    }
+    let handle = match jumps.last() {
+        None => dial(target, ctx).await?,
+        Some(previous) => tunnel(previous, target, ctx).await?,
+    };
+    Ok(Connection { handle, _jumps: jumps })
+}
+
+fn handler_for(target: &SshTarget, ctx: &ConnectContext) -> (ClientHandler, Arc<Mutex<Option<String>>>) {
+    let refusal = Arc::new(Mutex::new(None));
+    let handler =
+        ClientHandler { host: target.hostname.clone(), port: target.port, ctx: ctx.clone(), refusal: refusal.clone() };
+    (handler, refusal)
+}
+
+/// Turns a handshake error into an [`SshError`], preferring the host-key refusal reason.
+fn handshake_error(target: &SshTarget, refusal: &Mutex<Option<String>>, e: russh::Error) -> SshError {
+    if let Some(reason) = refusal.lock().ok().and_then(|mut r| r.take()) {
+        return SshError::HostKey(reason);
+    }
+    match e {
+        russh::Error::IO(io) => SshError::Unreachable(target.name.clone(), io.to_string()),
+        other => SshError::Protocol(target.name.clone(), other.to_string()),
+    }
+}
+
+async fn dial(target: &SshTarget, ctx: &ConnectContext) -> Result<Handle<ClientHandler>, SshError> {
+    let (handler, refusal) = handler_for(target, ctx);
+    let addr = (target.hostname.as_str(), target.port);
+    let socket = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| SshError::Unreachable(format!("{}:{}", target.hostname, target.port), e.to_string()))?;
+    let _ = socket.set_nodelay(true);
+    let mut handle = client::connect_stream(russh_config(), socket, handler)
+        .await
+        .map_err(|e| handshake_error(target, &refusal, e))?;
+    authenticate(&mut handle, target, ctx.prompter.as_ref()).await?;
+    Ok(handle)
+}
+
+async fn tunnel(
+    via: &Handle<ClientHandler>,
+    target: &SshTarget,
+    ctx: &ConnectContext,
+) -> Result<Handle<ClientHandler>, SshError> {
+    let channel = via
+        .channel_open_direct_tcpip(target.hostname.clone(), u32::from(target.port), "127.0.0.1", 0)
+        .await
+        .map_err(|e| SshError::Unreachable(target.name.clone(), format!("jump host could not open a tunnel: {e}")))?;
+    let (handler, refusal) = handler_for(target, ctx);
+    let mut handle = client::connect_stream(russh_config(), channel.into_stream(), handler)
+        .await
+        .map_err(|e| handshake_error(target, &refusal, e))?;
+    authenticate(&mut handle, target, ctx.prompter.as_ref()).await?;
+    Ok(handle)
+}

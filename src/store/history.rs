@@ -1,0 +1,72 @@
+//! Command history and raw output kept for later inspection.
+
+use super::{SqlContext, Store, StoreError, now_rfc3339};
+use crate::redact::redact_command;
+
+/// One finished command on one host.
+#[derive(Debug, Clone)]
+pub struct CommandRecord<'a> {
+    pub session_id: &'a str,
+    pub host: &'a str,
+    pub command: &'a str,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub error: Option<&'a str>,
+    pub stdout: &'a str,
+    pub stderr: &'a str,
+}
+
+impl Store {
+    /// Writes the command to `command_history` and its output to `raw_logs`
+    /// (expiring after `retention_days`); expired raw logs are purged.
+    pub async fn record_command(&self, rec: &CommandRecord<'_>, retention_days: u32) -> Result<(), StoreError> {
+        let now = chrono::Utc::now();
+        let started = now_rfc3339();
+        let command = redact_command(rec.command);
+        let mut tx = self.pool().begin().await.ctx("cannot start transaction")?;
+        sqlx::query(
+            "INSERT INTO command_history (session_id, host, command, exit_code, duration_ms, error, started_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(rec.session_id)
+        .bind(rec.host)
+        .bind(&command)
+        .bind(rec.exit_code)
+        .bind(i64::try_from(rec.duration_ms).unwrap_or(i64::MAX))
+        .bind(rec.error)
+        .bind(&started)
+        .execute(&mut *tx)
+        .await
+        .ctx("cannot record command")?;
+        let expires = (now + chrono::Duration::days(i64::from(retention_days)))
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        sqlx::query(
+            "INSERT INTO raw_logs (host, command, stdout, stderr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(rec.host)
+        .bind(&command)
+        .bind(rec.stdout)
+        .bind(rec.stderr)
+        .bind(&started)
+        .bind(expires)
+        .execute(&mut *tx)
+        .await
+        .ctx("cannot record output")?;
+        sqlx::query("DELETE FROM raw_logs WHERE expires_at < ?")
+            .bind(&started)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot purge old output")?;
+        tx.commit().await.ctx("cannot commit command record")?;
+        Ok(())
+    }
+
+    /// Count of rows in `command_history` for a host (used by tests and `doctor`).
+    pub async fn command_count(&self, host: &str) -> Result<i64, StoreError> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM command_history WHERE host = ?")
+            .bind(host)
+            .fetch_one(self.pool())
+            .await
+            .ctx("cannot count commands")
+    }
+}

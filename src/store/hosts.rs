@@ -1,0 +1,163 @@
+//! Hosts and tags in the database.
+
+use sqlx::Row;
+
+use super::{SqlContext, Store, StoreError, now_rfc3339};
+use crate::inventory::{Host, LOCALHOST};
+
+/// What went wrong with a host operation that the user can fix.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// No host of that name.
+    #[error("no host named {0}")]
+    NotFound(String),
+    /// `hosts add` of a name that exists.
+    #[error("host {0} already exists (use `merlya hosts rm {0}` first, or import to update)")]
+    Exists(String),
+    /// localhost cannot be removed.
+    #[error("localhost is built in and cannot be removed")]
+    Builtin,
+    /// Database failure.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn host_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Host, sqlx::Error> {
+    let tags: Option<String> = row.try_get("tags")?;
+    let elevation: String = row.try_get("elevation")?;
+    let port: i64 = row.try_get("port")?;
+    let reachable: Option<i64> = row.try_get("reachable")?;
+    Ok(Host {
+        name: row.try_get("name")?,
+        hostname: row.try_get("hostname")?,
+        port: u16::try_from(port).unwrap_or(22),
+        username: row.try_get("username")?,
+        tags: tags.map(|t| t.split('\u{1f}').map(String::from).collect()).unwrap_or_default(),
+        jump: row.try_get("jump")?,
+        identity_file: row.try_get("identity_file")?,
+        elevation: elevation.parse().unwrap_or_default(),
+        reachable: reachable.map(|r| r != 0),
+        last_check: row.try_get("last_check")?,
+    })
+}
+
+const SELECT_HOSTS: &str = "SELECT h.*, (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM host_tags t WHERE t.host_id = h.id ORDER BY tag)) AS tags FROM hosts h";
+
+impl Store {
+    /// Every host, localhost first, then by name.
+    pub async fn list_hosts(&self) -> Result<Vec<Host>, StoreError> {
+        let sql = format!("{SELECT_HOSTS} ORDER BY h.name != '{LOCALHOST}', h.name");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(self.pool()).await.ctx("cannot list hosts")?;
+        rows.iter().map(host_from_row).collect::<Result<_, _>>().ctx("cannot read a host row")
+    }
+
+    /// One host by name.
+    pub async fn get_host(&self, name: &str) -> Result<Host, HostError> {
+        let sql = format!("{SELECT_HOSTS} WHERE h.name = ?");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await
+            .ctx("cannot read host")?
+            .ok_or_else(|| HostError::NotFound(name.to_string()))?;
+        Ok(host_from_row(&row).ctx("cannot read a host row")?)
+    }
+
+    /// Adds a new host; an existing name is an error.
+    pub async fn add_host(&self, host: &Host) -> Result<(), HostError> {
+        if self.get_host(&host.name).await.is_ok() {
+            return Err(HostError::Exists(host.name.clone()));
+        }
+        self.upsert_hosts(std::slice::from_ref(host)).await?;
+        Ok(())
+    }
+
+    /// Inserts or updates hosts by name in one transaction; tags are united
+    /// with existing ones. Returns (added, updated).
+    pub async fn upsert_hosts(&self, hosts: &[Host]) -> Result<(usize, usize), StoreError> {
+        let mut tx = self.pool().begin().await.ctx("cannot start transaction")?;
+        let (mut added, mut updated) = (0, 0);
+        let now = now_rfc3339();
+        for host in hosts {
+            let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM hosts WHERE name = ?")
+                .bind(&host.name)
+                .fetch_optional(&mut *tx)
+                .await
+                .ctx("cannot look up host")?;
+            if existing.is_some() {
+                updated += 1
+            } else {
+                added += 1
+            }
+            sqlx::query(
+                "INSERT INTO hosts (name, hostname, port, username, jump, identity_file, elevation, created_at, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT(name) DO UPDATE SET hostname = excluded.hostname, port = excluded.port,
+                   username = excluded.username, jump = excluded.jump, identity_file = excluded.identity_file,
+                   elevation = excluded.elevation, updated_at = excluded.updated_at",
+            )
+            .bind(&host.name)
+            .bind(&host.hostname)
+            .bind(i64::from(host.port))
+            .bind(&host.username)
+            .bind(&host.jump)
+            .bind(&host.identity_file)
+            .bind(host.elevation.as_str())
+            .bind(&now)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await
+            .ctx(&format!("cannot save host {}", host.name))?;
+            for tag in &host.tags {
+                sqlx::query("INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?")
+                    .bind(tag)
+                    .bind(&host.name)
+                    .execute(&mut *tx)
+                    .await
+                    .ctx("cannot save tag")?;
+            }
+        }
+        tx.commit().await.ctx("cannot commit hosts")?;
+        Ok((added, updated))
+    }
+
+    /// Removes a host (not localhost).
+    pub async fn remove_host(&self, name: &str) -> Result<(), HostError> {
+        if name == LOCALHOST {
+            return Err(HostError::Builtin);
+        }
+        let done = sqlx::query("DELETE FROM hosts WHERE name = ?")
+            .bind(name)
+            .execute(self.pool())
+            .await
+            .ctx("cannot remove host")?;
+        if done.rows_affected() == 0 {
+            return Err(HostError::NotFound(name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Adds (`add = true`) or removes a tag.
+    pub async fn set_tag(&self, name: &str, tag: &str, add: bool) -> Result<(), HostError> {
+        self.get_host(name).await?;
+        let sql = if add {
+            "INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?"
+        } else {
+            "DELETE FROM host_tags WHERE tag = ? AND host_id = (SELECT id FROM hosts WHERE name = ?)"
+        };
+        sqlx::query(sql).bind(tag).bind(name).execute(self.pool()).await.ctx("cannot change tag")?;
+        Ok(())
+    }
+
+    /// Records the result of a reachability check.
+    pub async fn set_reachable(&self, name: &str, reachable: bool) -> Result<(), StoreError> {
+        sqlx::query("UPDATE hosts SET reachable = ?, last_check = ? WHERE name = ?")
+            .bind(reachable)
+            .bind(now_rfc3339())
+            .bind(name)
+            .execute(self.pool())
+            .await
+            .ctx("cannot record reachability")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! The SQLite store: one file, WAL mode, embedded migrations.
+//!
+//! Opening is careful: a file that is not SQLite, is corrupt, or was migrated
+//! by a newer merlya is reported and never written to. Concurrent first starts
+//! are serialised with an exclusive lock on `merlya.db.lock`, so two processes
+//! starting at once on a new `MERLYA_HOME` both succeed.
+
+pub mod audit;
+pub mod history;
+pub mod hosts;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Connection, Row};
+
+/// Why the database cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file is not a SQLite database at all.
+    #[error("{0} is not a SQLite database (bad header); it was left untouched. Move it away to start afresh.")]
+    NotSqlite(PathBuf),
+    /// SQLite reports damage.
+    #[error("{path} is corrupt ({detail}); it was left untouched. Restore a backup or move it away.")]
+    Corrupt { path: PathBuf, detail: String },
+    /// Migrated by a newer merlya.
+    #[error(
+        "{path} was created by a newer merlya (schema version {found}, this merlya knows up to {known}); it was left untouched. Upgrade merlya."
+    )]
+    TooNew { path: PathBuf, found: i64, known: i64 },
+    /// Any other database error, with what was being done.
+    #[error("{context}: {source}")]
+    Sql { context: String, source: sqlx::Error },
+    /// Filesystem trouble around the database.
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+/// Adds context to sqlx errors.
+pub(crate) trait SqlContext<T> {
+    fn ctx(self, context: &str) -> Result<T, StoreError>;
+}
+
+impl<T> SqlContext<T> for Result<T, sqlx::Error> {
+    fn ctx(self, context: &str) -> Result<T, StoreError> {
+        self.map_err(|source| StoreError::Sql { context: context.to_string(), source })
+    }
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// A handle on the database; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|source| StoreError::Io { context: format!("cannot create {}", parent.display()), source })?;
+        }
+        let lock_path = path.with_extension("db.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|source| StoreError::Io { context: format!("cannot open {}", lock_path.display()), source })?;
+        let guard = tokio::task::spawn_blocking(move || lock.lock().map(|_| lock))
+            .await
+            .map_err(|e| StoreError::Io { context: "lock task".into(), source: std::io::Error::other(e) })?
+            .map_err(|source| StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source })?;
+
+        let exists = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        if exists {
+            Self::check_existing(path).await?;
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .ctx(&format!("cannot open {}", path.display()))?;
+        MIGRATOR.run(&pool).await.map_err(|e| StoreError::Sql {
+            context: format!("cannot migrate {}", path.display()),
+            source: sqlx::Error::Migrate(Box::new(e)),
+        })?;
+        drop(guard);
+        Ok(Self { pool })
+    }
+
+    /// Read-only checks of an existing file: header, integrity, schema version.
+    async fn check_existing(path: &Path) -> Result<(), StoreError> {
+        let mut header = [0u8; 16];
+        let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header));
+        if read.is_err() || &header != b"SQLite format 3\0" {
+            return Err(StoreError::NotSqlite(path.to_path_buf()));
+        }
+        let corrupt = |e: sqlx::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
+        let options = SqliteConnectOptions::from_str("sqlite://")
+            .map_err(corrupt)?
+            .filename(path)
+            .read_only(true)
+            .busy_timeout(Duration::from_secs(10));
+        let mut conn = sqlx::SqliteConnection::connect_with(&options).await.map_err(corrupt)?;
+        let check: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut conn).await.map_err(corrupt)?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt { path: path.to_path_buf(), detail: check });
+        }
+        let has_table: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+                .fetch_one(&mut conn)
+                .await
+                .map_err(corrupt)?;
+        if has_table > 0 {
+            let found: Option<i64> = sqlx::query("SELECT MAX(version) AS v FROM _sqlx_migrations")
+                .fetch_one(&mut conn)
+                .await
+                .map_err(corrupt)?
+                .try_get("v")
+                .map_err(corrupt)?;
+            let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+            if let Some(found) = found.filter(|f| *f > known) {
+                return Err(StoreError::TooNew { path: path.to_path_buf(), found, known });
+            }
+        }
+        conn.close().await.map_err(corrupt)?;
+        Ok(())
+    }
+
+    /// The connection pool, for repositories.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Records the start of a CLI or console session and returns its id.
+    pub async fn start_session(&self, kind: &str) -> Result<String, StoreError> {
+        let now = chrono::Utc::now();
+        let id = format!("{}-{}", now.format("%Y%m%dT%H%M%S%.3f"), std::process::id());
+        sqlx::query("INSERT INTO sessions (id, kind, started_at) VALUES (?, ?, ?)")
+            .bind(&id)
+            .bind(kind)
+            .bind(now_rfc3339())
+            .execute(&self.pool)
+            .await
+            .ctx("cannot record session")?;
+        Ok(id)
+    }
+
+    /// Closes the pool cleanly (checkpoints the WAL).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Current UTC time as stored in the database.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
