@@ -1,0 +1,336 @@
+//! `merlya exec` and the SSH layer against real OpenSSH daemons on loopback.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use merlya::config::HostKeyPolicy;
+use merlya::exec::Executor;
+use merlya::exec::fanout::fan_out;
+use merlya::inventory::Host;
+use merlya::prompt::{NoPrompter, Prompter};
+use merlya::ssh::SshPool;
+use merlya::ssh::client::ConnectContext;
+use merlya::ssh::target::ResolveContext;
+use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey, json_lines, text};
+
+#[test]
+fn default_key_auth_runs_command_as_the_login_user() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    let out = env.run(&["exec", "web01", "--format", "json", "--", "whoami; echo err >&2; exit 3"]);
+    assert_eq!(out.status.code(), Some(4), "a non-zero exit makes exec exit 4: {}", text(&out.stderr));
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["host"], "web01");
+    assert_eq!(records[0]["stdout"], format!("{TEST_USER}\n"));
+    assert_eq!(records[0]["stderr"], "err\n");
+    assert_eq!(records[0]["exit_code"], 3);
+    assert!(records[0]["error"].is_null());
+    assert!(records[0]["duration_ms"].is_u64());
+}
+
+#[test]
+fn host_identity_file_is_used_and_text_output_streams_with_summary() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.trust(&sshd);
+    let key_path = key.private.display().to_string();
+    env.add_host("web01", &sshd, &["--identity-file", &key_path]);
+    let out = env.ok(&["exec", "web01", "--", "echo out; echo warn >&2"]);
+    assert!(out.contains("web01 | out\n"), "{out}");
+    assert!(out.contains("web01 ! warn\n"), "stderr is marked: {out}");
+    assert!(out.contains("HOST   EXIT  DURATION"), "summary table: {out}");
+    assert!(out.contains("1/1 hosts succeeded"), "{out}");
+}
+
+#[test]
+fn agent_auth_works_without_key_files() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    let sock = env.dir.path().join("agent.sock");
+    let agent = std::process::Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut agent = scopeguard(agent);
+    for _ in 0..100 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let added = std::process::Command::new("ssh-add").arg(&key.private).env("SSH_AUTH_SOCK", &sock).output().unwrap();
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    let out = env.merlya(&["exec", "web01", "--", "echo via-agent"]).env("SSH_AUTH_SOCK", &sock).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("web01 | via-agent"));
+    let _ = agent.0.kill();
+}
+
+struct Guard(std::process::Child);
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+fn scopeguard(child: std::process::Child) -> Guard {
+    Guard(child)
+}
+
+#[test]
+fn wrong_key_is_refused_with_what_was_tried() {
+    let allowed = TestKey::generate("");
+    let other = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&allowed));
+    let env = TestEnv::new();
+    env.install_default_key(&other);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    let out = env.run(&["exec", "web01", "--format", "json", "--", "echo never"]);
+    assert_eq!(out.status.code(), Some(4));
+    let records = json_lines(&text(&out.stdout));
+    let error = records[0]["error"].as_str().unwrap();
+    assert!(error.contains("authentication failed for merlyatest@web01"), "{error}");
+    assert!(error.contains("id_ed25519"), "names the key tried: {error}");
+    assert!(records[0]["exit_code"].is_null());
+}
+
+#[test]
+fn encrypted_key_without_a_terminal_fails_cleanly() {
+    let key = TestKey::generate("correct horse");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    let out = env.run(&["exec", "web01", "--format", "json", "--", "true"]);
+    let records = json_lines(&text(&out.stdout));
+    let error = records[0]["error"].as_str().unwrap();
+    assert!(error.contains("encrypted, no passphrase given"), "{error}");
+}
+
+#[test]
+fn jump_host_carries_the_connection() {
+    let key = TestKey::generate("");
+    let bastion = Sshd::start(SshdOptions::allowing(&key));
+    let target = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&bastion);
+    env.trust(&target);
+    env.add_host("bastion", &bastion, &[]);
+    env.add_host("inner", &target, &["--jump", "bastion"]);
+    let out = env.ok(&["exec", "inner", "--", "echo through"]);
+    assert!(out.contains("inner | through"), "{out}");
+    assert_eq!(bastion.accepted_logins(), 1, "the bastion saw the jump login:\n{}", bastion.log_text());
+    assert_eq!(target.accepted_logins(), 1);
+
+    // A bastion that forbids forwarding cannot carry the connection: proof that the route goes through it.
+    let closed = Sshd::start(SshdOptions { allow_forwarding: false, ..SshdOptions::allowing(&key) });
+    env.trust(&closed);
+    env.add_host("closed-bastion", &closed, &[]);
+    env.add_host("inner2", &target, &["--jump", "closed-bastion"]);
+    let out = env.run(&["exec", "inner2", "--format", "json", "--", "echo never"]);
+    let records = json_lines(&text(&out.stdout));
+    let error = records[0]["error"].as_str().unwrap();
+    assert!(error.contains("jump host could not open a tunnel"), "{error}");
+}
+
+#[test]
+fn unknown_host_key_under_each_policy() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.add_host("web01", &sshd, &[]);
+
+    // Without a terminal the default is strict.
+    let out = env.run(&["exec", "web01", "--format", "json", "--", "true"]);
+    let error = json_lines(&text(&out.stdout))[0]["error"].as_str().unwrap().to_string();
+    assert!(error.contains("unknown host key") && error.contains("strict"), "{error}");
+    assert!(error.contains("SHA256:"), "shows the fingerprint: {error}");
+
+    // ask with nobody to answer refuses too.
+    let out = env
+        .merlya(&["exec", "web01", "--format", "json", "--", "true"])
+        .env("MERLYA_SSH_HOST_KEY_POLICY", "ask")
+        .output()
+        .unwrap();
+    let error = json_lines(&text(&out.stdout))[0]["error"].as_str().unwrap().to_string();
+    assert!(error.contains("refused under host_key_policy ask"), "{error}");
+
+    // accept-new records the key in merlya's known_hosts and connects.
+    let out = env
+        .merlya(&["exec", "web01", "--", "echo hi"])
+        .env("MERLYA_SSH_HOST_KEY_POLICY", "accept-new")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let own = std::fs::read_to_string(env.merlya_home().join("known_hosts")).unwrap();
+    assert!(own.contains(&format!("[127.0.0.1]:{}", sshd.port)), "{own}");
+
+    // Now known: strict accepts it.
+    env.ok(&["exec", "web01", "--", "true"]);
+}
+
+#[test]
+fn changed_host_key_is_refused_even_under_accept_new() {
+    let key = TestKey::generate("");
+    let first = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    // known_hosts holds a different key of the same type for this host and port.
+    let impostor = Sshd::start(SshdOptions::allowing(&key));
+    let recorded = impostor.known_hosts_line().replace(&impostor.port.to_string(), &first.port.to_string());
+    std::fs::write(env.home().join(".ssh/known_hosts"), format!("{recorded}\n")).unwrap();
+    env.add_host("web01", &first, &[]);
+    let out = env
+        .merlya(&["exec", "web01", "--format", "json", "--", "touch /tmp/should-not-run"])
+        .env("MERLYA_SSH_HOST_KEY_POLICY", "accept-new")
+        .output()
+        .unwrap();
+    let error = json_lines(&text(&out.stdout))[0]["error"].as_str().unwrap().to_string();
+    assert!(error.contains("HOST KEY CHANGED"), "{error}");
+    assert!(error.contains("known_hosts:1"), "names file and line: {error}");
+    assert_eq!(first.accepted_logins(), 0, "no login happened");
+}
+
+#[test]
+fn fan_out_to_five_daemons_with_a_down_host() {
+    let key = TestKey::generate("");
+    let daemons: Vec<Sshd> = (0..5).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    for (i, d) in daemons.iter().enumerate() {
+        env.trust(d);
+        env.add_host(&format!("node{i}"), d, &["--tag", "fleet"]);
+    }
+    // A host whose port nobody listens on.
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    env.ok(&["hosts", "add", "down", "--hostname", "127.0.0.1", "--port", &dead_port, "--tag", "fleet"]);
+    let out = env.run(&["exec", "@fleet", "--parallel", "3", "--format", "json", "--", "echo $((6*7))"]);
+    assert_eq!(out.status.code(), Some(4), "one host down makes the run fail");
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records.len(), 6);
+    for r in records.iter().filter(|r| r["host"] != "down") {
+        assert_eq!(r["stdout"], "42\n", "{r}");
+        assert_eq!(r["exit_code"], 0);
+    }
+    let down = records.iter().find(|r| r["host"] == "down").unwrap();
+    assert!(down["error"].as_str().unwrap().contains("cannot reach"), "{down}");
+    // Every execution is in the history and the audit log.
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    let entries: Vec<serde_json::Value> = serde_json::from_str(&audit).unwrap();
+    assert_eq!(entries.len(), 6);
+    assert!(entries.iter().all(|e| e["command"] == "echo $((6*7))" && e["approved_by"] == "not required"));
+}
+
+#[test]
+fn a_command_that_outlives_the_timeout_is_cut_off() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("slow", &sshd, &[]);
+    let out = env.run(&["exec", "slow,localhost", "--timeout", "1", "--format", "json", "--", "sleep 30"]);
+    assert_eq!(out.status.code(), Some(4));
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert_eq!(r["error"], "timed out after 1s", "{r}");
+        assert!(r["duration_ms"].as_u64().unwrap() < 30_000);
+    }
+}
+
+fn executor_for(
+    key: &TestKey,
+    known_hosts: std::path::PathBuf,
+    policy: HostKeyPolicy,
+    prompter: Arc<dyn Prompter>,
+) -> Executor {
+    let ctx = ConnectContext {
+        known_hosts_files: vec![known_hosts.clone()],
+        own_known_hosts: known_hosts,
+        policy,
+        prompter,
+        connect_timeout: Duration::from_secs(10),
+    };
+    let pool = Arc::new(SshPool::new(ctx, 50, Duration::from_secs(300)));
+    let resolve = ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() };
+    Executor::new(pool, resolve)
+}
+
+fn host_for(name: &str, sshd: &Sshd) -> Host {
+    let mut h = Host::new(name, "127.0.0.1");
+    h.port = sshd.port;
+    h.username = Some(TEST_USER.into());
+    h
+}
+
+#[tokio::test]
+async fn pool_reuses_the_connection_and_redials_a_dead_one() {
+    let key = TestKey::generate("");
+    let mut sshd = Sshd::start(SshdOptions::allowing(&key));
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
+    let executor = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter));
+    let host = host_for("web01", &sshd);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let first = executor.run(&host, "echo one", Duration::from_secs(10), &tx).await;
+    let second = executor.run(&host, "echo two", Duration::from_secs(10), &tx).await;
+    assert_eq!((first.stdout.as_str(), second.stdout.as_str()), ("one\n", "two\n"));
+    assert_eq!(executor.pool().handshakes(), 1, "the second command rode the pooled connection");
+    assert_eq!(sshd.accepted_logins(), 1, "sshd saw one login:\n{}", sshd.log_text());
+
+    // Restart the daemon on the same port with the same key: the pooled connection is dead.
+    let options = SshdOptions { host_key: Some(sshd.host_key.clone()), port: Some(sshd.port), ..sshd.options.clone() };
+    sshd.stop();
+    let restarted = Sshd::start(options);
+    let third = executor.run(&host, "echo three", Duration::from_secs(10), &tx).await;
+    assert!(third.success(), "{third:?}");
+    assert_eq!(third.stdout, "three\n");
+    assert_eq!(executor.pool().handshakes(), 2, "redialled exactly once");
+    assert_eq!(restarted.accepted_logins(), 1);
+}
+
+/// A prompter that answers like a person who trusts the key.
+struct Yes;
+#[async_trait::async_trait]
+impl Prompter for Yes {
+    async fn confirm(&self, _: &str, body: &str) -> bool {
+        body.contains("SHA256:")
+    }
+    async fn secret(&self, _: &str, _: &str) -> Option<String> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn ask_policy_records_the_key_when_the_person_agrees() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    let executor = Arc::new(executor_for(&key, known.clone(), HostKeyPolicy::Ask, Arc::new(Yes)));
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let results = fan_out(executor, vec![host_for("a", &sshd)], "echo ok".into(), 4, Duration::from_secs(10), tx).await;
+    assert!(results[0].success(), "{:?}", results[0]);
+    let recorded = std::fs::read_to_string(&known).unwrap();
+    assert_eq!(recorded.trim(), sshd.known_hosts_line());
+}

@@ -1,0 +1,123 @@
+//! Test harness: real OpenSSH daemons on loopback ports, test users and keys,
+//! and helpers to run the real `merlya` binary against a temporary home.
+#![allow(dead_code)]
+
+pub mod sshd;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub use sshd::{Sshd, SshdOptions, TEST_USER};
+
+/// A temporary MERLYA_HOME and HOME, so tests never touch the real ones.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
+        std::fs::create_dir_all(dir.path().join("merlya")).unwrap();
+        Self { dir }
+    }
+
+    pub fn merlya_home(&self) -> PathBuf {
+        self.dir.path().join("merlya")
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// Installs a private key as ~/.ssh/id_ed25519 of the test HOME.
+    pub fn install_default_key(&self, key: &TestKey) {
+        let dest = self.home().join(".ssh/id_ed25519");
+        std::fs::copy(&key.private, &dest).unwrap();
+        set_mode(&dest, 0o600);
+    }
+
+    /// Trusts `sshd`'s host key in ~/.ssh/known_hosts of the test HOME.
+    pub fn trust(&self, sshd: &Sshd) {
+        use std::io::Write;
+        let mut f =
+            std::fs::OpenOptions::new().create(true).append(true).open(self.home().join(".ssh/known_hosts")).unwrap();
+        writeln!(f, "{}", sshd.known_hosts_line()).unwrap();
+    }
+
+    /// A `merlya` command with this environment.
+    pub fn merlya(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_merlya"));
+        cmd.args(args)
+            .env("MERLYA_HOME", self.merlya_home())
+            .env("HOME", self.home())
+            .env_remove("SSH_AUTH_SOCK")
+            .env("USER", "tester")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("MERLYA_") && k != "MERLYA_HOME" {
+                cmd.env_remove(k);
+            }
+        }
+        cmd
+    }
+
+    /// Runs merlya and returns its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.merlya(args).output().expect("run merlya")
+    }
+
+    /// Runs merlya and asserts it exits 0; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "merlya {args:?} failed: {}\n{}", out.status, text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    /// Adds an inventory host pointing at `sshd`.
+    pub fn add_host(&self, name: &str, sshd: &Sshd, extra: &[&str]) {
+        let port = sshd.port.to_string();
+        let mut args = vec!["hosts", "add", name, "--hostname", "127.0.0.1", "--port", &port, "--user", TEST_USER];
+        args.extend_from_slice(extra);
+        self.ok(&args);
+    }
+}
+
+/// Lossy UTF-8.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// An ed25519 key pair made with ssh-keygen.
+pub struct TestKey {
+    _dir: tempfile::TempDir,
+    pub private: PathBuf,
+    pub public_line: String,
+}
+
+impl TestKey {
+    /// A new key, optionally protected by `passphrase`.
+    pub fn generate(passphrase: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("id_ed25519");
+        let status = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", passphrase, "-C", "merlya-test", "-f"])
+            .arg(&private)
+            .status()
+            .expect("ssh-keygen");
+        assert!(status.success());
+        let public_line = std::fs::read_to_string(private.with_extension("pub")).unwrap().trim().to_string();
+        Self { _dir: dir, private, public_line }
+    }
+}
+
+/// Parses `--format json` output of exec: one object per line.
+pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect("json line")).collect()
+}

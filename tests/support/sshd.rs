@@ -1,0 +1,167 @@
+//! A private OpenSSH daemon in the foreground, owned by the test and killed on drop.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use super::TestKey;
+
+/// The unprivileged account tests log in as.
+pub const TEST_USER: &str = "merlyatest";
+
+/// Daemon settings.
+#[derive(Clone)]
+pub struct SshdOptions {
+    /// Keys allowed to log in (authorized_keys lines).
+    pub authorized: Vec<String>,
+    /// `AllowTcpForwarding` (jump hosts need it).
+    pub allow_forwarding: bool,
+    /// Reuse this host key instead of generating one.
+    pub host_key: Option<PathBuf>,
+    /// Listen on this port instead of a free one.
+    pub port: Option<u16>,
+}
+
+impl SshdOptions {
+    pub fn allowing(key: &TestKey) -> Self {
+        Self { authorized: vec![key.public_line.clone()], allow_forwarding: true, host_key: None, port: None }
+    }
+}
+
+pub struct Sshd {
+    child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub host_key: PathBuf,
+    pub log: PathBuf,
+    pub options: SshdOptions,
+}
+
+static USER: Once = Once::new();
+
+/// Creates the test user once per process (idempotent across processes).
+pub fn ensure_test_user() {
+    USER.call_once(|| {
+        let exists = Command::new("id").arg(TEST_USER).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        if !exists.map(|s| s.success()).unwrap_or(false) {
+            let status = Command::new("useradd").args(["-m", "-s", "/bin/bash", TEST_USER]).status();
+            assert!(status.is_ok(), "tests need root to create the {TEST_USER} user (run scripts/test.sh as root)");
+        }
+        // An account created by useradd is locked; sshd with UsePAM no refuses locked accounts.
+        let _ = Command::new("usermod").args(["-p", "*", TEST_USER]).status();
+        let _ = std::fs::create_dir_all("/run/sshd");
+    });
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Sshd {
+    pub fn start(options: SshdOptions) -> Self {
+        ensure_test_user();
+        let dir = tempfile::tempdir().unwrap();
+        let host_key = match &options.host_key {
+            Some(k) => k.clone(),
+            None => {
+                let k = dir.path().join("hostkey");
+                let ok = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&k).status();
+                assert!(ok.unwrap().success());
+                k
+            }
+        };
+        let auth = dir.path().join("authorized_keys");
+        std::fs::write(&auth, options.authorized.join("\n") + "\n").unwrap();
+        super::set_mode(&auth, 0o644);
+        super::set_mode(dir.path(), 0o755);
+        let log = dir.path().join("sshd.log");
+        for _attempt in 0..5 {
+            let port = options.port.unwrap_or_else(free_port);
+            let config = dir.path().join("sshd_config");
+            let mut f = std::fs::File::create(&config).unwrap();
+            write!(
+                f,
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}/sshd.pid\n\
+                 AuthorizedKeysFile {}\nStrictModes no\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin no\nAllowTcpForwarding {}\n\
+                 LogLevel VERBOSE\nMaxStartups 200\nMaxSessions 50\nSubsystem sftp internal-sftp\n",
+                host_key.display(),
+                dir.path().display(),
+                auth.display(),
+                if options.allow_forwarding { "yes" } else { "no" },
+            )
+            .unwrap();
+            drop(f);
+            let mut child = Command::new("/usr/sbin/sshd")
+                .args(["-D", "-e", "-f"])
+                .arg(&config)
+                .arg("-E")
+                .arg(&log)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start /usr/sbin/sshd (install openssh-server)");
+            if wait_ready(&mut child, port) {
+                return Sshd { child, port, dir, host_key, log, options };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            // A fixed port must work; a probed one may have been taken meanwhile: try another.
+            assert!(
+                options.port.is_none(),
+                "sshd did not start on port {port}:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        panic!("sshd did not start after 5 attempts:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    }
+
+    /// `[127.0.0.1]:PORT ssh-ed25519 AAAA...` for known_hosts.
+    pub fn known_hosts_line(&self) -> String {
+        let public = std::fs::read_to_string(self.host_key.with_extension("pub")).unwrap();
+        let mut parts = public.split_whitespace();
+        format!("[127.0.0.1]:{} {} {}", self.port, parts.next().unwrap(), parts.next().unwrap())
+    }
+
+    /// The daemon's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Successful logins recorded in the log.
+    pub fn accepted_logins(&self) -> usize {
+        self.log_text().matches("Accepted publickey").count()
+    }
+
+    /// Stops the daemon (and, with it, every connection it serves).
+    pub fn stop(&mut self) {
+        // Per-connection processes are children of the listener; they outlive it unless killed.
+        let _ = Command::new("pkill").args(["-KILL", "-P", &self.child.id().to_string()]).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_ready(child: &mut Child, port: u16) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
