@@ -5,7 +5,6 @@ use color_eyre::eyre::{Result, bail};
 
 use super::{EXIT_INTEGRITY, EXIT_OK, ListFormat, table};
 use crate::context::Context;
-use crate::home::MerlyaHome;
 use crate::store::audit::{AuditEntry, AuditFilter};
 
 #[derive(Debug, Subcommand)]
@@ -39,8 +38,7 @@ pub enum AuditExportFormat {
     Csv,
 }
 
-pub async fn run(home: MerlyaHome, cmd: AuditCommand) -> Result<u8> {
-    let ctx = Context::open(home, "cli").await?;
+pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
     match cmd {
         AuditCommand::List { host, since, limit, format } => {
             let since = since.map(|s| parse_since(&s, chrono::Utc::now())).transpose()?;

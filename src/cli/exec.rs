@@ -11,7 +11,6 @@ use super::{EXIT_HOST_FAILED, EXIT_OK, OutputFormat, table};
 use crate::context::Context;
 use crate::exec::fanout::fan_out;
 use crate::exec::{ExecEvent, HostResult, Stream};
-use crate::home::MerlyaHome;
 use crate::inventory::resolve_targets;
 use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
 
@@ -32,8 +31,7 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-pub async fn run(home: MerlyaHome, args: ExecArgs) -> Result<u8> {
-    let ctx = Context::open(home, "cli").await?;
+pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let command = args.command.join(" ");
     let inventory = ctx.store.list_hosts().await?;
     let hosts = resolve_targets(&args.targets, &inventory).map_err(|e| eyre!("{e}"))?;
@@ -79,7 +77,6 @@ pub async fn run(home: MerlyaHome, args: ExecArgs) -> Result<u8> {
     if args.format == OutputFormat::Text {
         print!("\n{}", summary(&results));
     }
-    ctx.store.close().await;
     Ok(if results.iter().all(HostResult::success) { EXIT_OK } else { EXIT_HOST_FAILED })
 }
 

@@ -7,7 +7,6 @@ use color_eyre::eyre::{Result, WrapErr, bail, eyre};
 
 use super::{EXIT_OK, ListFormat, table};
 use crate::context::Context;
-use crate::home::MerlyaHome;
 use crate::inventory::export::{ExportFormat, export};
 use crate::inventory::host::{validate_name, validate_tag};
 use crate::inventory::import::{self, ImportFormat};
@@ -83,8 +82,7 @@ pub enum HostsCommand {
     },
 }
 
-pub async fn run(home: MerlyaHome, cmd: HostsCommand) -> Result<u8> {
-    let ctx = Context::open(home, "cli").await?;
+pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
     let store = &ctx.store;
     match cmd {
         HostsCommand::Add { name, hostname, port, user, tags, jump, elevation, identity_file } => {
@@ -138,7 +136,7 @@ pub async fn run(home: MerlyaHome, cmd: HostsCommand) -> Result<u8> {
             }
             println!("untagged {name}: {}", tags.join(", "));
         }
-        HostsCommand::Import { file, format, dry_run } => return import_file(&ctx, &file, format, dry_run).await,
+        HostsCommand::Import { file, format, dry_run } => return import_file(ctx, &file, format, dry_run).await,
         HostsCommand::Export { format } => {
             print!("{}", export(&store.list_hosts().await?, format).map_err(|e| eyre!(e))?);
         }

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 use color_eyre::eyre::{Result, WrapErr};
 
+use crate::context::Context;
 use crate::home::MerlyaHome;
 
 /// Success.
@@ -82,17 +83,27 @@ pub fn run(cli: Cli) -> Result<u8> {
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("cannot start the async runtime")?;
-    match cli.command {
-        None => crate::app::run_console(&runtime, home),
-        Some(Command::Hosts(cmd)) => runtime.block_on(hosts::run(home, cmd)),
-        Some(Command::Exec(args)) => runtime.block_on(exec::run(home, args)),
-        Some(Command::Audit(cmd)) => runtime.block_on(audit::run(home, cmd)),
-        Some(Command::Config(cmd)) => config_cmd::run(home, cmd),
+    let command = match cli.command {
+        None => return crate::app::run_console(&runtime, home),
+        Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut std::io::stdout());
-            Ok(EXIT_OK)
+            return Ok(EXIT_OK);
         }
-    }
+        Some(command) => command,
+    };
+    runtime.block_on(async {
+        let ctx = Context::open(home, "cli").await?;
+        let outcome = match command {
+            Command::Hosts(cmd) => hosts::run(&ctx, cmd).await,
+            Command::Exec(args) => exec::run(&ctx, args).await,
+            Command::Audit(cmd) => audit::run(&ctx, cmd).await,
+            Command::Config(_) | Command::Completions { .. } => Ok(EXIT_OK),
+        };
+        // A clean close checkpoints the WAL into the database file.
+        ctx.store.close().await;
+        outcome
+    })
 }
 
 /// Output formats shared by listing commands.

@@ -1,0 +1,293 @@
+//! Store, audit chain, configuration errors and imports through the real binary.
+
+mod support;
+
+use support::{TestEnv, text};
+
+fn sha(path: &std::path::Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn fresh_home_lists_localhost() {
+    let env = TestEnv::new();
+    let out = env.ok(&["hosts", "list"]);
+    assert!(out.starts_with("NAME"), "{out}");
+    assert!(out.contains("localhost  local"), "{out}");
+    let json: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
+    assert_eq!(json.len(), 1);
+    assert_eq!(json[0]["name"], "localhost");
+    assert!(env.merlya_home().join("merlya.db").exists());
+    assert!(env.merlya_home().join("logs").is_dir());
+}
+
+#[test]
+fn two_processes_starting_at_once_on_a_new_home_both_succeed() {
+    let env = TestEnv::new();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            env.merlya(&["hosts", "list"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("localhost"));
+    }
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_reported_and_left_untouched() {
+    let env = TestEnv::new();
+    let db = env.merlya_home().join("merlya.db");
+    std::fs::write(&db, b"this is not a database, it is a shopping list\n").unwrap();
+    let before = sha(&db);
+    let out = env.run(&["hosts", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("is not a SQLite database") && err.contains("left untouched"), "{err}");
+    assert_eq!(sha(&db), before);
+}
+
+#[test]
+fn a_corrupt_database_is_reported_and_left_untouched() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "add", "web01", "--hostname", "10.0.0.1"]);
+    let db = env.merlya_home().join("merlya.db");
+    // Checkpointed by the clean close; damage the pages after the header page.
+    let mut bytes = sha(&db);
+    assert!(bytes.len() > 8192, "db has several pages");
+    for b in bytes.iter_mut().skip(4096).take(4096) {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let _ = std::fs::remove_file(db.with_extension("db-wal"));
+    let _ = std::fs::remove_file(db.with_extension("db-shm"));
+    let out = env.run(&["hosts", "list"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(err.contains("corrupt") && err.contains("left untouched"), "{err}");
+    assert_eq!(sha(&db), bytes);
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_merlya_is_refused_untouched() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "list"]);
+    let db = env.merlya_home().join("merlya.db");
+    {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+        sqlx::query("INSERT INTO _sqlx_migrations (version, description, installed_on, success, checksum, execution_time) VALUES (99991231000000, 'future', CURRENT_TIMESTAMP, 1, x'00', 0)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&mut conn).await.unwrap();
+        conn.close().await.unwrap();
+    }
+    let before = sha(&db);
+    let out = env.run(&["hosts", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("created by a newer merlya (schema version 99991231000000"), "{err}");
+    assert_eq!(sha(&db), before);
+}
+
+#[test]
+fn config_errors_name_file_line_and_expectation() {
+    let env = TestEnv::new();
+    let cfg = env.merlya_home().join("config.yaml");
+    std::fs::write(&cfg, "ssh:\n  pool_max: 5\n  colour: red\n").unwrap();
+    let out = env.run(&["hosts", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains(&format!("{}:3:3: ssh: unknown field `colour`", cfg.display())), "{err}");
+
+    std::fs::write(&cfg, "policy:\n  max_parallel: many\n").unwrap();
+    let err = text(&env.run(&["hosts", "list"]).stderr);
+    assert!(err.contains("config.yaml:2:") && err.contains("expected usize"), "{err}");
+
+    std::fs::write(&cfg, "ssh:\n  default_user: ${MERLYA_TEST_UNSET_VAR}\n").unwrap();
+    let err = text(&env.run(&["hosts", "list"]).stderr);
+    assert!(err.contains("config.yaml:2: environment variable MERLYA_TEST_UNSET_VAR is not set"), "{err}");
+
+    std::fs::write(&cfg, "").unwrap();
+    let out = env.merlya(&["hosts", "list"]).env("MERLYA_SSH_POOL_MAX", "lots").output().unwrap();
+    assert!(text(&out.stderr).contains("environment variable MERLYA_SSH_POOL_MAX"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn config_init_show_and_path() {
+    let env = TestEnv::new();
+    let path = env.ok(&["config", "path"]);
+    assert_eq!(path.trim(), env.merlya_home().join("config.yaml").display().to_string());
+    env.ok(&["config", "init"]);
+    assert!(env.run(&["config", "init"]).status.code() == Some(1), "refuses to overwrite");
+    let out = env.merlya(&["config", "show"]).env("MERLYA_SSH_POOL_MAX", "7").output().unwrap();
+    let shown: serde_json::Value = yaml_serde::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(shown["ssh"]["pool_max"], 7);
+}
+
+#[tokio::test]
+async fn audit_chain_detects_edits_and_deletions() {
+    let env = TestEnv::new();
+    for i in 0..4 {
+        env.ok(&["exec", "localhost", "--", &format!("echo {i}")]);
+    }
+    env.ok(&["exec", "localhost", "--", "mysql -u root -phunter2 -e 'select 1' || true"]);
+    let verified = env.ok(&["audit", "verify"]);
+    assert!(verified.contains("audit chain intact: 5 entries"), "{verified}");
+    let list = env.ok(&["audit", "list", "--host", "localhost", "--since", "1h"]);
+    assert!(list.contains("mysql -u root -p*** -e"), "secrets are masked: {list}");
+    assert!(!list.contains("hunter2"));
+    let jsonl = env.ok(&["audit", "export", "--format", "jsonl"]);
+    assert_eq!(jsonl.lines().count(), 5);
+    let csv = env.ok(&["audit", "export", "--format", "csv"]);
+    assert!(
+        csv.starts_with("id,ts,session_id,host,user,command,exit_code,duration_ms,approved_by,prev_hash,hash"),
+        "{csv}"
+    );
+
+    let db = env.merlya_home().join("merlya.db");
+    let exec_sql = |sql: &'static str| {
+        let db = db.clone();
+        async move {
+            use sqlx::Connection;
+            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+            sqlx::query(sql).execute(&mut conn).await.unwrap();
+            conn.close().await.unwrap();
+        }
+    };
+    let verify = || {
+        let out = env.run(&["audit", "verify"]);
+        (out.status.code(), text(&out.stderr))
+    };
+
+    // Edited row: entry 2's command changed.
+    exec_sql("UPDATE audit_log SET command = 'echo innocent' WHERE id = 2").await;
+    let (code, err) = verify();
+    assert_eq!(code, Some(5));
+    assert!(err.contains("BROKEN at entry 2") && err.contains("altered"), "{err}");
+    exec_sql("UPDATE audit_log SET command = 'echo 1' WHERE id = 2").await;
+    assert_eq!(verify().0, Some(0), "restoring the row restores the chain");
+
+    // Deleted row in the middle: the next entry names it.
+    exec_sql("DELETE FROM audit_log WHERE id = 3").await;
+    let (code, err) = verify();
+    assert_eq!(code, Some(5));
+    assert!(err.contains("BROKEN at entry 4") && err.contains("removed or altered"), "{err}");
+}
+
+#[tokio::test]
+async fn deleting_the_newest_audit_entry_is_detected() {
+    let env = TestEnv::new();
+    env.ok(&["exec", "localhost", "--", "echo a"]);
+    env.ok(&["exec", "localhost", "--", "echo b"]);
+    let db = env.merlya_home().join("merlya.db");
+    {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+        sqlx::query("DELETE FROM audit_log WHERE id = 2").execute(&mut conn).await.unwrap();
+        conn.close().await.unwrap();
+    }
+    let out = env.run(&["audit", "verify"]);
+    assert_eq!(out.status.code(), Some(5));
+    assert!(text(&out.stderr).contains("newest entries were removed"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn host_commands_round_trip() {
+    let env = TestEnv::new();
+    env.ok(&[
+        "hosts",
+        "add",
+        "web01",
+        "--hostname",
+        "10.0.0.1",
+        "--user",
+        "deploy",
+        "--tag",
+        "web",
+        "--elevation",
+        "sudo",
+    ]);
+    env.ok(&["hosts", "add", "bastion", "--hostname", "10.0.0.254", "--port", "2222"]);
+    assert_eq!(env.run(&["hosts", "add", "web01", "--hostname", "x"]).status.code(), Some(1));
+    assert!(text(&env.run(&["hosts", "add", "bad name", "--hostname", "x"]).stderr).contains("contains ' '"));
+    env.ok(&["hosts", "tag", "web01", "prod", "eu"]);
+    env.ok(&["hosts", "untag", "web01", "eu"]);
+    let show: serde_json::Value =
+        serde_json::from_str(&env.ok(&["hosts", "show", "web01", "--format", "json"])).unwrap();
+    assert_eq!(show["tags"], serde_json::json!(["prod", "web"]));
+    assert_eq!(show["elevation"], "sudo");
+    let list = env.ok(&["hosts", "list", "--tag", "prod"]);
+    assert!(list.contains("web01") && !list.contains("bastion"), "{list}");
+    assert!(text(&env.run(&["hosts", "rm", "localhost"]).stderr).contains("built in"));
+
+    // Export in every format and re-import into a fresh home.
+    for format in ["json", "yaml", "csv"] {
+        let exported = env.ok(&["hosts", "export", "--format", format]);
+        let other = TestEnv::new();
+        let file = other.dir.path().join(format!("hosts.{format}"));
+        std::fs::write(&file, &exported).unwrap();
+        other.ok(&["hosts", "import", file.to_str().unwrap()]);
+        let a: serde_json::Value = serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&other.ok(&["hosts", "list", "--format", "json"])).unwrap();
+        assert_eq!(a, b, "{format} round trip");
+    }
+    env.ok(&["hosts", "rm", "bastion"]);
+    assert_eq!(env.run(&["hosts", "show", "bastion"]).status.code(), Some(1));
+}
+
+#[test]
+fn every_import_format_good_and_malformed() {
+    let cases: [(&str, &str, &str, usize); 9] = [
+        ("config", "Host web01\n  HostName 10.0.0.1\n  User deploy\nHost *\n  Port 2200\n", "Host a\n  Port many\n", 1),
+        (
+            "known_hosts",
+            "web01,10.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n",
+            "web01 ssh-ed25519\n",
+            1,
+        ),
+        ("hosts", "10.0.0.1 web01\n10.0.0.2 web02\n", "10.0.0.1 web01\nnonsense web02\n", 2),
+        ("inventory.ini", "[web]\nweb[01:03]\n", "[web]\nweb[03:01]\n", 3),
+        ("inventory.yml", "all:\n  children:\n    web:\n      hosts:\n        web01:\n", "all:\n  children: [\n", 1),
+        (
+            "hosts.csv",
+            "name,hostname,port,username,tags\nweb01,10.0.0.1,22,u,a;b\n",
+            "name,hostname,port\nweb01,10.0.0.1,x\n",
+            1,
+        ),
+        ("hosts.toml", "[hosts.web01]\nhostname = \"10.0.0.1\"\n", "[hosts.web01]\nhostname = 5\n", 1),
+        ("hosts.json", "[{\"name\":\"web01\",\"hostname\":\"10.0.0.1\"}]", "[{\"name\":\"web01\"}]", 1),
+        ("hosts.yaml", "- name: web01\n  hostname: 10.0.0.1\n", "- name: web01\n  hostname: 10.0.0.1\n  bogus: 1\n", 1),
+    ];
+    for (name, good, bad, expected) in cases {
+        let env = TestEnv::new();
+        let dir = env.dir.path().join("in");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, bad).unwrap();
+        let out = env.run(&["hosts", "import", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{name}: malformed file must fail");
+        let err = text(&out.stderr);
+        assert!(err.contains("nothing was imported") && err.contains(&path.display().to_string()), "{name}: {err}");
+        assert!(err.contains("line ") || name.ends_with(".yml"), "{name}: errors carry a line: {err}");
+        let listed: Vec<serde_json::Value> =
+            serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
+        assert_eq!(listed.len(), 1, "{name}: nothing imported");
+
+        std::fs::write(&path, good).unwrap();
+        let dry = env.ok(&["hosts", "import", path.to_str().unwrap(), "--dry-run"]);
+        assert!(dry.contains(&format!("dry run: {expected} host(s)")), "{name}: {dry}");
+        let out = env.ok(&["hosts", "import", path.to_str().unwrap()]);
+        assert!(out.contains(&format!("imported {expected} host(s)")), "{name}: {out}");
+        let listed: Vec<serde_json::Value> =
+            serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
+        assert_eq!(listed.len(), expected + 1, "{name}");
+    }
+}
