@@ -39,7 +39,7 @@ pub enum ExecEvent {
 }
 
 /// The outcome on one host; this is also the `--format json` record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct HostResult {
     /// Host name.
     pub host: String,
@@ -80,13 +80,20 @@ pub const OUTPUT_CAP: usize = 1 << 20;
 /// Runs commands on inventory hosts.
 pub struct Executor {
     pool: Arc<SshPool>,
-    resolve: ResolveContext,
+    resolve: std::sync::RwLock<ResolveContext>,
 }
 
 impl Executor {
     /// An executor over `pool`, resolving SSH settings with `resolve`.
     pub fn new(pool: Arc<SshPool>, resolve: ResolveContext) -> Self {
-        Self { pool, resolve }
+        Self { pool, resolve: std::sync::RwLock::new(resolve) }
+    }
+
+    /// Replaces the inventory used to resolve jump hosts (after the console reloads it).
+    pub fn set_inventory(&self, hosts: Vec<Host>) {
+        if let Ok(mut resolve) = self.resolve.write() {
+            resolve.inventory = hosts;
+        }
     }
 
     /// The SSH pool (for statistics).
@@ -108,7 +115,11 @@ impl Executor {
             if host.is_local() {
                 local::run(&host.name, command, events).await
             } else {
-                match self.resolve.resolve(host) {
+                let target = match self.resolve.read() {
+                    Ok(resolve) => resolve.resolve(host),
+                    Err(_) => Err("the host resolver is unavailable".to_string()),
+                };
+                match target {
                     Ok(target) => remote::run(&self.pool, &target, command, events).await,
                     Err(e) => Err(e),
                 }

@@ -7,6 +7,7 @@ pub mod sshd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+#[allow(unused_imports)]
 pub use sshd::{Sshd, SshdOptions, TEST_USER};
 
 /// A temporary MERLYA_HOME and HOME, so tests never touch the real ones.

@@ -1,0 +1,193 @@
+//! All console state. Plain data: `update` changes it, `view` reads it.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::msg::PromptRequest;
+use super::output_buffer::OutputBuffer;
+use super::theme::Theme;
+use crate::inventory::Host;
+
+/// The panes that take focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Inventory,
+    Output,
+    Chat,
+}
+
+impl Pane {
+    /// The pane after this one (Tab).
+    pub fn next(self) -> Self {
+        match self {
+            Pane::Inventory => Pane::Output,
+            Pane::Output => Pane::Chat,
+            Pane::Chat => Pane::Inventory,
+        }
+    }
+
+    /// The pane before this one (Shift-Tab).
+    pub fn previous(self) -> Self {
+        self.next().next()
+    }
+
+    /// Name in the status bar.
+    pub fn label(self) -> &'static str {
+        match self {
+            Pane::Inventory => "INVENTORY",
+            Pane::Output => "OUTPUT",
+            Pane::Chat => "CHAT",
+        }
+    }
+}
+
+/// Inventory pane state.
+#[derive(Debug, Clone, Default)]
+pub struct InventoryState {
+    /// Row under the cursor, among the filtered hosts.
+    pub cursor: usize,
+    /// Names of marked hosts.
+    pub marked: BTreeSet<String>,
+    /// Current filter text.
+    pub filter: String,
+    /// Whether keys go to the filter.
+    pub filtering: bool,
+}
+
+/// Output pane scroll state.
+#[derive(Debug, Clone)]
+pub struct OutputView {
+    /// Lines scrolled up from the newest.
+    pub scroll: usize,
+    /// Stick to the newest line.
+    pub follow: bool,
+}
+
+/// Who wrote a chat entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatRole {
+    /// The operator.
+    User,
+    /// The agent.
+    Assistant,
+    /// merlya itself (banners, notices).
+    System,
+}
+
+/// One chat entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatEntry {
+    pub role: ChatRole,
+    pub text: String,
+}
+
+/// The single-line editor at the bottom.
+#[derive(Debug, Clone, Default)]
+pub struct InputLine {
+    /// Whether keys go here.
+    pub active: bool,
+    /// The text.
+    pub text: String,
+    /// Cursor position in characters.
+    pub cursor: usize,
+    /// Submitted lines, oldest first.
+    pub history: Vec<String>,
+    /// Position while browsing history with Up/Down.
+    pub history_pos: Option<usize>,
+}
+
+/// A run in progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunProgress {
+    pub command: String,
+    pub hosts: usize,
+    pub done: usize,
+    pub failed: usize,
+}
+
+/// A prompt on screen or queued, with what has been typed for a secret.
+#[derive(Debug)]
+pub struct PendingPrompt {
+    pub request: PromptRequest,
+    pub typed: String,
+}
+
+/// Everything the console shows.
+#[derive(Debug)]
+pub struct Model {
+    pub hosts: Vec<Host>,
+    pub inventory: InventoryState,
+    pub output: OutputBuffer,
+    pub output_view: OutputView,
+    pub chat: Vec<ChatEntry>,
+    pub focus: Pane,
+    pub input: InputLine,
+    /// Front is on screen; the rest wait.
+    pub prompts: VecDeque<PendingPrompt>,
+    pub help_open: bool,
+    pub runs: BTreeMap<u64, RunProgress>,
+    pub next_run: u64,
+    /// One-line notice in the status bar (errors, confirmations).
+    pub flash: Option<String>,
+    pub model_configured: bool,
+    pub theme: Theme,
+    pub should_quit: bool,
+    /// Terminal size, for paging.
+    pub size: (u16, u16),
+}
+
+/// Shown in the chat pane when no LLM is configured.
+pub const NO_MODEL_BANNER: &str = "No model is configured, so the agent is off. Everything else works: \
+run commands with !CMD on the marked hosts or :exec TARGETS -- CMD.\n\
+To add a model, run `merlya config init`, then in config.yaml set model.brain (e.g. openai/gpt-4o) \
+and model.api_key_env (the NAME of the variable holding your key), or point model.base_url at an \
+OpenAI-compatible server such as Ollama.";
+
+impl Model {
+    /// A model showing `hosts`, keeping `scrollback` output lines.
+    pub fn new(hosts: Vec<Host>, model_configured: bool, scrollback: usize, theme: Theme) -> Self {
+        let mut chat = Vec::new();
+        if !model_configured {
+            chat.push(ChatEntry { role: ChatRole::System, text: NO_MODEL_BANNER.into() });
+        }
+        Self {
+            hosts,
+            inventory: InventoryState::default(),
+            output: OutputBuffer::new(scrollback),
+            output_view: OutputView { scroll: 0, follow: true },
+            chat,
+            focus: Pane::Inventory,
+            input: InputLine::default(),
+            prompts: VecDeque::new(),
+            help_open: false,
+            runs: BTreeMap::new(),
+            next_run: 1,
+            flash: None,
+            model_configured,
+            theme,
+            should_quit: false,
+            size: (80, 24),
+        }
+    }
+
+    /// Hosts that pass the filter (case-insensitive substring of name, address or a tag).
+    pub fn visible_hosts(&self) -> Vec<&Host> {
+        let needle = self.inventory.filter.to_lowercase();
+        self.hosts
+            .iter()
+            .filter(|h| {
+                needle.is_empty()
+                    || h.name.to_lowercase().contains(&needle)
+                    || h.hostname.to_lowercase().contains(&needle)
+                    || h.tags.iter().any(|t| t.to_lowercase().contains(&needle))
+            })
+            .collect()
+    }
+
+    /// The marked hosts, or the one under the cursor when none is marked.
+    pub fn selection(&self) -> Vec<Host> {
+        if !self.inventory.marked.is_empty() {
+            return self.hosts.iter().filter(|h| self.inventory.marked.contains(&h.name)).cloned().collect();
+        }
+        self.visible_hosts().get(self.inventory.cursor).map(|h| vec![(*h).clone()]).unwrap_or_default()
+    }
+}

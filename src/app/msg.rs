@@ -1,0 +1,79 @@
+//! Everything that can happen in the console, and everything it can ask the
+//! runtime to do.
+
+use crossterm::event::{KeyEvent, MouseEvent};
+use tokio::sync::oneshot;
+
+use crate::exec::{ExecEvent, HostResult};
+use crate::inventory::Host;
+
+/// What a prompt asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    /// Yes or no.
+    Confirm,
+    /// A hidden answer (passphrase, one-time code).
+    Secret,
+}
+
+/// The person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptAnswer {
+    /// Confirmed.
+    Yes,
+    /// Declined or cancelled.
+    No,
+    /// The typed secret.
+    Secret(String),
+}
+
+/// A question from a worker; the answer goes back on `reply`.
+#[derive(Debug)]
+pub struct PromptRequest {
+    /// Short heading.
+    pub title: String,
+    /// The question.
+    pub body: String,
+    /// Confirm or secret.
+    pub kind: PromptKind,
+    /// Where the answer goes (taken when answered).
+    pub reply: Option<oneshot::Sender<PromptAnswer>>,
+}
+
+/// Inputs to [`super::update::update`].
+#[derive(Debug)]
+pub enum Msg {
+    /// A key press.
+    Key(KeyEvent),
+    /// A mouse event.
+    Mouse(MouseEvent),
+    /// Bracketed paste.
+    Paste(String),
+    /// The terminal changed size.
+    Resize(u16, u16),
+    /// The inventory was (re)loaded.
+    HostsLoaded(Vec<Host>),
+    /// Live output of run `run`.
+    Exec { run: u64, event: ExecEvent },
+    /// Run `run` finished on every host.
+    RunDone { run: u64, results: Vec<HostResult> },
+    /// A worker needs a person.
+    Prompt(PromptRequest),
+    /// A background failure to show.
+    Error(String),
+}
+
+/// Work for the runtime, returned by `update`.
+#[derive(Debug)]
+pub enum Effect {
+    /// Run `command` on `hosts` as run number `run`.
+    RunCommand { run: u64, hosts: Vec<crate::inventory::Host>, command: String },
+    /// Answer a worker's prompt.
+    AnswerPrompt { reply: oneshot::Sender<PromptAnswer>, answer: PromptAnswer },
+    /// Reload the inventory from the database.
+    ReloadHosts,
+    /// Record a host's reachability.
+    SetReachable { host: String, reachable: bool },
+    /// Append a line to the input history file.
+    SaveHistory(String),
+}

@@ -1,0 +1,42 @@
+//! The console's [`Prompter`]: a question becomes a queued modal; the worker
+//! waits for the answer on a oneshot channel.
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+
+use super::msg::{Msg, PromptAnswer, PromptKind, PromptRequest};
+use super::sender::AppSender;
+use crate::prompt::Prompter;
+
+/// Asks through the console.
+pub struct TuiPrompter {
+    sender: AppSender,
+}
+
+impl TuiPrompter {
+    /// A prompter that reports to the loop behind `sender`.
+    pub fn new(sender: AppSender) -> Self {
+        Self { sender }
+    }
+
+    async fn ask(&self, title: &str, body: &str, kind: PromptKind) -> PromptAnswer {
+        let (tx, rx) = oneshot::channel();
+        self.sender.send(Msg::Prompt(PromptRequest { title: title.into(), body: body.into(), kind, reply: Some(tx) }));
+        // A console that closes without answering declines.
+        rx.await.unwrap_or(PromptAnswer::No)
+    }
+}
+
+#[async_trait]
+impl Prompter for TuiPrompter {
+    async fn confirm(&self, title: &str, body: &str) -> bool {
+        self.ask(title, body, PromptKind::Confirm).await == PromptAnswer::Yes
+    }
+
+    async fn secret(&self, title: &str, prompt: &str) -> Option<String> {
+        match self.ask(title, prompt, PromptKind::Secret).await {
+            PromptAnswer::Secret(s) => Some(s),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The console runtime: terminal set-up and restore, the event loop with a
+//! frame-rate cap, and the workers that carry out effects.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use color_eyre::eyre::{Result, WrapErr};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
+};
+use futures::StreamExt;
+use ratatui::DefaultTerminal;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use super::model::Model;
+use super::msg::{Effect, Msg};
+use super::prompter::TuiPrompter;
+use super::sender::AppSender;
+use super::theme::Theme;
+use super::update::update;
+use super::view::view;
+use crate::context::{Context, record_result};
+use crate::exec::Executor;
+use crate::exec::fanout::fan_out;
+use crate::home::MerlyaHome;
+
+/// Most messages applied between two frames, so a flood of output cannot starve drawing.
+const MAX_BATCH: usize = 4096;
+
+/// Opens the console and runs it until the user quits.
+pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Result<u8> {
+    runtime.block_on(async move {
+        let ctx = Arc::new(Context::open(home, "console").await?);
+        let hosts = ctx.store.list_hosts().await?;
+        let (tx, rx) = unbounded_channel();
+        let sender = AppSender::new(tx);
+        let prompter = Arc::new(TuiPrompter::new(sender.clone()));
+        let executor = Arc::new(ctx.executor(hosts.clone(), prompter, true)?);
+        let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, Theme::from_env());
+        model.input.history = load_history(&ctx.home);
+
+        // ratatui::try_init installs a panic hook that restores the terminal before the report.
+        let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;
+        let _ = crossterm::execute!(std::io::stdout(), EnableBracketedPaste, EnableMouseCapture);
+        let outcome = event_loop(&mut terminal, &mut model, &ctx, &executor, rx, sender).await;
+        let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
+        ratatui::restore();
+        ctx.store.close().await;
+        outcome.map(|()| 0)
+    })
+}
+
+async fn event_loop(
+    terminal: &mut DefaultTerminal,
+    model: &mut Model,
+    ctx: &Arc<Context>,
+    executor: &Arc<Executor>,
+    mut rx: UnboundedReceiver<Msg>,
+    sender: AppSender,
+) -> Result<()> {
+    let mut events = EventStream::new();
+    let frame_interval = Duration::from_millis(1000 / u64::from(ctx.config.ui.max_fps.clamp(1, 240)));
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - frame_interval;
+    let size = terminal.size().wrap_err("cannot read the terminal size")?;
+    update(model, Msg::Resize(size.width, size.height));
+    loop {
+        if dirty && last_draw.elapsed() >= frame_interval {
+            terminal.draw(|frame| view(model, frame)).wrap_err("cannot draw")?;
+            last_draw = Instant::now();
+            dirty = false;
+        }
+        let wait = if dirty { frame_interval.saturating_sub(last_draw.elapsed()) } else { Duration::from_secs(3600) };
+        let first = tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(event)) => event_to_msg(event),
+                Some(Err(e)) => return Err(e).wrap_err("terminal input failed"),
+                None => return Ok(()),
+            },
+            Some(msg) = rx.recv() => Some(msg),
+            _ = tokio::time::sleep(wait) => None,
+        };
+        let mut batch: Vec<Msg> = first.into_iter().collect();
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(msg) => batch.push(msg),
+                Err(_) => break,
+            }
+        }
+        for msg in batch {
+            dirty = true;
+            for effect in update(model, msg) {
+                run_effect(effect, ctx, executor, &sender);
+            }
+        }
+        if model.should_quit {
+            return Ok(());
+        }
+    }
+}
+
+fn event_to_msg(event: Event) -> Option<Msg> {
+    match event {
+        Event::Key(key) => Some(Msg::Key(key)),
+        Event::Mouse(mouse) => Some(Msg::Mouse(mouse)),
+        Event::Paste(text) => Some(Msg::Paste(text)),
+        Event::Resize(w, h) => Some(Msg::Resize(w, h)),
+        _ => None,
+    }
+}
+
+/// Starts the work an effect asks for; results come back as messages.
+fn run_effect(effect: Effect, ctx: &Arc<Context>, executor: &Arc<Executor>, sender: &AppSender) {
+    match effect {
+        Effect::AnswerPrompt { reply, answer } => {
+            let _ = reply.send(answer);
+        }
+        Effect::RunCommand { run, hosts, command } => {
+            let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
+            tokio::spawn(async move {
+                let (tx, mut rx) = unbounded_channel();
+                let parallel = ctx.config.policy.max_parallel;
+                let timeout = Duration::from_secs(ctx.config.ssh.command_timeout_secs);
+                let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
+                while let Some(event) = rx.recv().await {
+                    if let crate::exec::ExecEvent::Finished(result) = &event {
+                        let recorded = record_result(
+                            &ctx.store,
+                            &ctx.session_id,
+                            ctx.config.policy.raw_log_retention_days,
+                            &command,
+                            result,
+                            "not required",
+                        )
+                        .await;
+                        if let Err(e) = recorded {
+                            sender.send(Msg::Error(format!("{e:#}")));
+                        }
+                    }
+                    sender.send(Msg::Exec { run, event });
+                }
+                match runner.await {
+                    Ok(results) => sender.send(Msg::RunDone { run, results }),
+                    Err(e) => sender.send(Msg::Error(format!("run {run} failed: {e}"))),
+                }
+            });
+        }
+        Effect::ReloadHosts => {
+            let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
+            tokio::spawn(async move {
+                match ctx.store.list_hosts().await {
+                    Ok(hosts) => {
+                        executor.set_inventory(hosts.clone());
+                        sender.send(Msg::HostsLoaded(hosts));
+                    }
+                    Err(e) => sender.send(Msg::Error(format!("cannot reload hosts: {e}"))),
+                }
+            });
+        }
+        Effect::SetReachable { host, reachable } => {
+            let (ctx, sender) = (ctx.clone(), sender.clone());
+            tokio::spawn(async move {
+                if let Err(e) = ctx.store.set_reachable(&host, reachable).await {
+                    sender.send(Msg::Error(format!("{e}")));
+                }
+            });
+        }
+        Effect::SaveHistory(line) => {
+            let path = ctx.home.history_file();
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| writeln!(f, "{}", line.replace('\n', " ")));
+            if let Err(e) = appended {
+                tracing::warn!(path = %path.display(), error = %e, "cannot save history");
+            }
+        }
+    }
+}
+
+/// The last 500 lines of the history file.
+fn load_history(home: &MerlyaHome) -> Vec<String> {
+    let text = std::fs::read_to_string(home.history_file()).unwrap_or_default();
+    let lines: Vec<String> = text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect();
+    lines[lines.len().saturating_sub(500)..].to_vec()
+}

@@ -1,0 +1,422 @@
+//! The only place console state changes. Pure: no I/O, no await; work for
+//! the outside world is returned as [`Effect`]s.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+
+use super::command_line::{self, CommandLine};
+use super::model::{ChatEntry, ChatRole, Model, Pane, PendingPrompt, RunProgress};
+use super::msg::{Effect, Msg, PromptAnswer, PromptKind};
+use super::output_buffer::LineKind;
+use crate::exec::{ExecEvent, HostResult};
+use crate::inventory::resolve_targets;
+use crate::redact::redact_command;
+
+/// Applies `msg` to `model`.
+pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Key(key) if key.kind != KeyEventKind::Release => on_key(model, key),
+        Msg::Key(_) => Vec::new(),
+        Msg::Mouse(mouse) => {
+            match mouse.kind {
+                MouseEventKind::ScrollUp => scroll_output(model, 3, true),
+                MouseEventKind::ScrollDown => scroll_output(model, 3, false),
+                _ => {}
+            }
+            Vec::new()
+        }
+        Msg::Paste(text) => {
+            if model.input.active {
+                for c in text.chars().filter(|c| !c.is_control()) {
+                    insert_char(model, c);
+                }
+            }
+            Vec::new()
+        }
+        Msg::Resize(w, h) => {
+            model.size = (w, h);
+            Vec::new()
+        }
+        Msg::HostsLoaded(hosts) => {
+            model.hosts = hosts;
+            let names: Vec<String> = model.hosts.iter().map(|h| h.name.clone()).collect();
+            model.inventory.marked.retain(|m| names.contains(m));
+            clamp_cursor(model);
+            Vec::new()
+        }
+        Msg::Exec { run, event } => on_exec_event(model, run, event),
+        Msg::RunDone { run, results } => {
+            let ok = results.iter().filter(|r| r.success()).count();
+            if let Some(progress) = model.runs.remove(&run) {
+                model.flash = Some(format!("{}: {ok}/{} hosts succeeded", progress.command, results.len()));
+            }
+            Vec::new()
+        }
+        Msg::Prompt(request) => {
+            model.prompts.push_back(PendingPrompt { request, typed: String::new() });
+            Vec::new()
+        }
+        Msg::Error(e) => {
+            model.flash = Some(e);
+            Vec::new()
+        }
+    }
+}
+
+fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Vec<Effect> {
+    match event {
+        ExecEvent::Started { .. } => Vec::new(),
+        ExecEvent::Line { host, stream, line } => {
+            model.output.push(LineKind::Output { host, stream }, line);
+            keep_scroll_position(model, 1);
+            Vec::new()
+        }
+        ExecEvent::Finished(result) => {
+            if let Some(progress) = model.runs.get_mut(&run) {
+                progress.done += 1;
+                if !result.success() {
+                    progress.failed += 1;
+                }
+            }
+            model.output.push(LineKind::Outcome { ok: result.success() }, outcome_text(&result));
+            keep_scroll_position(model, 1);
+            let mut effects = Vec::new();
+            if let Some(reachable) = reachability(&result) {
+                if let Some(host) = model.hosts.iter_mut().find(|h| h.name == result.host) {
+                    host.reachable = Some(reachable);
+                }
+                effects.push(Effect::SetReachable { host: result.host.clone(), reachable });
+            }
+            effects
+        }
+    }
+}
+
+/// What a result says about reachability: ran → yes; could not connect → no; otherwise unknown.
+fn reachability(result: &HostResult) -> Option<bool> {
+    if result.exit_code.is_some() {
+        return Some(true);
+    }
+    let error = result.error.as_deref().unwrap_or("");
+    if error.starts_with("cannot reach") || error.starts_with("connection to") { Some(false) } else { None }
+}
+
+fn outcome_text(r: &HostResult) -> String {
+    let took = format!("{:.2}s", r.duration_ms as f64 / 1000.0);
+    match (&r.error, r.exit_code) {
+        (Some(e), _) => format!("✗ {} · {e} · {took}", r.host),
+        (None, Some(0)) => format!("✓ {} · exit 0 · {took}", r.host),
+        (None, Some(code)) => format!("✗ {} · exit {code} · {took}", r.host),
+        (None, None) => format!("✗ {} · no exit status · {took}", r.host),
+    }
+}
+
+/// When the user has scrolled up, keep the same lines on screen as new ones arrive.
+fn keep_scroll_position(model: &mut Model, added: usize) {
+    if !model.output_view.follow {
+        model.output_view.scroll = (model.output_view.scroll + added).min(model.output.len());
+    }
+}
+
+fn scroll_output(model: &mut Model, lines: usize, up: bool) {
+    let view = &mut model.output_view;
+    if up {
+        view.scroll = (view.scroll + lines).min(model.output.len().saturating_sub(1));
+        view.follow = false;
+    } else {
+        view.scroll = view.scroll.saturating_sub(lines);
+        view.follow = view.scroll == 0;
+    }
+}
+
+fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    if !model.prompts.is_empty() {
+        return on_prompt_key(model, key);
+    }
+    if model.help_open {
+        if matches!(key.code, KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::Enter) {
+            model.help_open = false;
+        }
+        return Vec::new();
+    }
+    if model.input.active {
+        return on_input_key(model, key);
+    }
+    if model.inventory.filtering {
+        on_filter_key(model, key);
+        return Vec::new();
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Char('c') if ctrl => model.should_quit = true,
+        KeyCode::Char('q') => model.should_quit = true,
+        KeyCode::Char('?') => model.help_open = true,
+        KeyCode::Tab => model.focus = model.focus.next(),
+        KeyCode::BackTab => model.focus = model.focus.previous(),
+        KeyCode::Char('1') => model.focus = Pane::Inventory,
+        KeyCode::Char('2') => model.focus = Pane::Output,
+        KeyCode::Char('3') => model.focus = Pane::Chat,
+        KeyCode::Char(c @ ('!' | ':')) => open_input(model, &c.to_string()),
+        _ => match model.focus {
+            Pane::Inventory => on_inventory_key(model, key),
+            Pane::Output => on_output_key(model, key),
+            Pane::Chat => {
+                if matches!(key.code, KeyCode::Char('i') | KeyCode::Enter) {
+                    open_input(model, "");
+                }
+            }
+        },
+    }
+    Vec::new()
+}
+
+fn open_input(model: &mut Model, prefix: &str) {
+    model.input.active = true;
+    model.input.text = prefix.to_string();
+    model.input.cursor = prefix.chars().count();
+    model.input.history_pos = None;
+    model.flash = None;
+}
+
+fn on_inventory_key(model: &mut Model, key: KeyEvent) {
+    let count = model.visible_hosts().len();
+    match key.code {
+        KeyCode::Down | KeyCode::Char('j') => {
+            model.inventory.cursor = (model.inventory.cursor + 1).min(count.saturating_sub(1))
+        }
+        KeyCode::Up | KeyCode::Char('k') => model.inventory.cursor = model.inventory.cursor.saturating_sub(1),
+        KeyCode::Home | KeyCode::Char('g') => model.inventory.cursor = 0,
+        KeyCode::End | KeyCode::Char('G') => model.inventory.cursor = count.saturating_sub(1),
+        KeyCode::Char(' ') => {
+            let name = model.visible_hosts().get(model.inventory.cursor).map(|h| h.name.clone());
+            if let Some(name) = name
+                && !model.inventory.marked.remove(&name)
+            {
+                model.inventory.marked.insert(name);
+            }
+        }
+        KeyCode::Char('a') => {
+            let visible: Vec<String> = model.visible_hosts().iter().map(|h| h.name.clone()).collect();
+            if visible.iter().all(|n| model.inventory.marked.contains(n)) {
+                model.inventory.marked.clear();
+            } else {
+                model.inventory.marked.extend(visible);
+            }
+        }
+        KeyCode::Char('/') => model.inventory.filtering = true,
+        KeyCode::Enter => open_input(model, "!"),
+        KeyCode::Esc => {
+            model.inventory.filter.clear();
+            model.inventory.marked.clear();
+        }
+        _ => {}
+    }
+}
+
+fn on_filter_key(model: &mut Model, key: KeyEvent) {
+    match key.code {
+        KeyCode::Enter => model.inventory.filtering = false,
+        KeyCode::Esc => {
+            model.inventory.filtering = false;
+            model.inventory.filter.clear();
+        }
+        KeyCode::Backspace => {
+            model.inventory.filter.pop();
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => model.inventory.filter.push(c),
+        _ => {}
+    }
+    clamp_cursor(model);
+}
+
+fn clamp_cursor(model: &mut Model) {
+    let count = model.visible_hosts().len();
+    model.inventory.cursor = model.inventory.cursor.min(count.saturating_sub(1));
+}
+
+fn on_output_key(model: &mut Model, key: KeyEvent) {
+    let page = usize::from(model.size.1.saturating_sub(8)).max(1);
+    match key.code {
+        KeyCode::Up | KeyCode::Char('k') => scroll_output(model, 1, true),
+        KeyCode::Down | KeyCode::Char('j') => scroll_output(model, 1, false),
+        KeyCode::PageUp => scroll_output(model, page, true),
+        KeyCode::PageDown => scroll_output(model, page, false),
+        KeyCode::Char('g') | KeyCode::Home => scroll_output(model, usize::MAX / 2, true),
+        KeyCode::Char('G') | KeyCode::End | KeyCode::Char('f') => {
+            model.output_view.scroll = 0;
+            model.output_view.follow = true;
+        }
+        KeyCode::Char('c') => {
+            model.output.clear();
+            model.output_view.scroll = 0;
+        }
+        _ => {}
+    }
+}
+
+fn insert_char(model: &mut Model, c: char) {
+    let input = &mut model.input;
+    let at = byte_index(&input.text, input.cursor);
+    input.text.insert(at, c);
+    input.cursor += 1;
+}
+
+fn byte_index(text: &str, chars: usize) -> usize {
+    text.char_indices().nth(chars).map(|(i, _)| i).unwrap_or(text.len())
+}
+
+fn on_input_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let input = &mut model.input;
+    match key.code {
+        KeyCode::Esc => input.active = false,
+        KeyCode::Char('c') if ctrl => {
+            if input.text.is_empty() {
+                input.active = false;
+            }
+            input.text.clear();
+            input.cursor = 0;
+        }
+        KeyCode::Char('u') if ctrl => {
+            let at = byte_index(&input.text, input.cursor);
+            input.text.replace_range(..at, "");
+            input.cursor = 0;
+        }
+        KeyCode::Enter => return submit(model),
+        KeyCode::Backspace if input.cursor > 0 => {
+            input.cursor -= 1;
+            let at = byte_index(&input.text, input.cursor);
+            input.text.remove(at);
+            if input.text.is_empty() {
+                input.active = false;
+            }
+        }
+        KeyCode::Delete if input.cursor < input.text.chars().count() => {
+            let at = byte_index(&input.text, input.cursor);
+            input.text.remove(at);
+        }
+        KeyCode::Left => input.cursor = input.cursor.saturating_sub(1),
+        KeyCode::Right => input.cursor = (input.cursor + 1).min(input.text.chars().count()),
+        KeyCode::Home => input.cursor = 0,
+        KeyCode::End => input.cursor = input.text.chars().count(),
+        KeyCode::Up => browse_history(model, true),
+        KeyCode::Down => browse_history(model, false),
+        KeyCode::Char(c) if !ctrl => insert_char(model, c),
+        _ => {}
+    }
+    Vec::new()
+}
+
+fn browse_history(model: &mut Model, older: bool) {
+    let input = &mut model.input;
+    if input.history.is_empty() {
+        return;
+    }
+    let last = input.history.len() - 1;
+    input.history_pos = match (input.history_pos, older) {
+        (None, true) => Some(last),
+        (Some(p), true) => Some(p.saturating_sub(1)),
+        (Some(p), false) if p < last => Some(p + 1),
+        (_, false) => None,
+    };
+    input.text = input.history_pos.map(|p| input.history[p].clone()).unwrap_or_default();
+    input.cursor = input.text.chars().count();
+}
+
+fn submit(model: &mut Model) -> Vec<Effect> {
+    let line = std::mem::take(&mut model.input.text);
+    model.input.active = false;
+    model.input.cursor = 0;
+    model.input.history_pos = None;
+    let mut effects = Vec::new();
+    if !line.trim().is_empty() && model.input.history.last() != Some(&line) {
+        model.input.history.push(line.clone());
+        effects.push(Effect::SaveHistory(redact_command(&line)));
+    }
+    match command_line::parse(&line) {
+        Err(e) => model.flash = Some(e),
+        Ok(CommandLine::Nothing) => {}
+        Ok(CommandLine::Quit) => model.should_quit = true,
+        Ok(CommandLine::Help) => model.help_open = true,
+        Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
+        Ok(CommandLine::Clear) => model.output.clear(),
+        Ok(CommandLine::RunOnSelection(command)) => {
+            let hosts = model.selection();
+            if hosts.is_empty() {
+                model.flash = Some("no host selected: mark hosts with Space or move the cursor onto one".into());
+            } else {
+                effects.push(start_run(model, hosts, command));
+            }
+        }
+        Ok(CommandLine::Exec { targets, command }) => match resolve_targets(&targets, &model.hosts) {
+            Ok(hosts) => effects.push(start_run(model, hosts, command)),
+            Err(e) => model.flash = Some(e.to_string()),
+        },
+        Ok(CommandLine::Chat(text)) => {
+            model.chat.push(ChatEntry { role: ChatRole::User, text });
+            if !model.model_configured {
+                model.chat.push(ChatEntry {
+                    role: ChatRole::System,
+                    text: "No model is configured, so nobody can answer yet; see the note above. \
+                           Commands still work: try !uptime."
+                        .into(),
+                });
+            }
+            model.focus = Pane::Chat;
+        }
+    }
+    effects
+}
+
+fn start_run(model: &mut Model, hosts: Vec<crate::inventory::Host>, command: String) -> Effect {
+    let run = model.next_run;
+    model.next_run += 1;
+    let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+    let plural = if hosts.len() == 1 { "" } else { "s" };
+    model.output.push(
+        LineKind::Header,
+        format!("$ {} · {} host{plural}: {}", redact_command(&command), hosts.len(), names.join(", ")),
+    );
+    model.output_view.follow = true;
+    model.output_view.scroll = 0;
+    model.runs.insert(run, RunProgress { command: redact_command(&command), hosts: hosts.len(), done: 0, failed: 0 });
+    Effect::RunCommand { run, hosts, command }
+}
+
+fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let Some(front) = model.prompts.front_mut() else { return Vec::new() };
+    let kind = front.request.kind;
+    let answer = match (kind, key.code) {
+        (_, KeyCode::Char('c')) if ctrl => {
+            // Ctrl-C declines everything queued.
+            return model.prompts.drain(..).filter_map(|mut p| decline(&mut p)).collect();
+        }
+        (_, KeyCode::Esc) => Some(PromptAnswer::No),
+        (PromptKind::Confirm, KeyCode::Char('y' | 'Y')) => Some(PromptAnswer::Yes),
+        (PromptKind::Confirm, KeyCode::Char('n' | 'N')) => Some(PromptAnswer::No),
+        (PromptKind::Secret, KeyCode::Enter) => Some(PromptAnswer::Secret(std::mem::take(&mut front.typed))),
+        (PromptKind::Secret, KeyCode::Backspace) => {
+            front.typed.pop();
+            None
+        }
+        (PromptKind::Secret, KeyCode::Char(c)) if !ctrl => {
+            front.typed.push(c);
+            None
+        }
+        _ => None,
+    };
+    let Some(answer) = answer else { return Vec::new() };
+    let mut done = model.prompts.pop_front();
+    done.as_mut()
+        .and_then(|p| p.request.reply.take())
+        .map(|reply| vec![Effect::AnswerPrompt { reply, answer }])
+        .unwrap_or_default()
+}
+
+fn decline(prompt: &mut PendingPrompt) -> Option<Effect> {
+    prompt.request.reply.take().map(|reply| Effect::AnswerPrompt { reply, answer: PromptAnswer::No })
+}
+
+#[cfg(test)]
+#[path = "update_tests.rs"]
+mod tests;

@@ -1,0 +1,257 @@
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use tokio::sync::oneshot;
+
+use super::*;
+use crate::app::msg::PromptRequest;
+use crate::app::theme::Theme;
+use crate::exec::Stream;
+use crate::inventory::Host;
+
+fn model() -> Model {
+    let mut web1 = Host::new("web01", "10.0.0.1");
+    web1.add_tag("web");
+    let mut web2 = Host::new("web02", "10.0.0.2");
+    web2.add_tag("web");
+    let db = Host::new("db01", "10.0.0.3");
+    Model::new(vec![Host::localhost(), web1, web2, db], false, 100, Theme::plain())
+}
+
+fn key(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn ctrl(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+fn type_text(m: &mut Model, text: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for c in text.chars() {
+        effects.extend(update(m, key(KeyCode::Char(c))));
+    }
+    effects
+}
+
+fn prompt(kind: PromptKind) -> (Msg, oneshot::Receiver<PromptAnswer>) {
+    let (tx, rx) = oneshot::channel();
+    (Msg::Prompt(PromptRequest { title: "t".into(), body: "b".into(), kind, reply: Some(tx) }), rx)
+}
+
+fn answer_of(effects: Vec<Effect>) -> PromptAnswer {
+    match effects.into_iter().next() {
+        Some(Effect::AnswerPrompt { answer, .. }) => answer,
+        other => panic!("expected an answer, got {other:?}"),
+    }
+}
+
+#[test]
+fn tab_cycles_focus_and_numbers_jump() {
+    let mut m = model();
+    assert_eq!(m.focus, Pane::Inventory);
+    update(&mut m, key(KeyCode::Tab));
+    assert_eq!(m.focus, Pane::Output);
+    update(&mut m, key(KeyCode::Tab));
+    update(&mut m, key(KeyCode::Tab));
+    assert_eq!(m.focus, Pane::Inventory);
+    update(&mut m, key(KeyCode::BackTab));
+    assert_eq!(m.focus, Pane::Chat);
+    update(&mut m, key(KeyCode::Char('2')));
+    assert_eq!(m.focus, Pane::Output);
+}
+
+#[test]
+fn bang_runs_on_the_cursor_host_then_on_marked_hosts() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('!')));
+    assert!(m.input.active);
+    type_text(&mut m, "uptime");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    match &effects[..] {
+        [Effect::SaveHistory(line), Effect::RunCommand { run: 1, hosts, command }] => {
+            assert_eq!(line, "!uptime");
+            assert_eq!(command, "uptime");
+            assert_eq!(hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["localhost"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!m.input.active);
+    // Mark web01 and db01.
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char(' ')));
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char(' ')));
+    update(&mut m, key(KeyCode::Char('!')));
+    type_text(&mut m, "df -h");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    let Some(Effect::RunCommand { run: 2, hosts, .. }) = effects.last() else { panic!("{effects:?}") };
+    assert_eq!(hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["web01", "db01"]);
+    assert_eq!(m.runs.len(), 2);
+}
+
+#[test]
+fn colon_exec_resolves_targets_and_reports_typos() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char(':')));
+    type_text(&mut m, "exec @web -- uptime");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    let Some(Effect::RunCommand { hosts, .. }) = effects.last() else { panic!("{effects:?}") };
+    assert_eq!(hosts.len(), 2);
+    update(&mut m, key(KeyCode::Char(':')));
+    type_text(&mut m, "exec @nope -- uptime");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert!(!effects.iter().any(|e| matches!(e, Effect::RunCommand { .. })));
+    assert_eq!(m.flash.as_deref(), Some("no host has tag @nope"));
+}
+
+#[test]
+fn filter_narrows_hosts_and_escape_clears() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('/')));
+    type_text(&mut m, "web");
+    assert_eq!(m.visible_hosts().len(), 2);
+    // q while filtering is text, not quit.
+    type_text(&mut m, "q");
+    assert!(!m.should_quit);
+    assert_eq!(m.visible_hosts().len(), 0);
+    update(&mut m, key(KeyCode::Backspace));
+    update(&mut m, key(KeyCode::Enter));
+    assert!(!m.inventory.filtering);
+    assert_eq!(m.visible_hosts().len(), 2);
+    update(&mut m, key(KeyCode::Char('a')));
+    assert_eq!(m.inventory.marked.len(), 2);
+    update(&mut m, key(KeyCode::Esc));
+    assert_eq!(m.visible_hosts().len(), 4);
+    assert!(m.inventory.marked.is_empty());
+}
+
+#[test]
+fn exec_events_fill_output_and_reachability() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('!')));
+    type_text(&mut m, "uptime");
+    update(&mut m, key(KeyCode::Enter));
+    update(
+        &mut m,
+        Msg::Exec {
+            run: 1,
+            event: ExecEvent::Line { host: "localhost".into(), stream: Stream::Stdout, line: "up 3 days".into() },
+        },
+    );
+    let result = HostResult {
+        host: "localhost".into(),
+        exit_code: Some(0),
+        stdout: String::new(),
+        stderr: String::new(),
+        duration_ms: 12,
+        error: None,
+    };
+    let effects = update(&mut m, Msg::Exec { run: 1, event: ExecEvent::Finished(result.clone()) });
+    assert!(matches!(&effects[..], [Effect::SetReachable { reachable: true, .. }]));
+    assert_eq!(m.hosts[0].reachable, Some(true));
+    assert_eq!(m.runs[&1].done, 1);
+    update(&mut m, Msg::RunDone { run: 1, results: vec![result] });
+    assert!(m.runs.is_empty());
+    assert_eq!(m.flash.as_deref(), Some("uptime: 1/1 hosts succeeded"));
+    let texts: Vec<&str> = m.output.window(10, 0).map(|l| l.text.as_str()).collect();
+    assert_eq!(texts, ["$ uptime · 1 host: localhost", "up 3 days", "✓ localhost · exit 0 · 0.01s"]);
+    let down = HostResult {
+        error: Some("cannot reach 10.0.0.3:22: refused".into()),
+        exit_code: None,
+        host: "db01".into(),
+        ..Default::default()
+    };
+    let effects = update(&mut m, Msg::Exec { run: 9, event: ExecEvent::Finished(down) });
+    assert!(matches!(&effects[..], [Effect::SetReachable { reachable: false, .. }]));
+}
+
+#[test]
+fn scrolling_up_stops_following_and_holds_position() {
+    let mut m = model();
+    for i in 0..20 {
+        m.output.push(LineKind::Note, i.to_string());
+    }
+    update(&mut m, key(KeyCode::Char('2')));
+    update(&mut m, key(KeyCode::Char('k')));
+    assert!(!m.output_view.follow);
+    assert_eq!(m.output_view.scroll, 1);
+    update(
+        &mut m,
+        Msg::Exec { run: 1, event: ExecEvent::Line { host: "h".into(), stream: Stream::Stdout, line: "new".into() } },
+    );
+    assert_eq!(m.output_view.scroll, 2, "same lines stay on screen");
+    update(&mut m, key(KeyCode::Char('G')));
+    assert!(m.output_view.follow);
+    assert_eq!(m.output_view.scroll, 0);
+}
+
+#[test]
+fn prompts_queue_and_answer_in_order() {
+    let mut m = model();
+    let (first, _rx1) = prompt(PromptKind::Confirm);
+    let (second, _rx2) = prompt(PromptKind::Secret);
+    update(&mut m, first);
+    update(&mut m, second);
+    assert_eq!(m.prompts.len(), 2);
+    // Keys go to the prompt, not the panes.
+    assert!(update(&mut m, key(KeyCode::Char('q'))).is_empty());
+    assert!(!m.should_quit);
+    assert_eq!(answer_of(update(&mut m, key(KeyCode::Char('y')))), PromptAnswer::Yes);
+    assert_eq!(m.prompts.len(), 1);
+    type_text(&mut m, "s3cret");
+    assert_eq!(answer_of(update(&mut m, key(KeyCode::Enter))), PromptAnswer::Secret("s3cret".into()));
+    assert!(m.prompts.is_empty());
+}
+
+#[test]
+fn escape_declines_and_ctrl_c_declines_everything_queued() {
+    let mut m = model();
+    for _ in 0..3 {
+        update(&mut m, prompt(PromptKind::Confirm).0);
+    }
+    assert_eq!(answer_of(update(&mut m, key(KeyCode::Esc))), PromptAnswer::No);
+    let effects = update(&mut m, ctrl('c'));
+    assert_eq!(effects.len(), 2);
+    assert!(m.prompts.is_empty());
+    assert!(!m.should_quit, "Ctrl-C in a prompt does not quit");
+}
+
+#[test]
+fn chat_without_model_explains_and_history_browses() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "why is web01 slow?");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.chat.len(), 3);
+    assert_eq!(m.chat[1].role, ChatRole::User);
+    assert!(m.chat[2].text.contains("No model is configured"));
+    update(&mut m, key(KeyCode::Char('i')));
+    update(&mut m, key(KeyCode::Up));
+    assert_eq!(m.input.text, "why is web01 slow?");
+    update(&mut m, key(KeyCode::Down));
+    assert_eq!(m.input.text, "");
+}
+
+#[test]
+fn history_is_saved_with_secrets_masked() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('!')));
+    type_text(&mut m, "mysql -u root -phunter2");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert!(matches!(&effects[0], Effect::SaveHistory(l) if l == "!mysql -u root -p***"), "{effects:?}");
+}
+
+#[test]
+fn quit_keys_and_help() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('?')));
+    assert!(m.help_open);
+    update(&mut m, key(KeyCode::Char('q')));
+    assert!(!m.help_open && !m.should_quit, "q closes help first");
+    update(&mut m, key(KeyCode::Char('q')));
+    assert!(m.should_quit);
+    let mut m = model();
+    update(&mut m, ctrl('c'));
+    assert!(m.should_quit);
+}

@@ -1,0 +1,63 @@
+//! The output pane: live lines from every host, prefixed with the host name.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::pane_block;
+use crate::app::model::{Model, Pane};
+use crate::app::output_buffer::LineKind;
+use crate::exec::Stream;
+
+pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
+    let theme = &model.theme;
+    let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
+    let mut title = " Output ".to_string();
+    if running > 0 {
+        title = format!(" Output · {running} running ");
+    }
+    if !model.output_view.follow {
+        title.push_str(&format!("· ↑{} ", model.output_view.scroll));
+    }
+    let block = pane_block(model, Pane::Output, title);
+    let inner_height = usize::from(area.height.saturating_sub(2));
+    let width = model
+        .output
+        .window(inner_height, model.output_view.scroll)
+        .filter_map(|l| match &l.kind {
+            LineKind::Output { host, .. } => Some(host.chars().count()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let lines: Vec<Line> = if model.output.is_empty() {
+        vec![
+            Line::styled("Nothing has run yet.", theme.dim),
+            Line::styled("Press ! and type a command (e.g. !uptime) to run it on the selected host.", theme.dim),
+        ]
+    } else {
+        model
+            .output
+            .window(inner_height, model.output_view.scroll)
+            .map(|l| match &l.kind {
+                LineKind::Output { host, stream } => {
+                    let (sep, text_style) = match stream {
+                        Stream::Stdout => ("│", ratatui::style::Style::default()),
+                        Stream::Stderr => ("!", theme.error),
+                    };
+                    Line::from(vec![
+                        Span::styled(format!("{host:<width$}"), theme.host),
+                        Span::styled(format!(" {sep} "), theme.dim),
+                        Span::styled(l.text.clone(), text_style),
+                    ])
+                }
+                LineKind::Header => Line::styled(format!("── {} ", l.text), theme.accent),
+                LineKind::Outcome { ok: true } => Line::styled(l.text.clone(), theme.ok),
+                LineKind::Outcome { ok: false } => Line::styled(l.text.clone(), theme.error),
+                LineKind::Note => Line::styled(l.text.clone(), theme.dim),
+            })
+            .collect()
+    };
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}

@@ -1,0 +1,149 @@
+//! Snapshots of every pane and overlay, rendered with ratatui's TestBackend
+//! from fixed fixtures (also used to produce screenshots/).
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokio::sync::oneshot;
+
+use crate::app::model::{ChatEntry, ChatRole, Model, Pane};
+use crate::app::msg::{Msg, PromptKind, PromptRequest};
+use crate::app::output_buffer::LineKind;
+use crate::app::theme::Theme;
+use crate::app::update::update;
+use crate::exec::Stream;
+use crate::inventory::Host;
+
+/// The fixture fleet shown in snapshots and screenshots.
+pub fn fixture_model() -> Model {
+    let mut hosts = vec![Host::localhost()];
+    for (name, addr, tags, reachable) in [
+        ("web01", "10.20.0.11", "web,prod", Some(true)),
+        ("web02", "10.20.0.12", "web,prod", Some(true)),
+        ("db01", "10.20.1.21", "db,prod", Some(false)),
+        ("cache01", "10.20.2.31", "cache", None),
+    ] {
+        let mut h = Host::new(name, addr);
+        for t in tags.split(',') {
+            h.add_tag(t);
+        }
+        h.reachable = reachable;
+        hosts.push(h);
+    }
+    hosts[0].reachable = Some(true);
+    Model::new(hosts, false, 1000, Theme::dark())
+}
+
+/// The fixture after a fan-out of `uptime`.
+pub fn fixture_with_output() -> Model {
+    let mut m = fixture_model();
+    m.output.push(LineKind::Header, "$ uptime · 3 hosts: web01, web02, db01");
+    let lines = [
+        ("web01", Stream::Stdout, " 10:42:01 up 41 days,  3:12,  0 users,  load average: 0.31, 0.28, 0.25"),
+        ("web02", Stream::Stdout, " 10:42:01 up 41 days,  3:10,  0 users,  load average: 7.92, 6.40, 5.11"),
+    ];
+    for (host, stream, text) in lines {
+        m.output.push(LineKind::Output { host: host.into(), stream }, text);
+    }
+    m.output.push(LineKind::Outcome { ok: true }, "✓ web01 · exit 0 · 0.21s");
+    m.output.push(LineKind::Outcome { ok: true }, "✓ web02 · exit 0 · 0.23s");
+    m.output.push(LineKind::Outcome { ok: false }, "✗ db01 · cannot reach 10.20.1.21:22: Connection refused · 0.01s");
+    m.output.push(LineKind::Header, "$ tail -n1 /var/log/syslog · 1 host: web02");
+    m.output.push(
+        LineKind::Output { host: "web02".into(), stream: Stream::Stderr },
+        "tail: cannot open '/var/log/syslog': Permission denied",
+    );
+    m.output.push(LineKind::Outcome { ok: false }, "✗ web02 · exit 1 · 0.02s");
+    m.inventory.marked.insert("web01".into());
+    m.inventory.marked.insert("web02".into());
+    m.inventory.cursor = 2;
+    m.focus = Pane::Output;
+    m
+}
+
+fn render(model: &Model, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| super::view(model, f)).unwrap();
+    terminal
+}
+
+fn prompt(kind: PromptKind, title: &str, body: &str) -> Msg {
+    let (tx, rx) = oneshot::channel();
+    std::mem::forget(rx);
+    Msg::Prompt(PromptRequest { title: title.into(), body: body.into(), kind, reply: Some(tx) })
+}
+
+#[test]
+fn first_start_without_a_model() {
+    insta::assert_snapshot!(render(&fixture_model(), 110, 30).backend());
+}
+
+#[test]
+fn output_after_a_fan_out() {
+    insta::assert_snapshot!(render(&fixture_with_output(), 110, 30).backend());
+}
+
+#[test]
+fn inventory_filtered_while_typing() {
+    let mut m = fixture_model();
+    m.inventory.filtering = true;
+    m.inventory.filter = "web".into();
+    insta::assert_snapshot!(render(&m, 110, 24).backend());
+}
+
+#[test]
+fn command_line_being_typed() {
+    let mut m = fixture_with_output();
+    m.input.active = true;
+    m.input.text = ":exec @prod -- df -h /".into();
+    m.input.cursor = m.input.text.chars().count();
+    insta::assert_snapshot!(render(&m, 110, 24).backend());
+}
+
+#[test]
+fn chat_conversation() {
+    let mut m = fixture_model();
+    m.focus = Pane::Chat;
+    m.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 loaded?".into() });
+    m.chat.push(ChatEntry { role: ChatRole::System, text: "No model is configured, so nobody can answer yet.".into() });
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn help_overlay() {
+    let mut m = fixture_model();
+    m.help_open = true;
+    insta::assert_snapshot!(render(&m, 110, 34).backend());
+}
+
+#[test]
+fn host_key_prompt_with_one_queued() {
+    let mut m = fixture_with_output();
+    update(
+        &mut m,
+        prompt(
+            PromptKind::Confirm,
+            "Unknown host key",
+            "[10.20.0.11]:22 offers ssh-ed25519 key SHA256:n4UOw1Xc6Q1jS3Rr9sR0bQf6pLkE0r0xT5yq8GQm2nA. Trust it and remember it?",
+        ),
+    );
+    update(&mut m, prompt(PromptKind::Secret, "Key for web02", "passphrase for /root/.ssh/id_ed25519"));
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn passphrase_prompt_hides_what_is_typed() {
+    let mut m = fixture_model();
+    update(&mut m, prompt(PromptKind::Secret, "Key for web02", "passphrase for /root/.ssh/id_ed25519"));
+    if let Some(front) = m.prompts.front_mut() {
+        front.typed = "hunter2".into();
+    }
+    let terminal = render(&m, 110, 30);
+    let screen = format!("{:?}", terminal.backend());
+    assert!(!screen.contains("hunter2"), "the secret never reaches the screen");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn small_terminal_still_draws() {
+    insta::assert_snapshot!(render(&fixture_with_output(), 60, 16).backend());
+}
