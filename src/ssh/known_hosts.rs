@@ -261,14 +261,20 @@ mod tests {
         mac.update(b"hashed.example");
         let hash = B64.encode(mac.finalize().into_bytes());
         let (_d, path) = file_with(&format!("|1|{salt}|{hash} ssh-ed25519 {KEY}\n"));
-        assert_eq!(check(std::slice::from_ref(&path), "hashed.example", 22, "ssh-ed25519", KEY), KnownHostStatus::Known);
+        assert_eq!(
+            check(std::slice::from_ref(&path), "hashed.example", 22, "ssh-ed25519", KEY),
+            KnownHostStatus::Known
+        );
         assert_eq!(check(&[path], "other.example", 22, "ssh-ed25519", KEY), KnownHostStatus::Unknown);
     }
 
     #[test]
     fn revoked_is_refused_and_append_round_trips() {
         let (_d, path) = file_with(&format!("@revoked * ssh-ed25519 {KEY}\n"));
-        assert!(matches!(check(std::slice::from_ref(&path), "any", 22, "ssh-ed25519", KEY), KnownHostStatus::Revoked { .. }));
+        assert!(matches!(
+            check(std::slice::from_ref(&path), "any", 22, "ssh-ed25519", KEY),
+            KnownHostStatus::Revoked { .. }
+        ));
         append(&path, "new", 2200, "ssh-ed25519", OTHER).unwrap();
         assert_eq!(check(&[path], "new", 2200, "ssh-ed25519", OTHER), KnownHostStatus::Known);
     }

@@ -40,7 +40,19 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         })
         .collect();
     let empty = rows.is_empty();
-    let table = Table::new(rows, [Constraint::Length(2), Constraint::Min(8), Constraint::Min(8), Constraint::Min(4)])
+    let name_width = hosts.iter().map(|h| h.name.chars().count()).max().unwrap_or(4).max(4);
+    let address_width = hosts
+        .iter()
+        .map(|h| if h.is_local() { 5 } else { h.hostname.chars().count() + 1 + h.port.to_string().len() })
+        .max()
+        .unwrap_or(5);
+    let widths = [
+        Constraint::Length(2),
+        Constraint::Length(u16::try_from(name_width).unwrap_or(u16::MAX)),
+        Constraint::Length(u16::try_from(address_width).unwrap_or(u16::MAX)),
+        Constraint::Fill(1),
+    ];
+    let table = Table::new(rows, widths)
         .block(block)
         .column_spacing(1)
         .row_highlight_style(if model.focus == Pane::Inventory { theme.selected } else { theme.dim });

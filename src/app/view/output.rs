@@ -3,7 +3,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane_block;
 use crate::app::model::{Model, Pane};
@@ -59,5 +59,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             })
             .collect()
     };
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    // Long lines wrap; keep the newest row at the bottom of the pane.
+    let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });
+    let rows = paragraph.line_count(area.width);
+    let scroll = u16::try_from(rows.saturating_sub(usize::from(area.height))).unwrap_or(u16::MAX);
+    frame.render_widget(paragraph.scroll((scroll, 0)), area);
 }

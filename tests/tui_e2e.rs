@@ -1,0 +1,166 @@
+//! Drives the real `merlya` binary in tmux against real sshd daemons: run
+//! commands from the console, answer an unknown-host-key prompt, quit, and
+//! find every execution in the audit log.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::{Sshd, SshdOptions, TestEnv, TestKey, text};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, env: &TestEnv, width: u16, height: u16) -> Self {
+        let socket = format!("merlya-e2e-{name}-{}", std::process::id());
+        let cmd = format!(
+            "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 '{}'; echo EXITED $?; sleep 60",
+            env.merlya_home().display(),
+            env.home().display(),
+            env!("CARGO_BIN_EXE_merlya"),
+        );
+        let status = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", &width.to_string(), "-y", &height.to_string(), &cmd])
+            .env("LANG", "C.UTF-8")
+            .env_remove("TMUX")
+            .status()
+            .expect("tmux is installed (scripts/test.sh installs it)");
+        assert!(status.success());
+        Self { socket }
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"]).output().unwrap();
+        text(&out.stdout)
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["-L", self.socket.as_str(), "send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+
+    fn type_text(&self, literal: &str) {
+        assert!(
+            Command::new("tmux")
+                .args(["-L", &self.socket, "send-keys", "-t", "0", "-l", literal])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "waited for {needle:?}; the screen shows:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).status();
+    }
+}
+
+#[test]
+fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
+    let key = TestKey::generate("");
+    let trusted = Sshd::start(SshdOptions::allowing(&key));
+    let untrusted = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&trusted);
+    env.add_host("web01", &trusted, &["--tag", "web"]);
+    env.add_host("web02", &untrusted, &["--tag", "web"]);
+
+    let tmux = Tmux::start("main", &env, 120, 34);
+    let screen = tmux.wait_for("Inventory · 3");
+    assert!(screen.contains("No model is configured"), "the no-model banner is shown:\n{screen}");
+
+    // !CMD on the host under the cursor (localhost).
+    tmux.keys(&["!"]);
+    tmux.type_text("echo hello-from-the-console");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("│ hello-from-the-console");
+    tmux.wait_for("✓ localhost · exit 0");
+
+    // :exec on a trusted SSH host.
+    tmux.keys(&[":"]);
+    tmux.type_text("exec web01 -- whoami");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("│ merlyatest");
+
+    // An unknown host key opens the prompt; answering y records it and the command runs.
+    tmux.keys(&[":"]);
+    tmux.type_text("exec web02 -- echo second-host");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Unknown host key");
+    assert!(screen.contains("SHA256:") && screen.contains(&format!("[127.0.0.1]:{}", untrusted.port)), "{screen}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("│ second-host");
+    let recorded = std::fs::read_to_string(env.merlya_home().join("known_hosts")).unwrap();
+    assert!(recorded.contains(&untrusted.known_hosts_line()), "{recorded}");
+
+    // Filter the inventory, mark both web hosts, run on the selection.
+    tmux.keys(&["/"]);
+    tmux.type_text("web");
+    tmux.keys(&["Enter", "a", "!"]);
+    tmux.type_text("echo fleet");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("echo fleet: 2/2 hosts succeeded");
+
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let mut commands: Vec<(&str, &str)> =
+        audit.iter().map(|e| (e["host"].as_str().unwrap(), e["command"].as_str().unwrap())).collect();
+    commands.sort();
+    let mut expected = vec![
+        ("localhost", "echo hello-from-the-console"),
+        ("web01", "whoami"),
+        ("web02", "echo second-host"),
+        ("web01", "echo fleet"),
+        ("web02", "echo fleet"),
+    ];
+    expected.sort();
+    assert_eq!(commands, expected);
+    assert_eq!(audit.len(), 5);
+    assert!(env.ok(&["audit", "verify"]).contains("intact: 5 entries"));
+    // The console recorded reachability.
+    let hosts: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
+    assert!(hosts.iter().filter(|h| h["name"] != "localhost").all(|h| h["reachable"] == true), "{hosts:?}");
+}
+
+#[test]
+fn console_declines_an_unknown_key_with_escape() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.add_host("stranger", &sshd, &[]);
+    let tmux = Tmux::start("decline", &env, 120, 34);
+    tmux.wait_for("Inventory · 2");
+    tmux.keys(&[":"]);
+    tmux.type_text("exec stranger -- touch /tmp/merlya-e2e-never");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Unknown host key");
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("unknown host key for");
+    assert!(screen.contains("refused under"), "{screen}");
+    assert!(screen.contains("✗ stranger"), "{screen}");
+    assert_eq!(sshd.accepted_logins(), 0);
+    assert!(!env.merlya_home().join("known_hosts").exists());
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("EXITED 0");
+}
