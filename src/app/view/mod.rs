@@ -59,4 +59,6 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 }
 
 #[cfg(test)]
+mod svg;
+#[cfg(test)]
 mod tests;

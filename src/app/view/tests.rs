@@ -147,3 +147,43 @@ fn passphrase_prompt_hides_what_is_typed() {
 fn small_terminal_still_draws() {
     insta::assert_snapshot!(render(&fixture_with_output(), 60, 16).backend());
 }
+
+/// Writes an SVG per pane and modal into `MERLYA_SCREENSHOT_DIR` (run by scripts/screenshots.sh).
+#[test]
+#[ignore = "writes files; run through scripts/screenshots.sh"]
+fn write_screenshots() {
+    let Some(dir) = std::env::var_os("MERLYA_SCREENSHOT_DIR") else { panic!("set MERLYA_SCREENSHOT_DIR") };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut modal = fixture_with_output();
+    update(
+        &mut modal,
+        prompt(
+            PromptKind::Confirm,
+            "Unknown host key",
+            "[10.20.0.11]:22 offers ssh-ed25519 key SHA256:n4UOw1Xc6Q1jS3Rr9sR0bQf6pLkE0r0xT5yq8GQm2nA. Trust it and remember it?",
+        ),
+    );
+    update(&mut modal, prompt(PromptKind::Secret, "Key for web02", "passphrase for /root/.ssh/id_ed25519"));
+    let mut help = fixture_model();
+    help.help_open = true;
+    let mut filtered = fixture_model();
+    filtered.inventory.filtering = true;
+    filtered.inventory.filter = "web".into();
+    let mut chat = fixture_model();
+    chat.focus = Pane::Chat;
+    chat.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 loaded?".into() });
+    let shots: [(&str, Model); 6] = [
+        ("console-start", fixture_model()),
+        ("output-fan-out", fixture_with_output()),
+        ("inventory-filter", filtered),
+        ("chat-no-model", chat),
+        ("help-overlay", help),
+        ("prompt-modal", modal),
+    ];
+    for (name, model) in shots {
+        let terminal = render(&model, 120, 34);
+        std::fs::write(dir.join(format!("{name}.svg")), super::svg::buffer_to_svg(terminal.backend().buffer()))
+            .unwrap();
+    }
+}
