@@ -263,6 +263,17 @@ fn executor_for(
     policy: HostKeyPolicy,
     prompter: Arc<dyn Prompter>,
 ) -> Executor {
+    pooled_executor(key, known_hosts, policy, prompter, 50, Duration::from_secs(300))
+}
+
+fn pooled_executor(
+    key: &TestKey,
+    known_hosts: std::path::PathBuf,
+    policy: HostKeyPolicy,
+    prompter: Arc<dyn Prompter>,
+    max: usize,
+    idle: Duration,
+) -> Executor {
     let ctx = ConnectContext {
         known_hosts_files: vec![known_hosts.clone()],
         own_known_hosts: known_hosts,
@@ -270,7 +281,7 @@ fn executor_for(
         prompter,
         connect_timeout: Duration::from_secs(10),
     };
-    let pool = Arc::new(SshPool::new(ctx, 50, Duration::from_secs(300)));
+    let pool = Arc::new(SshPool::new(ctx, max, idle));
     let resolve = ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() };
     Executor::new(pool, resolve)
 }
@@ -333,4 +344,73 @@ async fn ask_policy_records_the_key_when_the_person_agrees() {
     assert!(results[0].success(), "{:?}", results[0]);
     let recorded = std::fs::read_to_string(&known).unwrap();
     assert_eq!(recorded.trim(), sshd.known_hosts_line());
+}
+
+#[test]
+fn ssh_config_is_honoured_for_hosts_not_in_the_inventory() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.trust(&sshd);
+    let config = format!(
+        "Host adhoc-box\n  HostName 127.0.0.1\n  Port {}\n  User {TEST_USER}\n  IdentityFile {}\n",
+        sshd.port,
+        key.private.display()
+    );
+    std::fs::write(env.home().join(".ssh/config"), config).unwrap();
+    let out = env.ok(&["exec", "adhoc-box", "--", "whoami"]);
+    assert!(out.contains(&format!("adhoc-box | {TEST_USER}")), "{out}");
+    // It is not added to the inventory by being used.
+    assert!(!env.ok(&["hosts", "list"]).contains("adhoc-box"));
+}
+
+#[test]
+fn chained_jump_hosts_are_followed_in_order() {
+    let key = TestKey::generate("");
+    let outer = Sshd::start(SshdOptions::allowing(&key));
+    let inner = Sshd::start(SshdOptions::allowing(&key));
+    let target = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    for d in [&outer, &inner, &target] {
+        env.trust(d);
+    }
+    env.add_host("outer", &outer, &[]);
+    env.add_host("inner", &inner, &["--jump", "outer"]);
+    env.add_host("deep", &target, &["--jump", "inner"]);
+    let out = env.ok(&["exec", "deep", "--", "echo three-hops"]);
+    assert!(out.contains("deep | three-hops"), "{out}");
+    for d in [&outer, &inner, &target] {
+        assert_eq!(d.accepted_logins(), 1, "{}", d.log_text());
+    }
+}
+
+#[tokio::test]
+async fn pool_evicts_the_least_recently_used_and_closes_idle_connections() {
+    let key = TestKey::generate("");
+    let daemons: Vec<Sshd> = (0..3).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, daemons.iter().map(|d| d.known_hosts_line() + "\n").collect::<String>()).unwrap();
+    let executor =
+        pooled_executor(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter), 2, Duration::from_millis(400));
+    let hosts: Vec<Host> = daemons.iter().enumerate().map(|(i, d)| host_for(&format!("h{i}"), d)).collect();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = |i: usize| executor.run(&hosts[i], "true", Duration::from_secs(10), &tx);
+    run(0).await;
+    run(1).await;
+    run(0).await; // h0 is now the most recently used
+    assert_eq!(executor.pool().handshakes(), 2);
+    run(2).await; // the pool is full: h1 goes
+    assert_eq!(executor.pool().open_connections(), 2);
+    run(0).await;
+    assert_eq!(executor.pool().handshakes(), 3, "h0 was kept");
+    run(1).await;
+    assert_eq!(executor.pool().handshakes(), 4, "h1 had been evicted");
+
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    executor.pool().reap_idle();
+    assert_eq!(executor.pool().open_connections(), 0, "idle connections are closed");
+    assert!(run(2).await.success());
+    assert_eq!(executor.pool().handshakes(), 5);
 }

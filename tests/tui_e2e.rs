@@ -15,15 +15,19 @@ struct Tmux {
 
 impl Tmux {
     fn start(name: &str, env: &TestEnv, width: u16, height: u16) -> Self {
-        let socket = format!("merlya-e2e-{name}-{}", std::process::id());
         let cmd = format!(
             "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 '{}'; echo EXITED $?; sleep 60",
             env.merlya_home().display(),
             env.home().display(),
             env!("CARGO_BIN_EXE_merlya"),
         );
+        Self::attach(format!("merlya-e2e-{name}-{}", std::process::id()), &cmd, width, height)
+    }
+
+    /// A session running an arbitrary shell command.
+    fn attach(socket: String, cmd: &str, width: u16, height: u16) -> Self {
         let status = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-x", &width.to_string(), "-y", &height.to_string(), &cmd])
+            .args(["-L", &socket, "new-session", "-d", "-x", &width.to_string(), "-y", &height.to_string(), cmd])
             .env("LANG", "C.UTF-8")
             .env_remove("TMUX")
             .status()
@@ -163,4 +167,57 @@ fn console_declines_an_unknown_key_with_escape() {
     assert!(!env.merlya_home().join("known_hosts").exists());
     tmux.keys(&["C-c"]);
     tmux.wait_for("EXITED 0");
+}
+
+#[test]
+fn console_asks_for_a_key_passphrase_in_a_modal() {
+    let key = TestKey::generate("open sesame");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("locked", &sshd, &[]);
+    let tmux = Tmux::start("passphrase", &env, 120, 34);
+    tmux.wait_for("Inventory · 2");
+    tmux.keys(&[":"]);
+    tmux.type_text("exec locked -- echo unlocked");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("passphrase for");
+    assert!(screen.contains("Key for locked"), "{screen}");
+    tmux.type_text("open sesame");
+    let screen = tmux.wait_for("•••••••••••");
+    assert!(!screen.contains("open sesame"), "the passphrase is not echoed:\n{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("│ unlocked");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+    let logs = std::fs::read_dir(env.merlya_home().join("logs")).unwrap();
+    for entry in logs {
+        let content = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!content.contains("open sesame"), "the passphrase is not logged");
+    }
+}
+
+#[test]
+fn cli_exec_asks_for_a_passphrase_on_the_terminal() {
+    let key = TestKey::generate("open sesame");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("locked", &sshd, &[]);
+    let socket = format!("merlya-e2e-cli-{}", std::process::id());
+    let cmd = format!(
+        "MERLYA_HOME='{}' HOME='{}' USER=tester '{}' exec locked -- echo cli-unlocked; echo EXITED $?; sleep 60",
+        env.merlya_home().display(),
+        env.home().display(),
+        env!("CARGO_BIN_EXE_merlya"),
+    );
+    let tmux = Tmux::attach(socket, &cmd, 120, 30);
+    tmux.wait_for("passphrase for");
+    tmux.type_text("open sesame");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("EXITED 0");
+    assert!(screen.contains("locked | cli-unlocked"), "{screen}");
+    assert!(!screen.contains("open sesame"));
 }
