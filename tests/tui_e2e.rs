@@ -57,6 +57,14 @@ impl Tmux {
         );
     }
 
+    /// Types `line` on the console's command line (`:` or `!` prefix included) and submits it.
+    fn command(&self, line: &str) {
+        let (prefix, rest) = line.split_at(1);
+        self.keys(&[prefix]);
+        self.type_text(rest);
+        self.keys(&["Enter"]);
+    }
+
     fn wait_for(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -92,22 +100,16 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     assert!(screen.contains("No model is configured"), "the no-model banner is shown:\n{screen}");
 
     // !CMD on the host under the cursor (localhost).
-    tmux.keys(&["!"]);
-    tmux.type_text("echo hello-from-the-console");
-    tmux.keys(&["Enter"]);
+    tmux.command("!echo hello-from-the-console");
     tmux.wait_for("│ hello-from-the-console");
     tmux.wait_for("✓ localhost · exit 0");
 
     // :exec on a trusted SSH host.
-    tmux.keys(&[":"]);
-    tmux.type_text("exec web01 -- whoami");
-    tmux.keys(&["Enter"]);
+    tmux.command(":exec web01 -- whoami");
     tmux.wait_for("│ merlyatest");
 
     // An unknown host key opens the prompt; answering y records it and the command runs.
-    tmux.keys(&[":"]);
-    tmux.type_text("exec web02 -- echo second-host");
-    tmux.keys(&["Enter"]);
+    tmux.command(":exec web02 -- echo second-host");
     let screen = tmux.wait_for("Unknown host key");
     assert!(screen.contains("SHA256:") && screen.contains(&format!("[127.0.0.1]:{}", untrusted.port)), "{screen}");
     tmux.keys(&["y"]);
@@ -146,18 +148,26 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     assert!(hosts.iter().filter(|h| h["name"] != "localhost").all(|h| h["reachable"] == true), "{hosts:?}");
 }
 
-#[test]
-fn console_declines_an_unknown_key_with_escape() {
-    let key = TestKey::generate("");
+/// One sshd whose login key (protected by `passphrase`) is the default key, a host `name` for it (its host key
+/// trusted or not), and the console open in tmux.
+fn console_with_one_host(name: &str, passphrase: &str, trusted: bool) -> (Sshd, TestEnv, Tmux) {
+    let key = TestKey::generate(passphrase);
     let sshd = Sshd::start(SshdOptions::allowing(&key));
     let env = TestEnv::new();
     env.install_default_key(&key);
-    env.add_host("stranger", &sshd, &[]);
-    let tmux = Tmux::start("decline", &env, 120, 34);
+    if trusted {
+        env.trust(&sshd);
+    }
+    env.add_host(name, &sshd, &[]);
+    let tmux = Tmux::start(name, &env, 120, 34);
+    (sshd, env, tmux)
+}
+
+#[test]
+fn console_declines_an_unknown_key_with_escape() {
+    let (sshd, env, tmux) = console_with_one_host("stranger", "", false);
     tmux.wait_for("Inventory · 2");
-    tmux.keys(&[":"]);
-    tmux.type_text("exec stranger -- touch /tmp/merlya-e2e-never");
-    tmux.keys(&["Enter"]);
+    tmux.command(":exec stranger -- touch /tmp/merlya-e2e-never");
     tmux.wait_for("Unknown host key");
     tmux.keys(&["Escape"]);
     let screen = tmux.wait_for("unknown host key for");
@@ -171,17 +181,9 @@ fn console_declines_an_unknown_key_with_escape() {
 
 #[test]
 fn console_asks_for_a_key_passphrase_in_a_modal() {
-    let key = TestKey::generate("open sesame");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("locked", &sshd, &[]);
-    let tmux = Tmux::start("passphrase", &env, 120, 34);
+    let (_sshd, env, tmux) = console_with_one_host("locked", "open sesame", true);
     tmux.wait_for("Inventory · 2");
-    tmux.keys(&[":"]);
-    tmux.type_text("exec locked -- echo unlocked");
-    tmux.keys(&["Enter"]);
+    tmux.command(":exec locked -- echo unlocked");
     let screen = tmux.wait_for("passphrase for");
     assert!(screen.contains("Key for locked"), "{screen}");
     tmux.type_text("open sesame");
