@@ -13,7 +13,7 @@ use merlya::prompt::{NoPrompter, Prompter};
 use merlya::ssh::SshPool;
 use merlya::ssh::client::ConnectContext;
 use merlya::ssh::target::ResolveContext;
-use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey, json_lines, text};
+use support::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER, TestEnv, TestKey, json_lines, text};
 
 #[test]
 fn default_key_auth_runs_command_as_the_login_user() {
@@ -413,4 +413,40 @@ async fn pool_evicts_the_least_recently_used_and_closes_idle_connections() {
     assert_eq!(executor.pool().open_connections(), 0, "idle connections are closed");
     assert!(run(2).await.success());
     assert_eq!(executor.pool().handshakes(), 5);
+}
+
+/// Answers keyboard-interactive prompts like a person typing the password, and remembers what was asked.
+struct Typist(std::sync::Mutex<Vec<String>>);
+#[async_trait::async_trait]
+impl Prompter for Typist {
+    async fn confirm(&self, _: &str, _: &str) -> bool {
+        false
+    }
+    async fn secret(&self, title: &str, prompt: &str) -> Option<String> {
+        self.0.lock().unwrap().push(format!("{title}: {prompt}"));
+        Some(TEST_PASSWORD.to_string())
+    }
+}
+
+#[tokio::test]
+async fn key_then_keyboard_interactive_mfa_through_pam() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions { mfa: true, ..SshdOptions::allowing(&key) });
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
+    let typist = Arc::new(Typist(std::sync::Mutex::new(Vec::new())));
+    let executor = executor_for(&key, known.clone(), HostKeyPolicy::Strict, typist.clone());
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let result = executor.run(&host_for("mfa", &sshd), "echo second-factor-ok", Duration::from_secs(15), &tx).await;
+    assert_eq!(result.stdout, "second-factor-ok\n", "{result:?}\n{}", sshd.log_text());
+    let asked = typist.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("Password"), "the server's prompt is shown: {asked:?}");
+    assert!(sshd.log_text().contains("Accepted keyboard-interactive/pam"), "{}", sshd.log_text());
+
+    // Without a person to answer, the second factor fails cleanly.
+    let refused = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter));
+    let result = refused.run(&host_for("mfa", &sshd), "true", Duration::from_secs(15), &tx).await;
+    assert!(result.error.as_deref().unwrap_or("").contains("keyboard-interactive"), "{result:?}");
 }

@@ -215,7 +215,7 @@ fn host_commands_round_trip() {
         "--elevation",
         "sudo",
     ]);
-    env.ok(&["hosts", "add", "bastion", "--hostname", "10.0.0.254", "--port", "2222"]);
+    env.ok(&["hosts", "add", "bastion", "--hostname", "10.0.0.254", "--port", "2222", "--elevation", "sudo_password"]);
     assert_eq!(env.run(&["hosts", "add", "web01", "--hostname", "x"]).status.code(), Some(1));
     assert!(text(&env.run(&["hosts", "add", "bad name", "--hostname", "x"]).stderr).contains("contains ' '"));
     env.ok(&["hosts", "tag", "web01", "prod", "eu"]);

@@ -15,10 +15,12 @@ pub enum Elevation {
     /// `sudo` without a password.
     Sudo,
     /// `sudo` with a password written to stdin.
+    #[value(name = "sudo_password")]
     SudoPassword,
     /// `doas` without a password.
     Doas,
     /// `doas` with a password.
+    #[value(name = "doas_password")]
     DoasPassword,
     /// `su` with the root password.
     Su,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 #[allow(unused_imports)]
-pub use sshd::{Sshd, SshdOptions, TEST_USER};
+pub use sshd::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER};
 
 /// A temporary MERLYA_HOME and HOME, so tests never touch the real ones.
 pub struct TestEnv {

@@ -11,6 +11,8 @@ use super::TestKey;
 
 /// The unprivileged account tests log in as.
 pub const TEST_USER: &str = "merlyatest";
+/// Its password (keyboard-interactive through PAM asks for it).
+pub const TEST_PASSWORD: &str = "merlya-Test-pw-1";
 
 /// Daemon settings.
 #[derive(Clone)]
@@ -23,11 +25,19 @@ pub struct SshdOptions {
     pub host_key: Option<PathBuf>,
     /// Listen on this port instead of a free one.
     pub port: Option<u16>,
+    /// Require a key and then keyboard-interactive (PAM password), like an MFA bastion.
+    pub mfa: bool,
 }
 
 impl SshdOptions {
     pub fn allowing(key: &TestKey) -> Self {
-        Self { authorized: vec![key.public_line.clone()], allow_forwarding: true, host_key: None, port: None }
+        Self {
+            authorized: vec![key.public_line.clone()],
+            allow_forwarding: true,
+            host_key: None,
+            port: None,
+            mfa: false,
+        }
     }
 }
 
@@ -50,8 +60,13 @@ pub fn ensure_test_user() {
             let status = Command::new("useradd").args(["-m", "-s", "/bin/bash", TEST_USER]).status();
             assert!(status.is_ok(), "tests need root to create the {TEST_USER} user (run scripts/test.sh as root)");
         }
-        // An account created by useradd is locked; sshd with UsePAM no refuses locked accounts.
-        let _ = Command::new("usermod").args(["-p", "*", TEST_USER]).status();
+        // An account created by useradd is locked (sshd refuses it); a password unlocks it and lets
+        // PAM's keyboard-interactive check it.
+        let mut chpasswd = Command::new("chpasswd").stdin(Stdio::piped()).spawn().expect("chpasswd");
+        if let Some(mut stdin) = chpasswd.stdin.take() {
+            let _ = writeln!(stdin, "{TEST_USER}:{TEST_PASSWORD}");
+        }
+        let _ = chpasswd.wait();
         let _ = std::fs::create_dir_all("/run/sshd");
     });
 }
@@ -86,12 +101,17 @@ impl Sshd {
                 f,
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}/sshd.pid\n\
                  AuthorizedKeysFile {}\nStrictModes no\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
-                 KbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin no\nAllowTcpForwarding {}\n\
-                 LogLevel VERBOSE\nMaxStartups 200\nMaxSessions 50\nSubsystem sftp internal-sftp\n",
+                 PermitRootLogin no\nAllowTcpForwarding {}\n\
+                 LogLevel VERBOSE\nMaxStartups 200\nMaxSessions 50\nSubsystem sftp internal-sftp\n{}",
                 host_key.display(),
                 dir.path().display(),
                 auth.display(),
                 if options.allow_forwarding { "yes" } else { "no" },
+                if options.mfa {
+                    "UsePAM yes\nKbdInteractiveAuthentication yes\nAuthenticationMethods publickey,keyboard-interactive\n"
+                } else {
+                    "UsePAM no\nKbdInteractiveAuthentication no\n"
+                },
             )
             .unwrap();
             drop(f);
