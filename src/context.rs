@@ -12,6 +12,7 @@ use crate::exec::{Executor, HostResult};
 use crate::home::MerlyaHome;
 use crate::inventory::Host;
 use crate::prompt::Prompter;
+use crate::secrets::Secrets;
 use crate::ssh::SshPool;
 use crate::ssh::client::ConnectContext;
 use crate::ssh::ssh_config::SshConfigFile;
@@ -30,6 +31,7 @@ pub struct Context {
     pub store: Store,
     /// This run's session id (in history and audit rows).
     pub session_id: String,
+    secrets: std::sync::OnceLock<Arc<Secrets>>,
     _log_guard: WorkerGuard,
 }
 
@@ -42,7 +44,12 @@ impl Context {
         let store = Store::open(&home.database()).await?;
         let session_id = store.start_session(kind).await?;
         tracing::info!(session = %session_id, kind, "session started");
-        Ok(Self { home, config, store, session_id, _log_guard: log_guard })
+        Ok(Self { home, config, store, session_id, secrets: std::sync::OnceLock::new(), _log_guard: log_guard })
+    }
+
+    /// The secret store, opened on first use (probing keyrings costs a round trip).
+    pub fn secrets(&self) -> Arc<Secrets> {
+        self.secrets.get_or_init(|| Arc::new(Secrets::open())).clone()
     }
 
     /// The host key policy: configured, else `ask` when a person is there, else `strict`.
@@ -73,6 +80,7 @@ impl Context {
             own_known_hosts: self.home.known_hosts(),
             policy: self.host_key_policy(interactive),
             prompter,
+            secrets: self.secrets(),
             connect_timeout: Duration::from_secs(ssh.connect_timeout_secs),
         };
         let pool = Arc::new(SshPool::new(ctx, ssh.pool_max, Duration::from_secs(ssh.pool_idle_secs)));

@@ -15,5 +15,6 @@ pub mod inventory;
 pub mod logging;
 pub mod prompt;
 pub mod redact;
+pub mod secrets;
 pub mod ssh;
 pub mod store;

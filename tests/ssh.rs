@@ -279,6 +279,7 @@ fn pooled_executor(
         own_known_hosts: known_hosts,
         policy,
         prompter,
+        secrets: Arc::new(merlya::secrets::Secrets::memory()),
         connect_timeout: Duration::from_secs(10),
     };
     let pool = Arc::new(SshPool::new(ctx, max, idle));
@@ -449,4 +450,52 @@ async fn key_then_keyboard_interactive_mfa_through_pam() {
     let refused = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter));
     let result = refused.run(&host_for("mfa", &sshd), "true", Duration::from_secs(15), &tx).await;
     assert!(result.error.as_deref().unwrap_or("").contains("keyboard-interactive"), "{result:?}");
+}
+
+#[test]
+fn encrypted_key_passphrase_comes_from_the_kernel_keyring() {
+    let key = TestKey::generate("from the keyring");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("locked", &sshd, &[]);
+    let key_path = env.home().join(".ssh/id_ed25519");
+    let secret = format!("ssh-key:{}:passphrase", key_path.display());
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    // One session keyring shared by the two merlya processes, as a login session would provide.
+    let script = format!(
+        "printf '%s\\n' 'from the keyring' | '{merlya}' secret set '{secret}' && '{merlya}' exec locked --format json -- echo keyring-ok"
+    );
+    let out = std::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("MERLYA_HOME", env.merlya_home())
+        .env("HOME", env.home())
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("keyctl is installed (scripts/test.sh installs keyutils)");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("stored") && stdout.contains("kernel keyring"), "{stdout}{}", text(&out.stderr));
+    let records = json_lines(&stdout);
+    assert_eq!(records[0]["stdout"], "keyring-ok\n", "{stdout}");
+    // The value is nowhere on disk: not in the database, config or logs.
+    for entry in walk(&env.merlya_home()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("from the keyring"),
+            "{} holds the passphrase",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+    }
+    out
 }

@@ -9,6 +9,7 @@ mod audit;
 mod config_cmd;
 mod exec;
 mod hosts;
+mod secret;
 mod table;
 
 use std::path::PathBuf;
@@ -51,6 +52,9 @@ pub enum Command {
     /// Read and verify the tamper-evident audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Store, read and delete secrets on the OS keyring.
+    #[command(subcommand)]
+    Secret(secret::SecretCommand),
     /// Show or create the configuration.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
@@ -98,6 +102,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Hosts(cmd) => hosts::run(&ctx, cmd).await,
             Command::Exec(args) => exec::run(&ctx, args).await,
             Command::Audit(cmd) => audit::run(&ctx, cmd).await,
+            Command::Secret(cmd) => secret::run(&ctx, cmd).await,
             Command::Config(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.

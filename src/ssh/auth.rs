@@ -1,7 +1,8 @@
 //! Client authentication, in the order OpenSSH users expect: the agent, the
 //! host's own key and configured keys, the default keys in ~/.ssh, then
-//! keyboard-interactive (MFA) when the server offers it. Encrypted keys ask
-//! for their passphrase through the [`Prompter`].
+//! keyboard-interactive (MFA) when the server offers it. An encrypted key's
+//! passphrase comes from the keyring (`ssh-key:<path>:passphrase`) or, failing
+//! that, from a person through the [`Prompter`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,9 +13,10 @@ use russh::keys::agent::AgentIdentity;
 use russh::keys::agent::client::AgentClient;
 use russh::keys::{HashAlg, PrivateKeyWithHashAlg};
 
-use super::client::{ClientHandler, SshError};
+use super::client::{ClientHandler, ConnectContext, SshError};
 use super::target::SshTarget;
 use crate::prompt::Prompter;
+use crate::secrets::key_passphrase_name;
 
 /// The keys OpenSSH tries by default, in its order.
 fn default_keys() -> Vec<PathBuf> {
@@ -26,8 +28,9 @@ fn default_keys() -> Vec<PathBuf> {
 pub async fn authenticate(
     handle: &mut Handle<ClientHandler>,
     target: &SshTarget,
-    prompter: &dyn Prompter,
+    ctx: &ConnectContext,
 ) -> Result<(), SshError> {
+    let prompter = ctx.prompter.as_ref();
     let mut tried: Vec<String> = Vec::new();
     let rsa_hash = handle.best_supported_rsa_hash().await.ok().flatten().flatten();
     let mut remaining_kbd = false;
@@ -51,8 +54,15 @@ pub async fn authenticate(
         let key = match russh::keys::load_secret_key(path, None) {
             Ok(k) => k,
             Err(russh::keys::Error::KeyIsEncrypted) => {
-                let prompt = format!("passphrase for {}", path.display());
-                let Some(pass) = prompter.secret(&format!("Key for {}", target.name), &prompt).await else {
+                let stored = ctx.secrets.lookup(&key_passphrase_name(path));
+                let pass = match stored {
+                    Some(p) => Some(p),
+                    None => {
+                        let prompt = format!("passphrase for {}", path.display());
+                        prompter.secret(&format!("Key for {}", target.name), &prompt).await
+                    }
+                };
+                let Some(pass) = pass else {
                     tried.push(format!("{} (encrypted, no passphrase given)", path.display()));
                     continue;
                 };

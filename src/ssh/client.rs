@@ -15,6 +15,7 @@ use super::known_hosts::{self, KnownHostStatus};
 use super::target::SshTarget;
 use crate::config::HostKeyPolicy;
 use crate::prompt::Prompter;
+use crate::secrets::SecretSource;
 
 /// A connection failure, phrased for the person reading it.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -47,6 +48,8 @@ pub struct ConnectContext {
     pub policy: HostKeyPolicy,
     /// Who answers questions.
     pub prompter: Arc<dyn Prompter>,
+    /// Where stored key passphrases are looked up before asking.
+    pub secrets: Arc<dyn SecretSource>,
     /// Limit for TCP + handshake + authentication.
     pub connect_timeout: Duration,
 }
@@ -221,7 +224,7 @@ async fn dial(target: &SshTarget, ctx: &ConnectContext) -> Result<Handle<ClientH
     let mut handle = client::connect_stream(russh_config(), socket, handler)
         .await
         .map_err(|e| handshake_error(target, &refusal, e))?;
-    authenticate(&mut handle, target, ctx.prompter.as_ref()).await?;
+    authenticate(&mut handle, target, ctx).await?;
     Ok(handle)
 }
 
@@ -238,6 +241,6 @@ async fn tunnel(
     let mut handle = client::connect_stream(russh_config(), channel.into_stream(), handler)
         .await
         .map_err(|e| handshake_error(target, &refusal, e))?;
-    authenticate(&mut handle, target, ctx.prompter.as_ref()).await?;
+    authenticate(&mut handle, target, ctx).await?;
     Ok(handle)
 }

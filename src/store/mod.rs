@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod history;
 pub mod hosts;
+pub mod secret_names;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

@@ -53,6 +53,7 @@ impl TestEnv {
             .env("MERLYA_HOME", self.merlya_home())
             .env("HOME", self.home())
             .env_remove("SSH_AUTH_SOCK")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
             .env("USER", "tester")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());

@@ -1,0 +1,79 @@
+//! `merlya secret set|get|rm|list`: values are read from the terminal or
+//! stdin, never from the command line (argv is visible to every local user).
+
+use std::io::{IsTerminal, Read};
+
+use clap::Subcommand;
+use color_eyre::eyre::{Result, WrapErr, bail};
+
+use super::{EXIT_ERROR, EXIT_OK, ListFormat, table};
+use crate::context::Context;
+
+#[derive(Debug, Subcommand)]
+pub enum SecretCommand {
+    /// Store a secret; the value is read from the terminal (hidden) or stdin.
+    Set {
+        /// Name, e.g. sudo:web01:password (used as @sudo:web01:password in commands).
+        name: String,
+    },
+    /// Print a secret's value.
+    Get { name: String },
+    /// Delete a secret.
+    Rm { name: String },
+    /// List secret names (never values).
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+}
+
+pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<u8> {
+    let secrets = ctx.secrets();
+    match cmd {
+        SecretCommand::Set { name } => {
+            let value = read_value(&name)?;
+            if value.is_empty() {
+                bail!("empty value: nothing stored");
+            }
+            secrets.set(&name, &value)?;
+            ctx.store.index_secret(&name, secrets.backend_name()).await?;
+            if !secrets.is_persistent() {
+                eprintln!("warning: no OS keyring is usable here; {name} is kept only for this process");
+            }
+            println!("stored {name} in the {}", secrets.backend_name());
+        }
+        SecretCommand::Get { name } => match secrets.get(&name)? {
+            Some(v) => println!("{v}"),
+            None => {
+                eprintln!("no secret named {name} in the {}", secrets.backend_name());
+                return Ok(EXIT_ERROR);
+            }
+        },
+        SecretCommand::Rm { name } => {
+            let existed = secrets.remove(&name)?;
+            ctx.store.unindex_secret(&name).await?;
+            println!("{} {name}", if existed { "removed" } else { "no such secret:" });
+        }
+        SecretCommand::List { format } => {
+            let names = ctx.store.secret_names().await?;
+            match format {
+                ListFormat::Json => println!("{}", serde_json::to_string_pretty(&names)?),
+                ListFormat::Table => {
+                    let rows: Vec<Vec<String>> =
+                        names.iter().map(|n| vec![n.name.clone(), n.backend.clone(), n.updated_at.clone()]).collect();
+                    print!("{}", table::render(&["NAME", "BACKEND", "UPDATED"], &rows));
+                }
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn read_value(name: &str) -> Result<String> {
+    if std::io::stdin().is_terminal() {
+        return rpassword::prompt_password(format!("value for {name}: ")).wrap_err("cannot read from the terminal");
+    }
+    let mut value = String::new();
+    std::io::stdin().read_to_string(&mut value).wrap_err("cannot read the value from stdin")?;
+    Ok(value.trim_end_matches(['\n', '\r']).to_string())
+}

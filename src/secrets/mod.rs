@@ -1,0 +1,186 @@
+//! Secrets on the OS keyring: the Secret Service where a desktop session runs
+//! one, the kernel keyring (keyutils) otherwise, and an in-memory store that
+//! warns once when neither is usable. Values never touch the database: only
+//! names are indexed there (for `merlya secret list`).
+//!
+//! The model and the audit log only ever see references such as
+//! `@sudo:web01:password` (see [`reference`]); values are resolved at
+//! execution time.
+
+pub mod reference;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use keyring_core::{CredentialStore, Entry};
+
+/// The keyring service name under which merlya stores entries.
+pub const SERVICE: &str = "merlya";
+
+/// A secret operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The backend refused or failed.
+    #[error("the {backend} could not {action} secret {name}: {detail}")]
+    Backend { backend: &'static str, action: &'static str, name: String, detail: String },
+    /// A name that is not `service:host:field` or similar.
+    #[error("invalid secret name {0:?}: use letters, digits and . _ - / : (e.g. sudo:web01:password)")]
+    BadName(String),
+}
+
+enum Backend {
+    Keyring { store: Arc<CredentialStore>, label: &'static str },
+    Memory(Mutex<HashMap<String, String>>),
+}
+
+/// Where secrets live for this process.
+pub struct Secrets {
+    backend: Backend,
+}
+
+impl Secrets {
+    /// Picks the first usable backend: Secret Service (when a D-Bus session
+    /// exists), the kernel keyring, then memory.
+    pub fn open() -> Self {
+        if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some()
+            && let Ok(store) = zbus_secret_service_keyring_store::Store::new()
+        {
+            let store: Arc<CredentialStore> = store;
+            if probe(&store) {
+                return Self { backend: Backend::Keyring { store, label: "Secret Service" } };
+            }
+        }
+        if let Ok(store) = linux_keyutils_keyring_store::Store::new() {
+            let store: Arc<CredentialStore> = store;
+            if probe(&store) {
+                return Self { backend: Backend::Keyring { store, label: "kernel keyring" } };
+            }
+        }
+        tracing::warn!("no OS keyring is usable (no Secret Service, no session keyring); secrets live in memory only");
+        Self::memory()
+    }
+
+    /// A store that forgets everything at exit (tests, and the last resort).
+    pub fn memory() -> Self {
+        Self { backend: Backend::Memory(Mutex::new(HashMap::new())) }
+    }
+
+    /// Which backend is in use, for messages.
+    pub fn backend_name(&self) -> &'static str {
+        match &self.backend {
+            Backend::Keyring { label, .. } => label,
+            Backend::Memory(_) => "memory store (lost at exit)",
+        }
+    }
+
+    /// Whether secrets survive this process.
+    pub fn is_persistent(&self) -> bool {
+        matches!(self.backend, Backend::Keyring { .. })
+    }
+
+    /// Stores `value` under `name`.
+    pub fn set(&self, name: &str, value: &str) -> Result<(), SecretError> {
+        validate_name(name)?;
+        match &self.backend {
+            Backend::Keyring { store, label } => entry(store, label, name, "store")?
+                .set_password(value)
+                .map_err(|e| backend_error(label, "store", name, e)),
+            Backend::Memory(map) => {
+                if let Ok(mut map) = map.lock() {
+                    map.insert(name.to_string(), value.to_string());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The value under `name`, if any.
+    pub fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
+        validate_name(name)?;
+        match &self.backend {
+            Backend::Keyring { store, label } => match entry(store, label, name, "read")?.get_password() {
+                Ok(v) => Ok(Some(v)),
+                Err(keyring_core::Error::NoEntry) => Ok(None),
+                Err(e) => Err(backend_error(label, "read", name, e)),
+            },
+            Backend::Memory(map) => Ok(map.lock().ok().and_then(|m| m.get(name).cloned())),
+        }
+    }
+
+    /// Deletes `name`; returns whether it existed.
+    pub fn remove(&self, name: &str) -> Result<bool, SecretError> {
+        validate_name(name)?;
+        match &self.backend {
+            Backend::Keyring { store, label } => match entry(store, label, name, "delete")?.delete_credential() {
+                Ok(()) => Ok(true),
+                Err(keyring_core::Error::NoEntry) => Ok(false),
+                Err(e) => Err(backend_error(label, "delete", name, e)),
+            },
+            Backend::Memory(map) => Ok(map.lock().ok().and_then(|mut m| m.remove(name)).is_some()),
+        }
+    }
+}
+
+fn entry(
+    store: &Arc<CredentialStore>,
+    label: &'static str,
+    name: &str,
+    action: &'static str,
+) -> Result<Entry, SecretError> {
+    store.build(SERVICE, name, None).map_err(|e| backend_error(label, action, name, e))
+}
+
+fn backend_error(backend: &'static str, action: &'static str, name: &str, e: keyring_core::Error) -> SecretError {
+    SecretError::Backend { backend, action, name: name.to_string(), detail: e.to_string() }
+}
+
+/// A write-read-delete round trip, to find out whether a backend works here.
+fn probe(store: &Arc<CredentialStore>) -> bool {
+    let Ok(entry) = store.build(SERVICE, "__merlya_probe__", None) else { return false };
+    let ok = entry.set_password("probe").is_ok() && entry.get_password().map(|v| v == "probe").unwrap_or(false);
+    let _ = entry.delete_credential();
+    ok
+}
+
+/// Secret names: letters, digits and `. _ - / :`.
+pub fn validate_name(name: &str) -> Result<(), SecretError> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/' | ':'));
+    if ok { Ok(()) } else { Err(SecretError::BadName(name.to_string())) }
+}
+
+/// The secret name under which an SSH key's passphrase is kept.
+pub fn key_passphrase_name(key_path: &std::path::Path) -> String {
+    format!("ssh-key:{}:passphrase", key_path.display())
+}
+
+/// Read-only access for workers (the SSH layer asks for key passphrases).
+pub trait SecretSource: Send + Sync {
+    /// The value of `name`, if stored.
+    fn lookup(&self, name: &str) -> Option<String>;
+}
+
+impl SecretSource for Secrets {
+    fn lookup(&self, name: &str) -> Option<String> {
+        self.get(name).ok().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_store_round_trip_and_name_rules() {
+        let s = Secrets::memory();
+        assert!(!s.is_persistent());
+        s.set("sudo:web01:password", "hunter2").unwrap();
+        assert_eq!(s.get("sudo:web01:password").unwrap().as_deref(), Some("hunter2"));
+        assert!(s.remove("sudo:web01:password").unwrap());
+        assert!(!s.remove("sudo:web01:password").unwrap());
+        assert_eq!(s.get("sudo:web01:password").unwrap(), None);
+        assert!(matches!(s.set("bad name", "x"), Err(SecretError::BadName(_))));
+        assert_eq!(key_passphrase_name(std::path::Path::new("/k/id")), "ssh-key:/k/id:passphrase");
+    }
+}
