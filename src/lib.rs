@@ -15,6 +15,7 @@ pub mod inventory;
 pub mod logging;
 pub mod prompt;
 pub mod redact;
+pub mod safety;
 pub mod secrets;
 pub mod ssh;
 pub mod store;

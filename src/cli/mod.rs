@@ -9,6 +9,7 @@ mod audit;
 mod config_cmd;
 mod exec;
 mod hosts;
+mod policy;
 mod secret;
 mod table;
 
@@ -25,6 +26,8 @@ use crate::home::MerlyaHome;
 pub const EXIT_OK: u8 = 0;
 /// A runtime error.
 pub const EXIT_ERROR: u8 = 1;
+/// Refused by the safety policy (or denied by a person).
+pub const EXIT_REFUSED: u8 = 3;
 /// A host failed.
 pub const EXIT_HOST_FAILED: u8 = 4;
 /// An integrity check failed.
@@ -55,6 +58,9 @@ pub enum Command {
     /// Store, read and delete secrets on the OS keyring.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
+    /// See how the safety policy judges a command.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Show or create the configuration.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
@@ -90,6 +96,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     let command = match cli.command {
         None => return crate::app::run_console(&runtime, home),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
+        Some(Command::Policy(cmd)) => return policy::run(cmd),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut std::io::stdout());
             return Ok(EXIT_OK);
@@ -103,7 +110,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Exec(args) => exec::run(&ctx, args).await,
             Command::Audit(cmd) => audit::run(&ctx, cmd).await,
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
-            Command::Config(_) | Command::Completions { .. } => Ok(EXIT_OK),
+            Command::Config(_) | Command::Policy(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.
         ctx.store.close().await;

@@ -1,0 +1,64 @@
+//! `merlya policy check`: shows why a command is allowed or refused, so the
+//! rules the agent lives under can be read and tested by people.
+
+use clap::Subcommand;
+use color_eyre::eyre::Result;
+
+use super::{EXIT_OK, EXIT_REFUSED, OutputFormat};
+use crate::safety::leaks::find_leaks;
+use crate::safety::{Specialist, decide};
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Classify a command as a specialist would see it (exit 0 allowed, 3 refused).
+    Check {
+        /// Which specialist's rule to apply.
+        #[arg(long, value_enum, default_value_t = Specialist::Diagnostic)]
+        specialist: Specialist,
+        /// Host name used in suggested secret references.
+        #[arg(long, default_value = "HOST")]
+        host: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: OutputFormat,
+        /// The command, after `--` (quote it to keep pipes and redirections).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+pub fn run(cmd: PolicyCommand) -> Result<u8> {
+    let PolicyCommand::Check { specialist, host, format, command } = cmd;
+    let command = command.join(" ");
+    let decision = decide(specialist, &command, false);
+    let leaks = find_leaks(&command, &host);
+    match format {
+        OutputFormat::Json => {
+            let out = serde_json::json!({
+                "command": command,
+                "specialist": specialist,
+                "allowed": decision.allowed,
+                "needs_approval": decision.needs_approval,
+                "class": decision.analysis.class,
+                "reasons": decision.analysis.reasons,
+                "commands": decision.analysis.commands,
+                "leaks": leaks,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+        OutputFormat::Text => {
+            let verdict = match (decision.allowed, decision.needs_approval) {
+                (false, _) => "REFUSED",
+                (true, true) => "ALLOWED after approval",
+                (true, false) => "ALLOWED",
+            };
+            println!("{verdict}: {} ({})", command, decision.analysis.class.as_str());
+            for reason in &decision.analysis.reasons {
+                println!("  - {reason}");
+            }
+            for leak in &leaks {
+                println!("  ! {}\n    safer: {}", leak.what, leak.rewrite);
+            }
+        }
+    }
+    Ok(if decision.allowed { EXIT_OK } else { EXIT_REFUSED })
+}
