@@ -15,8 +15,12 @@ pub struct Leak {
     pub rewrite: String,
 }
 
+fn is_reference_text(text: &str) -> bool {
+    text.starts_with('@') && text.matches(':').count() == 2
+}
+
 fn is_reference_or_variable(w: &Word) -> bool {
-    w.dynamic || (w.text.starts_with('@') && w.text.matches(':').count() == 2)
+    w.dynamic || is_reference_text(&w.text)
 }
 
 /// Finds password leaks in `command` run on `host`.
@@ -67,9 +71,7 @@ pub fn find_leaks(command: &str, host: &str) -> Vec<Leak> {
                 None => (t, words.get(j + 1).filter(|n| !is_reference_or_variable(n)).map(|n| n.text.clone())),
             };
             if matches!(flag, "--password" | "--passwd" | "--pass") && !w.dynamic {
-                let Some(value) =
-                    value.filter(|v| !v.is_empty() && !(v.starts_with('@') && v.matches(':').count() == 2))
-                else {
+                let Some(value) = value.filter(|v| !(v.is_empty() || is_reference_text(v))) else {
                     continue;
                 };
                 let rewritten = command.replace(&value, &format!("@{name}:{host}:password"));

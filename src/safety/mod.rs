@@ -160,7 +160,7 @@ fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis) {
         let args = &words[1..];
         if wrappers::is_wrapper(name) {
             match wrappers::unwrap(name, args) {
-                Unwrapped::Command(rest) if rest.is_empty() => {
+                Unwrapped::Command([]) => {
                     if name == "xargs" {
                         return; // bare xargs echoes its input
                     }

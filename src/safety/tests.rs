@@ -2,10 +2,6 @@
 
 use super::*;
 
-fn class_of(cmd: &str) -> Class {
-    analyze(cmd).class
-}
-
 const READ_ONLY: &[&str] = &[
     "df -h",
     "df -h /var",
