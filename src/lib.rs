@@ -6,6 +6,7 @@
 //! loop: `Model`, `Msg`, pure `update`, `view`, workers on channels).
 
 pub mod app;
+pub mod approval;
 pub mod cli;
 pub mod config;
 pub mod context;

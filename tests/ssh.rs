@@ -199,7 +199,7 @@ fn changed_host_key_is_refused_even_under_accept_new() {
     std::fs::write(env.home().join(".ssh/known_hosts"), format!("{recorded}\n")).unwrap();
     env.add_host("web01", &first, &[]);
     let out = env
-        .merlya(&["exec", "web01", "--format", "json", "--", "touch /tmp/should-not-run"])
+        .merlya(&["exec", "web01", "--yes", "--format", "json", "--", "touch /tmp/should-not-run"])
         .env("MERLYA_SSH_HOST_KEY_POLICY", "accept-new")
         .output()
         .unwrap();
@@ -498,4 +498,36 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
     }
     out
+}
+
+#[test]
+fn exec_of_a_change_needs_an_approval_decision() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    let marker = format!("/tmp/merlya-approval-{}", sshd.port);
+    let _ = std::fs::remove_file(&marker);
+    let touch = format!("touch {marker}");
+
+    // No terminal, no --yes: refused, nothing runs, nothing connects.
+    let out = env.run(&["exec", "web01", "--", &touch]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("was not approved; pass --yes"), "{}", text(&out.stderr));
+    assert!(!std::path::Path::new(&marker).exists(), "the command did not run on the host");
+    assert_eq!(sshd.accepted_logins(), 0);
+
+    // --yes approves it, and the audit log says who approved.
+    env.ok(&["exec", "web01", "--yes", "--", &touch]);
+    assert!(std::path::Path::new(&marker).exists(), "the command ran on the host");
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0]["approved_by"], "tester (--yes)");
+    let _ = std::fs::remove_file(&marker);
+
+    // Paranoid mode asks even for read-only commands.
+    let out = env.merlya(&["exec", "web01", "--", "uptime"]).env("MERLYA_POLICY_CONFIRM_ALL", "true").output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
 }

@@ -223,3 +223,38 @@ fn cli_exec_asks_for_a_passphrase_on_the_terminal() {
     assert!(screen.contains("locked | cli-unlocked"), "{screen}");
     assert!(!screen.contains("open sesame"));
 }
+
+#[test]
+fn cli_approval_prompt_stores_an_always_rule() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let cmd = format!(
+        "export MERLYA_HOME='{}' HOME='{}' USER=tester; '{merlya}' exec web01 -- mkdir -p /tmp/merlya-rule-a; echo FIRST $?; \
+         '{merlya}' exec web01 -- mkdir -p /tmp/merlya-rule-b; echo SECOND $?; sleep 60",
+        env.merlya_home().display(),
+        env.home().display(),
+    );
+    let tmux = Tmux::attach(format!("merlya-e2e-rule-{}", std::process::id()), &cmd, 120, 30);
+    let screen = tmux.wait_for("[o]nce, [a]lways for this prefix");
+    assert!(screen.contains("APPROVAL NEEDED") && screen.contains("risk:    mutating"), "{screen}");
+    tmux.type_text("a");
+    tmux.keys(&["Enter"]);
+    // The second command shares the prefix `mkdir -p` on the same host: no question.
+    let screen = tmux.wait_for("SECOND 0");
+    assert!(screen.contains("FIRST 0"), "{screen}");
+    assert_eq!(screen.matches("APPROVAL NEEDED").count(), 1, "{screen}");
+    let rules: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["approvals", "list", "--format", "json"])).unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0]["prefix"], "mkdir -p");
+    assert_eq!(rules[0]["hosts"], serde_json::json!(["web01"]));
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert!(audit[1]["approved_by"].as_str().unwrap().starts_with("rule #1"), "{audit:?}");
+    env.ok(&["approvals", "revoke", "1"]);
+    assert_eq!(env.run(&["exec", "web01", "--", "mkdir -p /tmp/merlya-rule-c"]).status.code(), Some(3));
+}

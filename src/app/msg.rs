@@ -14,13 +14,17 @@ pub enum PromptKind {
     Confirm,
     /// A hidden answer (passphrase, one-time code).
     Secret,
+    /// Approve a change: once, always for its prefix on these hosts, or deny.
+    Approval,
 }
 
 /// The person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptAnswer {
-    /// Confirmed.
+    /// Confirmed (approved once).
     Yes,
+    /// Approved, and remember the prefix for these hosts.
+    Always,
     /// Declined or cancelled.
     No,
     /// The typed secret.
@@ -34,8 +38,10 @@ pub struct PromptRequest {
     pub title: String,
     /// The question.
     pub body: String,
-    /// Confirm or secret.
+    /// Confirm, secret or approval.
     pub kind: PromptKind,
+    /// The change to approve (for `PromptKind::Approval`).
+    pub approval: Option<crate::approval::ApprovalRequest>,
     /// Where the answer goes (taken when answered).
     pub reply: Option<oneshot::Sender<PromptAnswer>>,
 }
@@ -57,6 +63,8 @@ pub enum Msg {
     Exec { run: u64, event: ExecEvent },
     /// Run `run` finished on every host.
     RunDone { run: u64, results: Vec<HostResult> },
+    /// Run `run` was not approved.
+    RunDenied { run: u64, by: String },
     /// A worker needs a person.
     Prompt(PromptRequest),
     /// A background failure to show.

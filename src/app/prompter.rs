@@ -6,6 +6,7 @@ use tokio::sync::oneshot;
 
 use super::msg::{Msg, PromptAnswer, PromptKind, PromptRequest};
 use super::sender::AppSender;
+use crate::approval::{ApprovalRequest, Approver, Decision};
 use crate::prompt::Prompter;
 
 /// Asks through the console.
@@ -20,8 +21,24 @@ impl TuiPrompter {
     }
 
     async fn ask(&self, title: &str, body: &str, kind: PromptKind) -> PromptAnswer {
+        self.ask_with(title, body, kind, None).await
+    }
+
+    async fn ask_with(
+        &self,
+        title: &str,
+        body: &str,
+        kind: PromptKind,
+        approval: Option<ApprovalRequest>,
+    ) -> PromptAnswer {
         let (tx, rx) = oneshot::channel();
-        self.sender.send(Msg::Prompt(PromptRequest { title: title.into(), body: body.into(), kind, reply: Some(tx) }));
+        self.sender.send(Msg::Prompt(PromptRequest {
+            title: title.into(),
+            body: body.into(),
+            kind,
+            approval,
+            reply: Some(tx),
+        }));
         // A console that closes without answering declines.
         rx.await.unwrap_or(PromptAnswer::No)
     }
@@ -38,5 +55,21 @@ impl Prompter for TuiPrompter {
             PromptAnswer::Secret(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+#[async_trait]
+impl Approver for TuiPrompter {
+    async fn decide(&self, request: &ApprovalRequest) -> Decision {
+        let title = format!("Approve: {}", request.summary);
+        match self.ask_with(&title, &request.command, PromptKind::Approval, Some(request.clone())).await {
+            PromptAnswer::Yes => Decision::Once,
+            PromptAnswer::Always => Decision::AlwaysPrefix,
+            _ => Decision::Deny,
+        }
+    }
+
+    fn who(&self) -> String {
+        format!("{} (console)", crate::ssh::target::local_user())
     }
 }

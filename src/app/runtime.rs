@@ -20,10 +20,13 @@ use super::sender::AppSender;
 use super::theme::Theme;
 use super::update::update;
 use super::view::view;
+use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
 use crate::context::{Context, record_result};
 use crate::exec::Executor;
 use crate::exec::fanout::fan_out;
 use crate::home::MerlyaHome;
+use crate::safety::analyze;
+use crate::safety::leaks::find_leaks;
 
 /// Most messages applied between two frames, so a flood of output cannot starve drawing.
 const MAX_BATCH: usize = 4096;
@@ -36,14 +39,15 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let (tx, rx) = unbounded_channel();
         let sender = AppSender::new(tx);
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
-        let executor = Arc::new(ctx.executor(hosts.clone(), prompter, true)?);
+        let executor = Arc::new(ctx.executor(hosts.clone(), prompter.clone(), true)?);
+        let gate = ApprovalGate::new(prompter, ctx.store.clone(), ctx.config.policy.confirm_all);
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, Theme::from_env());
         model.input.history = load_history(&ctx.home);
 
         // ratatui::try_init installs a panic hook that restores the terminal before the report.
         let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;
         let _ = crossterm::execute!(std::io::stdout(), EnableBracketedPaste, EnableMouseCapture);
-        let outcome = event_loop(&mut terminal, &mut model, &ctx, &executor, rx, sender).await;
+        let outcome = event_loop(&mut terminal, &mut model, &ctx, &executor, &gate, rx, sender).await;
         let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
         ratatui::restore();
         ctx.store.close().await;
@@ -56,6 +60,7 @@ async fn event_loop(
     model: &mut Model,
     ctx: &Arc<Context>,
     executor: &Arc<Executor>,
+    gate: &ApprovalGate,
     mut rx: UnboundedReceiver<Msg>,
     sender: AppSender,
 ) -> Result<()> {
@@ -91,7 +96,7 @@ async fn event_loop(
         for msg in batch {
             dirty = true;
             for effect in update(model, msg) {
-                run_effect(effect, ctx, executor, &sender);
+                run_effect(effect, ctx, executor, gate, &sender);
             }
         }
         if model.should_quit {
@@ -111,14 +116,28 @@ fn event_to_msg(event: Event) -> Option<Msg> {
 }
 
 /// Starts the work an effect asks for; results come back as messages.
-fn run_effect(effect: Effect, ctx: &Arc<Context>, executor: &Arc<Executor>, sender: &AppSender) {
+fn run_effect(effect: Effect, ctx: &Arc<Context>, executor: &Arc<Executor>, gate: &ApprovalGate, sender: &AppSender) {
     match effect {
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
         Effect::RunCommand { run, hosts, command } => {
-            let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
+            let (ctx, executor, sender, gate) = (ctx.clone(), executor.clone(), sender.clone(), gate.clone());
             tokio::spawn(async move {
+                let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+                let analysis = analyze(&command);
+                let leaks = names.first().map(|h| find_leaks(&command, h)).unwrap_or_default();
+                let summary = format!("run on {} host(s)", names.len());
+                let request = ApprovalRequest::new(summary, &command, names, &analysis, leaks);
+                let outcome = gate.check(&request).await;
+                let Some(approved_by) = outcome.approved_by() else {
+                    let by = match outcome {
+                        GateOutcome::Denied(who) => who,
+                        _ => "nobody".into(),
+                    };
+                    sender.send(Msg::RunDenied { run, by });
+                    return;
+                };
                 let (tx, mut rx) = unbounded_channel();
                 let parallel = ctx.config.policy.max_parallel;
                 let timeout = Duration::from_secs(ctx.config.ssh.command_timeout_secs);
@@ -131,7 +150,7 @@ fn run_effect(effect: Effect, ctx: &Arc<Context>, executor: &Arc<Executor>, send
                             ctx.config.policy.raw_log_retention_days,
                             &command,
                             result,
-                            "not required",
+                            &approved_by,
                         )
                         .await;
                         if let Err(e) = recorded {

@@ -51,6 +51,13 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::RunDenied { run, by } => {
+            if let Some(progress) = model.runs.remove(&run) {
+                model.output.push(LineKind::Outcome { ok: false }, format!("✗ not run: denied by {by}"));
+                model.flash = Some(format!("{}: denied", progress.command));
+            }
+            Vec::new()
+        }
         Msg::Prompt(request) => {
             model.prompts.push_back(PendingPrompt { request, typed: String::new() });
             Vec::new()
@@ -394,6 +401,13 @@ fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         (_, KeyCode::Esc) => Some(PromptAnswer::No),
         (PromptKind::Confirm, KeyCode::Char('y' | 'Y')) => Some(PromptAnswer::Yes),
         (PromptKind::Confirm, KeyCode::Char('n' | 'N')) => Some(PromptAnswer::No),
+        (PromptKind::Approval, KeyCode::Char('o' | 'O' | 'y' | 'Y')) => Some(PromptAnswer::Yes),
+        (PromptKind::Approval, KeyCode::Char('a' | 'A'))
+            if front.request.approval.as_ref().is_none_or(|a| a.rule_possible()) =>
+        {
+            Some(PromptAnswer::Always)
+        }
+        (PromptKind::Approval, KeyCode::Char('d' | 'D' | 'n' | 'N')) => Some(PromptAnswer::No),
         (PromptKind::Secret, KeyCode::Enter) => Some(PromptAnswer::Secret(std::mem::take(&mut front.typed))),
         (PromptKind::Secret, KeyCode::Backspace) => {
             front.typed.pop();

@@ -34,7 +34,7 @@ fn type_text(m: &mut Model, text: &str) -> Vec<Effect> {
 
 fn prompt(kind: PromptKind) -> (Msg, oneshot::Receiver<PromptAnswer>) {
     let (tx, rx) = oneshot::channel();
-    (Msg::Prompt(PromptRequest { title: "t".into(), body: "b".into(), kind, reply: Some(tx) }), rx)
+    (Msg::Prompt(PromptRequest { title: "t".into(), body: "b".into(), kind, approval: None, reply: Some(tx) }), rx)
 }
 
 fn answer_of(effects: Vec<Effect>) -> PromptAnswer {
@@ -254,4 +254,21 @@ fn quit_keys_and_help() {
     let mut m = model();
     update(&mut m, ctrl('c'));
     assert!(m.should_quit);
+}
+
+#[test]
+fn approval_prompts_answer_once_always_or_deny() {
+    let mut m = model();
+    for _ in 0..3 {
+        update(&mut m, prompt(PromptKind::Approval).0);
+    }
+    assert!(update(&mut m, key(KeyCode::Char('y'))).len() == 1);
+    assert_eq!(answer_of(update(&mut m, key(KeyCode::Char('a')))), PromptAnswer::Always);
+    assert_eq!(answer_of(update(&mut m, key(KeyCode::Char('d')))), PromptAnswer::No);
+    update(&mut m, key(KeyCode::Char('!')));
+    type_text(&mut m, "touch /tmp/x");
+    update(&mut m, key(KeyCode::Enter));
+    update(&mut m, Msg::RunDenied { run: 1, by: "tester (console)".into() });
+    assert!(m.runs.is_empty());
+    assert_eq!(m.output.window(1, 0).next().map(|l| l.text.as_str()), Some("✗ not run: denied by tester (console)"));
 }

@@ -7,12 +7,15 @@ use std::time::Duration;
 use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 
-use super::{EXIT_HOST_FAILED, EXIT_OK, OutputFormat, table};
+use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
+use crate::approval::{ApprovalGate, ApprovalRequest, Approver, AutoApprove, DenyAll, TerminalApprover};
 use crate::context::Context;
 use crate::exec::fanout::fan_out;
 use crate::exec::{ExecEvent, HostResult, Stream};
 use crate::inventory::resolve_targets;
 use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
+use crate::safety::analyze;
+use crate::safety::leaks::find_leaks;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -26,6 +29,9 @@ pub struct ExecArgs {
     pub timeout: Option<f64>,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
+    /// Approve a command that changes something without asking (recorded as such in the audit log).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     /// The command, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -38,6 +44,35 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let prompter: Arc<dyn Prompter> =
         if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+    let approver: Arc<dyn Approver> = if args.yes {
+        Arc::new(AutoApprove)
+    } else if interactive {
+        Arc::new(TerminalApprover::default())
+    } else {
+        Arc::new(DenyAll)
+    };
+    let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    let analysis = analyze(&command);
+    let leaks = names.first().map(|h| find_leaks(&command, h)).unwrap_or_default();
+    for leak in &leaks {
+        eprintln!(
+            "warning: {}
+  safer: {}",
+            leak.what, leak.rewrite
+        );
+    }
+    let request = ApprovalRequest::new(format!("run on {} host(s)", names.len()), &command, names, &analysis, leaks);
+    let outcome = gate.check(&request).await;
+    let Some(approved_by) = outcome.approved_by() else {
+        eprintln!(
+            "refused: `{command}` is {} ({}) and was not approved{}",
+            analysis.class.as_str(),
+            analysis.reasons.join("; "),
+            if interactive { "" } else { "; pass --yes to approve it without a terminal" }
+        );
+        return Ok(EXIT_REFUSED);
+    };
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
     let parallel = args.parallel.unwrap_or(ctx.config.policy.max_parallel).max(1);
     let timeout =
@@ -64,7 +99,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
                 }
             }
             ExecEvent::Finished(result) => {
-                if let Err(e) = ctx.record(&command, &result, "not required").await {
+                if let Err(e) = ctx.record(&command, &result, &approved_by).await {
                     eprintln!("warning: {e:#}");
                 }
                 if args.format == OutputFormat::Json {

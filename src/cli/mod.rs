@@ -5,6 +5,7 @@
 //! 3 refused by safety policy · 4 a host failed (non-zero exit, unreachable,
 //! timeout) · 5 integrity check failed (`audit verify`).
 
+mod approvals;
 mod audit;
 mod config_cmd;
 mod exec;
@@ -55,6 +56,9 @@ pub enum Command {
     /// Read and verify the tamper-evident audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// List and revoke stored "always allow" approval rules.
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
     /// Store, read and delete secrets on the OS keyring.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
@@ -110,6 +114,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Exec(args) => exec::run(&ctx, args).await,
             Command::Audit(cmd) => audit::run(&ctx, cmd).await,
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
+            Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,
             Command::Config(_) | Command::Policy(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.

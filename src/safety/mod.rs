@@ -48,6 +48,11 @@ pub struct Analysis {
     pub reasons: Vec<String>,
     /// The simple commands found, as text.
     pub commands: Vec<String>,
+    /// The two-word prefixes (`systemctl restart`) of every command that is not
+    /// read-only, wrappers stripped — what an "always allow" rule must cover.
+    /// `None` when part of the risk is not a command (a redirection, a parse
+    /// problem, a script): such a line is never approved by a stored rule.
+    pub rule_prefixes: Option<Vec<String>>,
 }
 
 const MAX_DEPTH: usize = 4;
@@ -58,7 +63,8 @@ pub fn analyze(command: &str) -> Analysis {
 }
 
 fn analyze_depth(command: &str, depth: usize) -> Analysis {
-    let mut analysis = Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new() };
+    let mut analysis =
+        Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_prefixes: Some(Vec::new()) };
     if command.trim().is_empty() {
         analysis.raise(Class::Mutating, "empty command".into());
         return analysis;
@@ -88,7 +94,23 @@ fn analyze_depth(command: &str, depth: usize) -> Analysis {
 }
 
 impl Analysis {
+    /// A risk that no command prefix describes: rules can never cover this line.
     fn raise(&mut self, class: Class, reason: String) {
+        self.rule_prefixes = None;
+        self.raise_for(class, reason);
+    }
+
+    /// A risk carried by a command with this two-word prefix.
+    fn raise_command(&mut self, class: Class, reason: String, prefix: String) {
+        if let Some(prefixes) = self.rule_prefixes.as_mut()
+            && !prefixes.contains(&prefix)
+        {
+            prefixes.push(prefix);
+        }
+        self.raise_for(class, reason);
+    }
+
+    fn raise_for(&mut self, class: Class, reason: String) {
         self.class = self.class.max(class);
         if !self.reasons.contains(&reason) {
             self.reasons.push(reason);
@@ -96,6 +118,16 @@ impl Analysis {
     }
 
     fn absorb(&mut self, inner: Analysis) {
+        match (self.rule_prefixes.as_mut(), inner.rule_prefixes) {
+            (Some(mine), Some(theirs)) => {
+                for p in theirs {
+                    if !mine.contains(&p) {
+                        mine.push(p);
+                    }
+                }
+            }
+            _ => self.rule_prefixes = None,
+        }
         self.class = self.class.max(inner.class);
         for r in inner.reasons {
             if !self.reasons.contains(&r) {
@@ -196,10 +228,19 @@ fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis) {
             analysis.raise(Class::Mutating, format!("`{name}` acts on another host; run it there instead"));
             return;
         }
+        if args.iter().any(|w| w.dynamic) && !rules::is_flag_insensitive(name) {
+            analysis.raise(
+                Class::Mutating,
+                format!("`{name}` has an argument only known at run time; its effect cannot be checked"),
+            );
+            return;
+        }
+        let prefix =
+            std::iter::once(name).chain(args.iter().take(1).map(|w| w.text.as_str())).collect::<Vec<_>>().join(" ");
         match rules::judge(name, args) {
             Judgement::ReadOnly => {}
-            Judgement::Mutating(r) => analysis.raise(Class::Mutating, r),
-            Judgement::Dangerous(r) => analysis.raise(Class::Dangerous, r),
+            Judgement::Mutating(r) => analysis.raise_command(Class::Mutating, r, prefix),
+            Judgement::Dangerous(r) => analysis.raise_command(Class::Dangerous, r, prefix),
         }
         return;
     }

@@ -66,9 +66,6 @@ pub fn judge(name: &str, args: &[Word]) -> Judgement {
     if let Some(d) = dangerous_rule(name, args) {
         return d;
     }
-    if args.iter().any(|w| w.dynamic) && !FLAG_INSENSITIVE.contains(&name) {
-        return mutating(format!("`{name}` has an argument only known at run time; its effect cannot be checked"));
-    }
     match read_only_rule(name, args) {
         Some(Ok(())) => Judgement::ReadOnly,
         Some(Err(reason)) => mutating(reason),
@@ -148,6 +145,11 @@ fn dangerous_rule(name: &str, args: &[Word]) -> Option<Judgement> {
         _ => return None,
     };
     Some(d)
+}
+
+/// Whether `name` stays read-only whatever its (possibly dynamic) arguments.
+pub fn is_flag_insensitive(name: &str) -> bool {
+    FLAG_INSENSITIVE.contains(&name)
 }
 
 /// Read-only whatever their arguments (file names, patterns): dynamic arguments are fine.
@@ -343,6 +345,9 @@ const ALWAYS_READ_ONLY: &[&str] = &[
     "glances",
     "apt-cache",
     "needrestart",
+    "exit",
+    "return",
+    ":",
 ];
 
 fn read_only_rule(name: &str, args: &[Word]) -> Option<Result<(), String>> {

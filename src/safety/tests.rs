@@ -353,3 +353,20 @@ fn specialists_apply_their_rule() {
     assert!(d.allowed && !d.needs_approval);
     assert!(decide(Specialist::Diagnostic, "df -h", true).needs_approval, "paranoid mode asks even for read-only");
 }
+
+#[test]
+fn rule_prefixes_cover_only_commands() {
+    assert_eq!(analyze("df -h").rule_prefixes, Some(vec![]));
+    assert_eq!(analyze("sudo systemctl restart nginx").rule_prefixes, Some(vec!["systemctl restart".to_string()]));
+    assert_eq!(
+        analyze("mkdir -p /a && rm -rf /tmp/b").rule_prefixes,
+        Some(vec!["mkdir -p".to_string(), "rm -rf".to_string()])
+    );
+    assert_eq!(
+        analyze("echo hunter2 | sudo -S systemctl restart nginx").rule_prefixes,
+        Some(vec!["systemctl restart".to_string()])
+    );
+    assert_eq!(analyze("cat /etc/hosts > /tmp/x").rule_prefixes, None, "a redirection is not a command prefix");
+    assert_eq!(analyze("bash -c 'touch /tmp/x'").rule_prefixes, Some(vec!["touch /tmp/x".to_string()]));
+    assert_eq!(analyze("sh script.sh").rule_prefixes, None);
+}

@@ -5,6 +5,7 @@
 //! are serialised with an exclusive lock on `merlya.db.lock`, so two processes
 //! starting at once on a new `MERLYA_HOME` both succeed.
 
+pub mod approvals;
 pub mod audit;
 pub mod history;
 pub mod hosts;

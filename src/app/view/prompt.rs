@@ -11,8 +11,21 @@ use crate::app::msg::PromptKind;
 
 pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
-    let mut lines = vec![Line::raw(prompt.request.body.clone()), Line::raw("")];
+    let mut lines = match &prompt.request.approval {
+        Some(approval) => approval_lines(model, approval),
+        None => vec![Line::raw(prompt.request.body.clone()), Line::raw("")],
+    };
     match prompt.request.kind {
+        PromptKind::Approval => {
+            let mut choices = vec![Span::styled("[o]", theme.ok), Span::raw(" once   ")];
+            if let Some(a) = prompt.request.approval.as_ref().filter(|a| a.rule_possible()) {
+                choices.push(Span::styled("[a]", theme.warn));
+                choices.push(Span::raw(format!(" always `{}` on these hosts   ", a.prefixes.join("`, `"))));
+            }
+            choices.push(Span::styled("[d]/Esc", theme.error));
+            choices.push(Span::raw(" deny"));
+            lines.push(Line::from(choices));
+        }
         PromptKind::Confirm => lines.push(Line::from(vec![
             Span::styled("[y]", theme.ok),
             Span::raw(" yes   "),
@@ -41,4 +54,40 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let rect = centered(area, width, height);
     frame.render_widget(Clear, rect);
     frame.render_widget(paragraph, rect);
+}
+
+/// Summary, command, hosts, risk with reasons, leaks and diff of a change.
+fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Vec<Line<'a>> {
+    let theme = &model.theme;
+    let risk_style = match a.class {
+        crate::safety::Class::ReadOnly => theme.ok,
+        crate::safety::Class::Mutating => theme.warn,
+        crate::safety::Class::Dangerous => theme.error,
+    };
+    let mut lines = vec![
+        Line::from(vec![Span::styled("command  ", theme.dim), Span::raw(a.command.clone())]),
+        Line::from(vec![Span::styled("hosts    ", theme.dim), Span::raw(a.hosts.join(", "))]),
+        Line::from(vec![Span::styled("risk     ", theme.dim), Span::styled(a.class.as_str().to_string(), risk_style)]),
+    ];
+    for reason in &a.reasons {
+        lines.push(Line::styled(format!("         · {reason}"), theme.dim));
+    }
+    for leak in &a.leaks {
+        lines.push(Line::styled(format!("  ! {}", leak.what), theme.error));
+        lines.push(Line::styled(format!("    safer: {}", leak.rewrite), theme.warn));
+    }
+    if let Some(diff) = &a.diff {
+        for l in diff.lines() {
+            let style = if l.starts_with('+') && !l.starts_with("+++") {
+                theme.ok
+            } else if l.starts_with('-') && !l.starts_with("---") {
+                theme.error
+            } else {
+                theme.dim
+            };
+            lines.push(Line::styled(l.to_string(), style));
+        }
+    }
+    lines.push(Line::raw(""));
+    lines
 }

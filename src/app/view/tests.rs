@@ -69,7 +69,7 @@ fn render(model: &Model, width: u16, height: u16) -> Terminal<TestBackend> {
 fn prompt(kind: PromptKind, title: &str, body: &str) -> Msg {
     let (tx, rx) = oneshot::channel();
     std::mem::forget(rx);
-    Msg::Prompt(PromptRequest { title: title.into(), body: body.into(), kind, reply: Some(tx) })
+    Msg::Prompt(PromptRequest { title: title.into(), body: body.into(), kind, approval: None, reply: Some(tx) })
 }
 
 #[test]
@@ -143,6 +143,41 @@ fn passphrase_prompt_hides_what_is_typed() {
     insta::assert_snapshot!(terminal.backend());
 }
 
+/// A change waiting for approval, with a second one queued.
+pub fn fixture_with_approval() -> Model {
+    use crate::approval::ApprovalRequest;
+    use crate::safety::{analyze, leaks::find_leaks};
+    let mut m = fixture_with_output();
+    let command = "echo hunter2 | sudo -S systemctl restart nginx";
+    let request = ApprovalRequest::new(
+        "restart nginx on the web tier".into(),
+        command,
+        vec!["web01".into(), "web02".into()],
+        &analyze(command),
+        find_leaks(command, "web01"),
+    );
+    for _ in 0..2 {
+        let (tx, rx) = oneshot::channel();
+        std::mem::forget(rx);
+        update(
+            &mut m,
+            Msg::Prompt(PromptRequest {
+                title: format!("Approve: {}", request.summary),
+                body: command.into(),
+                kind: PromptKind::Approval,
+                approval: Some(request.clone()),
+                reply: Some(tx),
+            }),
+        );
+    }
+    m
+}
+
+#[test]
+fn approval_modal_with_a_queued_request() {
+    insta::assert_snapshot!(render(&fixture_with_approval(), 110, 34).backend());
+}
+
 #[test]
 fn small_terminal_still_draws() {
     insta::assert_snapshot!(render(&fixture_with_output(), 60, 16).backend());
@@ -173,13 +208,14 @@ fn write_screenshots() {
     let mut chat = fixture_model();
     chat.focus = Pane::Chat;
     chat.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 loaded?".into() });
-    let shots: [(&str, Model); 6] = [
+    let shots: [(&str, Model); 7] = [
         ("console-start", fixture_model()),
         ("output-fan-out", fixture_with_output()),
         ("inventory-filter", filtered),
         ("chat-no-model", chat),
         ("help-overlay", help),
         ("prompt-modal", modal),
+        ("approval-modal", fixture_with_approval()),
     ];
     for (name, model) in shots {
         let terminal = render(&model, 120, 34);

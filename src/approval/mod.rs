@@ -1,0 +1,297 @@
+//! No mutation without an approval decision.
+//!
+//! Every command that is not proven read-only (and every command in paranoid
+//! mode) passes through an [`ApprovalGate`]: a stored "always allow this
+//! prefix on these hosts" rule, or a person's decision through an
+//! [`Approver`] — the console modal, a terminal prompt, `--yes`, or, with no
+//! terminal and no `--yes`, a refusal. Dangerous commands are never covered by
+//! a stored rule: each one needs its own decision. The decision's author goes
+//! into the audit log.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::safety::leaks::Leak;
+use crate::safety::{Analysis, Class};
+use crate::store::Store;
+
+/// What a person is asked to approve.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApprovalRequest {
+    /// One line: what will happen.
+    pub summary: String,
+    /// The exact command (secret references, never values).
+    pub command: String,
+    /// Target hosts.
+    pub hosts: Vec<String>,
+    /// The classifier's verdict.
+    pub class: Class,
+    /// Why it is not read-only.
+    pub reasons: Vec<String>,
+    /// A unified diff for file edits, if any.
+    pub diff: Option<String>,
+    /// Password leaks found in the command, with safer rewrites.
+    pub leaks: Vec<Leak>,
+    /// The command prefixes an "always" decision would cover; empty when the
+    /// line cannot be covered by a rule (redirections, scripts, parse problems).
+    pub prefixes: Vec<String>,
+}
+
+impl ApprovalRequest {
+    /// A request for `command` on `hosts`, from its analysis.
+    pub fn new(summary: String, command: &str, hosts: Vec<String>, analysis: &Analysis, leaks: Vec<Leak>) -> Self {
+        Self {
+            summary,
+            command: command.to_string(),
+            hosts,
+            class: analysis.class,
+            reasons: analysis.reasons.clone(),
+            diff: None,
+            leaks,
+            prefixes: analysis.rule_prefixes.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Whether an "always" decision can be stored for this request.
+    pub fn rule_possible(&self) -> bool {
+        !self.prefixes.is_empty() && self.class != Class::Dangerous
+    }
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run it this time.
+    Once,
+    /// Run it, and allow this prefix on these hosts from now on.
+    AlwaysPrefix,
+    /// Do not run it.
+    Deny,
+}
+
+/// Something that can decide.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Decides on `request`.
+    async fn decide(&self, request: &ApprovalRequest) -> Decision;
+    /// Who decided, for the audit log.
+    fn who(&self) -> String;
+}
+
+/// `--yes`: approves everything once, on the operator's behalf.
+pub struct AutoApprove;
+
+#[async_trait]
+impl Approver for AutoApprove {
+    async fn decide(&self, _request: &ApprovalRequest) -> Decision {
+        Decision::Once
+    }
+    fn who(&self) -> String {
+        format!("{} (--yes)", crate::ssh::target::local_user())
+    }
+}
+
+/// No terminal and no `--yes`: nothing is approved.
+pub struct DenyAll;
+
+#[async_trait]
+impl Approver for DenyAll {
+    async fn decide(&self, _request: &ApprovalRequest) -> Decision {
+        Decision::Deny
+    }
+    fn who(&self) -> String {
+        "nobody (no terminal)".into()
+    }
+}
+
+/// Asks on the terminal.
+#[derive(Default)]
+pub struct TerminalApprover {
+    one_at_a_time: tokio::sync::Mutex<()>,
+}
+
+#[async_trait]
+impl Approver for TerminalApprover {
+    async fn decide(&self, request: &ApprovalRequest) -> Decision {
+        let _turn = self.one_at_a_time.lock().await;
+        let text = render_request(request);
+        let rule_possible = request.rule_possible();
+        tokio::task::spawn_blocking(move || {
+            let always = if rule_possible { "[a]lways for this prefix on these hosts, " } else { "" };
+            eprint!("{text}\n[o]nce, {always}[d]eny? ");
+            let mut answer = String::new();
+            if std::io::stdin().read_line(&mut answer).is_err() {
+                return Decision::Deny;
+            }
+            match answer.trim() {
+                "o" | "once" | "y" | "yes" => Decision::Once,
+                "a" | "always" if rule_possible => Decision::AlwaysPrefix,
+                _ => Decision::Deny,
+            }
+        })
+        .await
+        .unwrap_or(Decision::Deny)
+    }
+    fn who(&self) -> String {
+        format!("{} (prompt)", crate::ssh::target::local_user())
+    }
+}
+
+/// The request as plain text (terminal prompt, logs).
+pub fn render_request(r: &ApprovalRequest) -> String {
+    let mut out = format!(
+        "APPROVAL NEEDED: {}\n  command: {}\n  hosts:   {}\n  risk:    {}\n",
+        r.summary,
+        r.command,
+        r.hosts.join(", "),
+        r.class.as_str()
+    );
+    for reason in &r.reasons {
+        out.push_str(&format!("    - {reason}\n"));
+    }
+    for leak in &r.leaks {
+        out.push_str(&format!("  ! {}\n    safer: {}\n", leak.what, leak.rewrite));
+    }
+    if let Some(diff) = &r.diff {
+        out.push_str(diff);
+        if !diff.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The outcome of the gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateOutcome {
+    /// No approval needed (read-only, not paranoid).
+    NotRequired,
+    /// Approved, by whom.
+    Approved(String),
+    /// Refused, by whom.
+    Denied(String),
+}
+
+impl GateOutcome {
+    /// The audit log's "approved by" text, or `None` when denied.
+    pub fn approved_by(&self) -> Option<String> {
+        match self {
+            GateOutcome::NotRequired => Some("not required".into()),
+            GateOutcome::Approved(who) => Some(who.clone()),
+            GateOutcome::Denied(_) => None,
+        }
+    }
+}
+
+/// Stored rules plus a person.
+#[derive(Clone)]
+pub struct ApprovalGate {
+    approver: Arc<dyn Approver>,
+    store: Store,
+    confirm_all: bool,
+}
+
+impl ApprovalGate {
+    /// A gate asking `approver`, with rules in `store`; `confirm_all` is paranoid mode.
+    pub fn new(approver: Arc<dyn Approver>, store: Store, confirm_all: bool) -> Self {
+        Self { approver, store, confirm_all }
+    }
+
+    /// Decides whether `request` may run.
+    pub async fn check(&self, request: &ApprovalRequest) -> GateOutcome {
+        if request.class == Class::ReadOnly && !self.confirm_all {
+            return GateOutcome::NotRequired;
+        }
+        if request.rule_possible()
+            && let Ok(Some(ids)) = self.store.covering_rules(&request.prefixes, &request.hosts).await
+        {
+            let ids: Vec<String> = ids.iter().map(|id| format!("#{id}")).collect();
+            return GateOutcome::Approved(format!("rule {} ({})", ids.join(","), request.prefixes.join(", ")));
+        }
+        match self.approver.decide(request).await {
+            Decision::Deny => GateOutcome::Denied(self.approver.who()),
+            Decision::Once => GateOutcome::Approved(self.approver.who()),
+            // Dangerous commands and lines no prefix describes are approved once, never remembered.
+            Decision::AlwaysPrefix if !request.rule_possible() => GateOutcome::Approved(self.approver.who()),
+            Decision::AlwaysPrefix => {
+                for prefix in &request.prefixes {
+                    if let Err(e) = self.store.add_rule(prefix, &request.hosts, &self.approver.who()).await {
+                        tracing::warn!(error = %e, "cannot store the approval rule");
+                    }
+                }
+                GateOutcome::Approved(format!("{} (always: {})", self.approver.who(), request.prefixes.join(", ")))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::safety::analyze;
+
+    /// Answers with a fixed decision and counts the questions.
+    struct Person(Decision, AtomicUsize);
+
+    #[async_trait]
+    impl Approver for Person {
+        async fn decide(&self, _request: &ApprovalRequest) -> Decision {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.0
+        }
+        fn who(&self) -> String {
+            "alice".into()
+        }
+    }
+
+    fn request(command: &str, hosts: &[&str]) -> ApprovalRequest {
+        let hosts = hosts.iter().map(|h| h.to_string()).collect();
+        ApprovalRequest::new("test".into(), command, hosts, &analyze(command), Vec::new())
+    }
+
+    async fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("merlya.db")).await.unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn always_rules_cover_only_their_prefix_and_hosts() {
+        let (_dir, store) = store().await;
+        let person = Arc::new(Person(Decision::AlwaysPrefix, AtomicUsize::new(0)));
+        let gate = ApprovalGate::new(person.clone(), store.clone(), false);
+        assert_eq!(gate.check(&request("df -h", &["web01"])).await, GateOutcome::NotRequired);
+        assert_eq!(person.1.load(Ordering::SeqCst), 0);
+        let first = gate.check(&request("systemctl restart nginx", &["web01", "web02"])).await;
+        assert_eq!(first, GateOutcome::Approved("alice (always: systemctl restart)".into()));
+        // Covered: same prefix, a subset of the hosts, other arguments.
+        let again = gate.check(&request("sudo systemctl restart php-fpm", &["web02"])).await;
+        assert!(matches!(&again, GateOutcome::Approved(by) if by.starts_with("rule #1")), "{again:?}");
+        assert_eq!(person.1.load(Ordering::SeqCst), 1);
+        // Not covered: another host, or a second command smuggled behind the allowed one.
+        gate.check(&request("systemctl restart nginx", &["db01"])).await;
+        gate.check(&request("systemctl restart nginx; rm -rf /tmp/x", &["web01"])).await;
+        gate.check(&request("systemctl restart nginx > /etc/motd", &["web01"])).await;
+        assert_eq!(person.1.load(Ordering::SeqCst), 4);
+        // Dangerous commands are never remembered.
+        gate.check(&request("reboot", &["web01"])).await;
+        gate.check(&request("reboot", &["web01"])).await;
+        assert_eq!(person.1.load(Ordering::SeqCst), 6);
+        assert!(!store.list_rules().await.unwrap().iter().any(|r| r.prefix == "reboot"));
+    }
+
+    #[tokio::test]
+    async fn denials_and_paranoid_mode() {
+        let (_dir, store) = store().await;
+        let no = Arc::new(Person(Decision::Deny, AtomicUsize::new(0)));
+        let gate = ApprovalGate::new(no.clone(), store.clone(), true);
+        assert_eq!(gate.check(&request("df -h", &["web01"])).await, GateOutcome::Denied("alice".into()));
+        let gate = ApprovalGate::new(Arc::new(DenyAll), store, false);
+        assert!(gate.check(&request("touch /x", &["a"])).await.approved_by().is_none());
+    }
+}
