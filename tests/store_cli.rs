@@ -138,7 +138,7 @@ async fn audit_chain_detects_edits_and_deletions() {
     for i in 0..4 {
         env.ok(&["exec", "localhost", "--", &format!("echo {i}")]);
     }
-    env.ok(&["exec", "localhost", "--", "mysql -u root -phunter2 -e 'select 1' || true"]);
+    env.ok(&["exec", "localhost", "--yes", "--", "mysql -u root -phunter2 -e 'select 1' || true"]);
     let verified = env.ok(&["audit", "verify"]);
     assert!(verified.contains("audit chain intact: 5 entries"), "{verified}");
     let list = env.ok(&["audit", "list", "--host", "localhost", "--since", "1h"]);
