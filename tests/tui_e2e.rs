@@ -125,6 +125,19 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("echo fleet: 2/2 hosts succeeded");
 
+    // A change opens the approval modal; approving once runs it.
+    let marker = format!("/tmp/merlya-e2e-approved-{}", trusted.port);
+    let _ = std::fs::remove_file(&marker);
+    let touch = format!("touch {marker}");
+    tmux.command(&format!(":exec web01 -- {touch}"));
+    let screen = tmux.wait_for("[o] once");
+    assert!(screen.contains("risk") && screen.contains("mutating") && screen.contains("always `touch"), "{screen}");
+    assert!(!std::path::Path::new(&marker).exists(), "nothing runs before the decision");
+    tmux.keys(&["o"]);
+    tmux.wait_for(&format!("{touch}: 1/1 hosts succeeded"));
+    assert!(std::path::Path::new(&marker).exists());
+    let _ = std::fs::remove_file(&marker);
+
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 
@@ -138,11 +151,13 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
         ("web02", "echo second-host"),
         ("web01", "echo fleet"),
         ("web02", "echo fleet"),
+        ("web01", touch.as_str()),
     ];
     expected.sort();
     assert_eq!(commands, expected);
-    assert_eq!(audit.len(), 5);
-    assert!(env.ok(&["audit", "verify"]).contains("intact: 5 entries"));
+    assert_eq!(audit.len(), 6);
+    assert!(env.ok(&["audit", "verify"]).contains("intact: 6 entries"));
+    assert_eq!(audit[5]["approved_by"], "tester (console)");
     // The console recorded reachability.
     let hosts: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
     assert!(hosts.iter().filter(|h| h["name"] != "localhost").all(|h| h["reachable"] == true), "{hosts:?}");
@@ -167,7 +182,7 @@ fn console_with_one_host(name: &str, passphrase: &str, trusted: bool) -> (Sshd, 
 fn console_declines_an_unknown_key_with_escape() {
     let (sshd, env, tmux) = console_with_one_host("stranger", "", false);
     tmux.wait_for("Inventory · 2");
-    tmux.command(":exec stranger -- touch /tmp/merlya-e2e-never");
+    tmux.command(":exec stranger -- cat /etc/hostname");
     tmux.wait_for("Unknown host key");
     tmux.keys(&["Escape"]);
     let screen = tmux.wait_for("unknown host key for");
