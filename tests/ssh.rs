@@ -531,3 +531,81 @@ fn exec_of_a_change_needs_an_approval_decision() {
     let out = env.merlya(&["exec", "web01", "--", "uptime"]).env("MERLYA_POLICY_CONFIRM_ALL", "true").output().unwrap();
     assert_eq!(out.status.code(), Some(3));
 }
+
+/// Runs a shell script (merlya invocations inside) under one new session keyring.
+fn in_keyring_session(env: &TestEnv, script: &str) -> std::process::Output {
+    std::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", script])
+        .env("MERLYA_HOME", env.merlya_home())
+        .env("HOME", env.home())
+        .env("USER", "tester")
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("keyctl is installed (scripts/test.sh installs keyutils)")
+}
+
+#[test]
+fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &["--elevation", "sudo_password"]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+
+    // Detection finds sudo with a password, and remembers it.
+    env.ok(&[
+        "hosts",
+        "add",
+        "probe",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        &sshd.port.to_string(),
+        "--user",
+        TEST_USER,
+    ]);
+    let detected = env.ok(&["hosts", "detect-elevation", "probe,localhost"]);
+    assert!(detected.contains("probe      sudo_password"), "{detected}");
+    assert!(detected.contains("localhost  sudo"), "root on localhost: {detected}");
+    let show: serde_json::Value =
+        serde_json::from_str(&env.ok(&["hosts", "show", "probe", "--format", "json"])).unwrap();
+    assert_eq!(show["elevation"], "sudo_password");
+
+    // Without the password and without a person: fails at once with the three fixes.
+    let logins_before = sshd.accepted_logins();
+    let out = env.run(&["exec", "web01", "--format", "json", "--", "sudo id -u"]);
+    let records = json_lines(&text(&out.stdout));
+    let error = records[0]["error"].as_str().unwrap_or("");
+    assert!(error.contains("(1) store it: `merlya secret set sudo:web01:password`"), "{error}");
+    assert_eq!(sshd.accepted_logins(), logins_before, "nothing was attempted");
+
+    // A file on the host that holds the password, to show output is masked too.
+    let leak_file = format!("/tmp/merlya-pw-{}", sshd.port);
+    std::fs::write(&leak_file, format!("{TEST_PASSWORD}\n")).unwrap();
+    support::set_mode(std::path::Path::new(&leak_file), 0o644);
+    let script = format!(
+        "printf '%s\\n' '{TEST_PASSWORD}' | '{merlya}' secret set sudo:web01:password >/dev/null && \
+         '{merlya}' exec web01 --format json -- 'sudo id -u; cat {leak_file}'"
+    );
+    let out = in_keyring_session(&env, &script);
+    let stdout = text(&out.stdout);
+    let records = json_lines(&stdout);
+    assert_eq!(records.len(), 1, "{stdout}{}", text(&out.stderr));
+    let lines: Vec<&str> = records[0]["stdout"].as_str().unwrap().lines().collect();
+    assert_eq!(lines[0], "0", "sudo ran as root with the password from the keyring: {stdout}");
+    assert_eq!(lines[1], "***", "the password is masked even when a command prints it");
+    assert!(!stdout.contains(TEST_PASSWORD));
+    let _ = std::fs::remove_file(&leak_file);
+
+    // The password is in no database row, log line or audit entry.
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(!audit.contains(TEST_PASSWORD) && audit.contains("sudo id -u"), "{audit}");
+    for file in walk(&env.merlya_home()) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains(TEST_PASSWORD), "{} holds the password", file.display());
+    }
+}

@@ -75,6 +75,11 @@ pub enum HostsCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Detect how each target gets root (sudo, sudo with a password, doas, su) and remember it.
+    DetectElevation {
+        /// Host names, @tags, globs, comma lists or `all`.
+        targets: String,
+    },
     /// Export hosts.
     Export {
         #[arg(long, value_enum)]
@@ -137,6 +142,7 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
             println!("untagged {name}: {}", tags.join(", "));
         }
         HostsCommand::Import { file, format, dry_run } => return import_file(ctx, &file, format, dry_run).await,
+        HostsCommand::DetectElevation { targets } => return detect_elevation(ctx, &targets).await,
         HostsCommand::Export { format } => {
             print!("{}", export(&store.list_hosts().await?, format).map_err(|e| eyre!(e))?);
         }
@@ -199,4 +205,45 @@ async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<Impor
     let (added, updated) = ctx.store.upsert_hosts(&report.hosts).await?;
     println!("imported {} host(s) from {} ({added} added, {updated} updated)", report.hosts.len(), file.display());
     Ok(EXIT_OK)
+}
+
+async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
+    use std::io::IsTerminal;
+    use std::sync::Arc;
+
+    use crate::exec::prepare::ELEVATION_PROBE;
+    use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
+
+    let inventory = ctx.store.list_hosts().await?;
+    let hosts = crate::inventory::resolve_targets(targets, &inventory).map_err(|e| eyre!("{e}"))?;
+    let interactive = std::io::stdin().is_terminal();
+    let prompter: Arc<dyn Prompter> =
+        if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+    let executor = ctx.executor(inventory, prompter, interactive)?;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let timeout = std::time::Duration::from_secs(ctx.config.ssh.command_timeout_secs);
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for mut host in hosts {
+        let result = executor.run(&host, ELEVATION_PROBE, timeout, &tx).await;
+        ctx.record("detect elevation", &result, "not required").await?;
+        let found = result.stdout.trim().parse::<Elevation>().ok().filter(|_| result.success());
+        match found {
+            Some(elevation) => {
+                host.elevation = elevation;
+                ctx.store.upsert_hosts(std::slice::from_ref(&host)).await?;
+                rows.push(vec![host.name.clone(), elevation.as_str().to_string(), String::new()]);
+            }
+            None => {
+                failed = true;
+                rows.push(vec![
+                    host.name.clone(),
+                    "?".into(),
+                    result.error.unwrap_or_else(|| result.stderr.trim().to_string()),
+                ]);
+            }
+        }
+    }
+    print!("{}", table::render(&["HOST", "ELEVATION", "ERROR"], &rows));
+    Ok(if failed { super::EXIT_HOST_FAILED } else { EXIT_OK })
 }

@@ -2,24 +2,27 @@
 
 use std::process::Stdio;
 
+use super::lines::{LineSplitter, MaskingSender};
+use super::{HostResult, Stream};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
-use tokio::sync::mpsc::UnboundedSender;
-
-use super::lines::LineSplitter;
-use super::{ExecEvent, HostResult, Stream};
 
 /// Runs `command` locally; the child is killed if the future is dropped (timeout).
-pub async fn run(host: &str, command: &str, events: &UnboundedSender<ExecEvent>) -> Result<HostResult, String> {
+pub async fn run(host: &str, command: &str, stdin: Option<&str>, events: &MaskingSender) -> Result<HostResult, String> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start sh: {e}"))?;
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        use tokio::io::AsyncWriteExt;
+        pipe.write_all(input.as_bytes()).await.map_err(|e| format!("cannot write to the command's stdin: {e}"))?;
+        // Dropping the pipe closes stdin.
+    }
     let mut stdout = child.stdout.take().ok_or("no stdout pipe")?;
     let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
     let mut out = LineSplitter::new(host, Stream::Stdout);

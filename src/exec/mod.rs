@@ -5,6 +5,7 @@
 pub mod fanout;
 pub mod lines;
 pub mod local;
+pub mod prepare;
 pub mod remote;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::inventory::Host;
+use crate::secrets::reference::mask_values;
 use crate::ssh::SshPool;
 use crate::ssh::target::ResolveContext;
 
@@ -111,16 +113,28 @@ impl Executor {
     ) -> HostResult {
         let started = Instant::now();
         let _ = events.send(ExecEvent::Started { host: host.name.clone() });
+        let ctx = self.pool.context();
+        let prepared = match prepare::prepare(host, command, ctx.secrets.as_ref(), ctx.prompter.as_ref()).await {
+            Ok(p) => p,
+            Err(e) => {
+                let result = HostResult::failed(&host.name, started, e);
+                let _ = events.send(ExecEvent::Finished(result.clone()));
+                return result;
+            }
+        };
+        let masked = lines::MaskingSender::new(events.clone(), prepared.mask.clone());
+        let events = &masked;
+        let (command, stdin) = (prepared.command.as_str(), prepared.stdin.as_deref());
         let run = async {
             if host.is_local() {
-                local::run(&host.name, command, events).await
+                local::run(&host.name, command, stdin, events).await
             } else {
                 let target = match self.resolve.read() {
                     Ok(resolve) => resolve.resolve(host),
                     Err(_) => Err("the host resolver is unavailable".to_string()),
                 };
                 match target {
-                    Ok(target) => remote::run(&self.pool, &target, command, events).await,
+                    Ok(target) => remote::run(&self.pool, &target, command, stdin, events).await,
                     Err(e) => Err(e),
                 }
             }
@@ -134,7 +148,9 @@ impl Executor {
             Err(_) => HostResult::failed(&host.name, started, format!("timed out after {}s", timeout.as_secs_f64())),
         };
         result.host = host.name.clone();
-        let _ = events.send(ExecEvent::Finished(result.clone()));
+        result.stdout = mask_values(&result.stdout, &prepared.mask);
+        result.stderr = mask_values(&result.stderr, &prepared.mask);
+        events.send(ExecEvent::Finished(result.clone()));
         result
     }
 }

@@ -1,12 +1,10 @@
 //! Running a command over a pooled SSH connection.
 
-use russh::ChannelMsg;
-use tokio::sync::mpsc::UnboundedSender;
-
-use super::lines::LineSplitter;
-use super::{ExecEvent, HostResult, Stream};
+use super::lines::{LineSplitter, MaskingSender};
+use super::{HostResult, Stream};
 use crate::ssh::client::Connection;
 use crate::ssh::{SshPool, SshTarget};
+use russh::ChannelMsg;
 
 /// Why one attempt failed: before the server confirmed the command started
 /// (safe to redial and retry) or after (never retried).
@@ -21,11 +19,12 @@ pub async fn run(
     pool: &SshPool,
     target: &SshTarget,
     command: &str,
-    events: &UnboundedSender<ExecEvent>,
+    stdin: Option<&str>,
+    events: &MaskingSender,
 ) -> Result<HostResult, String> {
     for attempt in 0..2 {
         let conn = pool.get(target).await.map_err(|e| e.to_string())?;
-        match run_once(&conn, target, command, events).await {
+        match run_once(&conn, target, command, stdin, events).await {
             Ok(result) => return Ok(result),
             Err(AttemptError::NotStarted(e)) if attempt == 0 => {
                 tracing::info!(host = %target.name, error = %e, "pooled connection is dead; redialling once");
@@ -41,7 +40,8 @@ async fn run_once(
     conn: &Connection,
     target: &SshTarget,
     command: &str,
-    events: &UnboundedSender<ExecEvent>,
+    stdin: Option<&str>,
+    events: &MaskingSender,
 ) -> Result<HostResult, AttemptError> {
     let mut channel = conn
         .handle
@@ -52,6 +52,11 @@ async fn run_once(
         .exec(true, command)
         .await
         .map_err(|e| AttemptError::NotStarted(format!("cannot start the command: {e}")))?;
+    if let Some(input) = stdin {
+        channel.data(input.as_bytes()).await.map_err(|e| AttemptError::Failed(format!("cannot write stdin: {e}")))?;
+    }
+    // No more input: commands that read stdin see end-of-file instead of waiting.
+    let _ = channel.eof().await;
     let mut out = LineSplitter::new(&target.name, Stream::Stdout);
     let mut err = LineSplitter::new(&target.name, Stream::Stderr);
     let mut exit_code: Option<i32> = None;

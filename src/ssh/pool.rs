@@ -34,6 +34,11 @@ impl SshPool {
         Self { ctx, max: max.max(1), idle, slots: std::sync::Mutex::new(HashMap::new()), handshakes: AtomicU64::new(0) }
     }
 
+    /// The settings connections are made with (prompter, secrets, ...).
+    pub fn context(&self) -> &ConnectContext {
+        &self.ctx
+    }
+
     /// How many full SSH handshakes the pool has made (each jump hop counts once per connection).
     pub fn handshakes(&self) -> u64 {
         self.handshakes.load(Ordering::Relaxed)

@@ -67,6 +67,12 @@ pub fn ensure_test_user() {
             let _ = writeln!(stdin, "{TEST_USER}:{TEST_PASSWORD}");
         }
         let _ = chpasswd.wait();
+        // sudo with a password (the sudo_password elevation).
+        let sudoers = format!("{TEST_USER} ALL=(ALL:ALL) ALL\n");
+        let path = format!("/etc/sudoers.d/{TEST_USER}");
+        if std::fs::write(&path, sudoers).is_ok() {
+            super::set_mode(std::path::Path::new(&path), 0o440);
+        }
         let _ = std::fs::create_dir_all("/run/sshd");
     });
 }

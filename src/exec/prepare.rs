@@ -1,0 +1,134 @@
+//! Turning the command a person or model wrote into what runs: secret
+//! references resolved, `sudo` adapted to the host's elevation, and the values
+//! to mask in output. The password for `sudo_password` hosts goes to sudo's
+//! stdin, never into argv (where `ps` shows it to every local user).
+
+use crate::inventory::{Elevation, Host};
+use crate::prompt::Prompter;
+use crate::secrets::SecretSource;
+use crate::secrets::reference::resolve;
+
+/// What actually runs.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The command line to execute.
+    pub command: String,
+    /// Bytes for the process's stdin (the sudo password), if any.
+    pub stdin: Option<String>,
+    /// Secret values to replace by `***` wherever output is shown or stored.
+    pub mask: Vec<String>,
+}
+
+/// The secret name of a host's sudo password.
+pub fn sudo_secret_name(host: &str) -> String {
+    format!("sudo:{host}:password")
+}
+
+/// Why a host has no sudo password, and the three ways to fix it (ADR-011).
+pub fn missing_password_error(host: &str) -> String {
+    format!(
+        "{host} needs a sudo password and none is available. Fix it one of three ways: \
+         (1) store it: `merlya secret set {}`; \
+         (2) run interactively (the console or a terminal) to be asked for it; \
+         (3) give the login user passwordless sudo and set `merlya hosts add ... --elevation sudo`",
+        sudo_secret_name(host)
+    )
+}
+
+/// Prepares `command` for `host`.
+pub async fn prepare(
+    host: &Host,
+    command: &str,
+    secrets: &dyn SecretSource,
+    prompter: &dyn Prompter,
+) -> Result<Prepared, String> {
+    let resolved = resolve(command, secrets).map_err(|missing| {
+        let names: Vec<String> = missing.iter().map(|m| format!("@{m}")).collect();
+        let sets: Vec<String> = missing.iter().map(|m| format!("`merlya secret set {m}`")).collect();
+        format!("secret {} is not stored; store it with {}", names.join(", "), sets.join(", "))
+    })?;
+    let mut mask = resolved.values;
+    let text = resolved.text;
+    let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
+        return Ok(Prepared { command: text, stdin: None, mask });
+    };
+    match host.elevation {
+        Elevation::SudoPassword => {
+            let password = match secrets.lookup(&sudo_secret_name(&host.name)) {
+                Some(p) => p,
+                None => prompter
+                    .secret(&format!("sudo on {}", host.name), &format!("sudo password for {}", host.name))
+                    .await
+                    .ok_or_else(|| missing_password_error(&host.name))?,
+            };
+            mask.push(password.clone());
+            // -S reads the password from stdin; -p '' keeps the prompt out of the output.
+            Ok(Prepared { command: format!("sudo -S -p '' {rest}"), stdin: Some(format!("{password}\n")), mask })
+        }
+        // Never let sudo wait for a password nobody will type.
+        _ => Ok(Prepared { command: format!("sudo -n {rest}"), stdin: None, mask }),
+    }
+}
+
+/// A read-only probe printing the elevation method a host offers:
+/// passwordless sudo, sudo with a password, doas, su, or none.
+pub const ELEVATION_PROBE: &str = "out=$(sudo -n true 2>&1); rc=$?; \
+if [ $rc -eq 0 ]; then echo sudo; \
+elif printf '%s' \"$out\" | grep -q 'password is required'; then echo sudo_password; \
+elif command -v doas >/dev/null 2>&1; then if doas -n true 2>/dev/null; then echo doas; else echo doas_password; fi; \
+elif command -v su >/dev/null 2>&1; then echo su; \
+else echo none; fi";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::NoPrompter;
+
+    struct Secrets;
+    impl SecretSource for Secrets {
+        fn lookup(&self, name: &str) -> Option<String> {
+            match name {
+                "sudo:web01:password" => Some("pw-web01".into()),
+                "db:db01:password" => Some("dbpw".into()),
+                _ => None,
+            }
+        }
+    }
+
+    fn host(name: &str, elevation: Elevation) -> Host {
+        let mut h = Host::new(name, name);
+        h.elevation = elevation;
+        h
+    }
+
+    #[tokio::test]
+    async fn sudo_password_goes_to_stdin_and_is_masked() {
+        let p = prepare(&host("web01", Elevation::SudoPassword), "sudo systemctl restart nginx", &Secrets, &NoPrompter)
+            .await
+            .unwrap();
+        assert_eq!(p.command, "sudo -S -p '' systemctl restart nginx");
+        assert_eq!(p.stdin.as_deref(), Some("pw-web01\n"));
+        assert!(!p.command.contains("pw-web01"));
+        assert_eq!(p.mask, ["pw-web01"]);
+    }
+
+    #[tokio::test]
+    async fn missing_password_without_a_person_names_three_fixes() {
+        let e = prepare(&host("web02", Elevation::SudoPassword), "sudo id", &Secrets, &NoPrompter).await.unwrap_err();
+        assert!(e.contains("(1) store it: `merlya secret set sudo:web02:password`"), "{e}");
+        assert!(e.contains("(2)") && e.contains("(3)"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn passwordless_sudo_never_waits_and_references_resolve() {
+        let p = prepare(&host("web01", Elevation::Sudo), "sudo id", &Secrets, &NoPrompter).await.unwrap();
+        assert_eq!(p.command, "sudo -n id");
+        let p = prepare(&host("db01", Elevation::None), "PGPASSWORD=@db:db01:password psql", &Secrets, &NoPrompter)
+            .await
+            .unwrap();
+        assert_eq!(p.command, "PGPASSWORD=dbpw psql");
+        assert_eq!(p.mask, ["dbpw"]);
+        let e = prepare(&host("db01", Elevation::None), "x @api:db01:token", &Secrets, &NoPrompter).await.unwrap_err();
+        assert!(e.contains("merlya secret set api:db01:token"), "{e}");
+    }
+}
