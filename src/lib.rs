@@ -5,6 +5,7 @@
 //! foundation; `cli` is the command-line surface; `app` is the console (an Elm
 //! loop: `Model`, `Msg`, pure `update`, `view`, workers on channels).
 
+pub mod agent;
 pub mod app;
 pub mod approval;
 pub mod cli;
@@ -13,6 +14,7 @@ pub mod context;
 pub mod exec;
 pub mod home;
 pub mod inventory;
+pub mod llm;
 pub mod logging;
 pub mod prompt;
 pub mod redact;

@@ -15,6 +15,10 @@ pub trait Prompter: Send + Sync {
     async fn confirm(&self, title: &str, body: &str) -> bool;
     /// A secret (passphrase, one-time code); `None` when nobody can answer.
     async fn secret(&self, title: &str, prompt: &str) -> Option<String>;
+    /// A free-text answer (the agent's `ask_user`); `None` when nobody can answer.
+    async fn ask(&self, _title: &str, _question: &str) -> Option<String> {
+        None
+    }
 }
 
 /// For runs with no terminal: every question is declined.
@@ -55,5 +59,18 @@ impl Prompter for TerminalPrompter {
         let _turn = self.one_at_a_time.lock().await;
         let prompt = format!("{title}: {prompt}");
         tokio::task::spawn_blocking(move || rpassword::prompt_password(prompt).ok()).await.ok().flatten()
+    }
+
+    async fn ask(&self, title: &str, question: &str) -> Option<String> {
+        let _turn = self.one_at_a_time.lock().await;
+        let question = format!("{title}\n{question}\n> ");
+        tokio::task::spawn_blocking(move || {
+            eprint!("{question}");
+            let mut answer = String::new();
+            std::io::stdin().read_line(&mut answer).ok().map(|_| answer.trim().to_string()).filter(|a| !a.is_empty())
+        })
+        .await
+        .ok()
+        .flatten()
     }
 }

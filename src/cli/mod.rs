@@ -3,7 +3,8 @@
 //! Exit codes (stable, documented in README.md):
 //! 0 success · 1 error (bad config, input file, database) · 2 usage ·
 //! 3 refused by safety policy · 4 a host failed (non-zero exit, unreachable,
-//! timeout) · 5 integrity check failed (`audit verify`).
+//! timeout) · 5 integrity check failed (`audit verify`) · 6 the agent could
+//! not complete a task (`run`).
 
 mod approvals;
 mod audit;
@@ -11,6 +12,7 @@ mod config_cmd;
 mod exec;
 mod hosts;
 mod policy;
+mod run;
 mod secret;
 mod table;
 
@@ -51,6 +53,8 @@ pub enum Command {
     /// Manage the host inventory.
     #[command(subcommand)]
     Hosts(hosts::HostsCommand),
+    /// Give the agent a task and print its answer (needs a configured model).
+    Run(run::RunArgs),
     /// Run a command on targets: names, @tags, globs, comma lists, `all`.
     Exec(exec::ExecArgs),
     /// Read and verify the tamper-evident audit log.
@@ -112,6 +116,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         let outcome = match command {
             Command::Hosts(cmd) => hosts::run(&ctx, cmd).await,
             Command::Exec(args) => exec::run(&ctx, args).await,
+            Command::Run(args) => run::run(&ctx, args).await,
             Command::Audit(cmd) => audit::run(&ctx, cmd).await,
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
             Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,

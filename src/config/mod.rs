@@ -56,8 +56,18 @@ pub struct Config {
     pub logging: LoggingConfig,
 }
 
-/// LLM settings; the agent issue fills these in further.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+/// Price of a model, for cost accounting.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// USD per million input tokens.
+    pub input_per_mtok: f64,
+    /// USD per million output tokens.
+    pub output_per_mtok: f64,
+}
+
+/// LLM settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
     /// `provider/model` used for reasoning, e.g. `openai/gpt-4o`.
@@ -68,6 +78,41 @@ pub struct ModelConfig {
     pub base_url: Option<String>,
     /// Name of the environment variable that holds the API key (never the key itself).
     pub api_key_env: Option<String>,
+    /// Stream answers over SSE (tokens appear as they arrive).
+    pub stream: bool,
+    /// Seconds per call.
+    pub timeout_secs: u64,
+    /// Retries of a failed call (429, 5xx, timeouts, malformed bodies).
+    pub max_retries: u32,
+    /// First backoff delay in milliseconds (doubles each retry; `Retry-After` wins).
+    pub retry_base_ms: u64,
+    /// Consecutive failures that open the circuit breaker.
+    pub breaker_threshold: u32,
+    /// Seconds the breaker stays open.
+    pub breaker_cooldown_secs: u64,
+    /// Most tokens per answer.
+    pub max_tokens: u32,
+    /// Prices per model name, for cost.
+    pub prices: std::collections::BTreeMap<String, ModelPrice>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            brain: None,
+            fast: None,
+            base_url: None,
+            api_key_env: None,
+            stream: true,
+            timeout_secs: 120,
+            max_retries: 3,
+            retry_base_ms: 1000,
+            breaker_threshold: 5,
+            breaker_cooldown_secs: 60,
+            max_tokens: 4096,
+            prices: std::collections::BTreeMap::new(),
+        }
+    }
 }
 
 /// How host keys are checked when a server's key is not yet known.

@@ -2,6 +2,7 @@
 //! and helpers to run the real `merlya` binary against a temporary home.
 #![allow(dead_code)]
 
+pub mod llm;
 pub mod sshd;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,294 @@
+//! The agent: a main agent that plans and delegates to four specialists
+//! (diagnostic, security, execution, query), each a ReAct loop with its own
+//! prompt and tools. Every rule is enforced by the tools in code: read-only
+//! specialists cannot run a mutating command however they are prompted, and
+//! no change runs without an approval decision.
+//!
+//! Limits: 50 tool calls per run, 3 malformed calls per tool (each fed back
+//! to the model as a tool error), loop detection (warn, then stop).
+
+pub mod hosts;
+pub mod loop_detect;
+pub mod prompts;
+pub mod specialists;
+pub mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::approval::ApprovalGate;
+use crate::exec::Executor;
+use crate::inventory::Host;
+use crate::llm::{LlmClient, Message, ModelRole, ToolCall, ToolSpec, Usage};
+use crate::prompt::Prompter;
+use crate::store::Store;
+use loop_detect::{LoopDetector, LoopVerdict};
+
+/// Something the agent did, for live display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentEvent {
+    /// Streamed text from `agent`.
+    Delta { agent: String, text: String },
+    /// A tool was called.
+    Tool { agent: String, name: String, arguments: String },
+    /// A command ran (or was refused or denied) on a host.
+    Command(CommandRecord),
+    /// Something the operator should know (loop warning, limit).
+    Notice(String),
+    /// Live output of a command the agent runs.
+    Exec(crate::exec::ExecEvent),
+}
+
+/// One command the agent ran or tried, for `--format json` and the console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandRecord {
+    pub specialist: String,
+    pub host: String,
+    pub command: String,
+    pub exit_code: Option<i32>,
+    /// Why it did not run, when it did not.
+    pub refused: Option<String>,
+    /// Who approved it ("not required" for read-only).
+    pub approved_by: Option<String>,
+}
+
+/// Receives events.
+pub type Observer = Arc<dyn Fn(AgentEvent) + Send + Sync>;
+
+/// Why a run ended without an answer.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum AgentError {
+    #[error("the model could not be used: {0}")]
+    Llm(String),
+    #[error("stopped: the run reached its limit of {0} tool calls")]
+    ToolLimit(usize),
+    #[error("stopped: the model kept looping ({0}) after being told to change approach")]
+    Loop(String),
+    #[error("stopped: the model sent {1} malformed calls to `{0}`")]
+    Malformed(String, u32),
+    #[error("stopped: no answer after {0} turns")]
+    Turns(usize),
+}
+
+/// Limits of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_tool_calls: usize,
+    pub max_malformed_per_tool: u32,
+    pub max_turns: usize,
+    pub max_parallel_subagents: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_tool_calls: 50, max_malformed_per_tool: 3, max_turns: 40, max_parallel_subagents: 5 }
+    }
+}
+
+/// Everything a run uses; shared by the main agent and specialists.
+pub struct Agent {
+    pub llm: Arc<LlmClient>,
+    pub executor: Arc<Executor>,
+    pub gate: ApprovalGate,
+    pub store: Store,
+    pub session_id: String,
+    pub retention_days: u32,
+    pub inventory: Vec<Host>,
+    pub prompter: Arc<dyn Prompter>,
+    pub limits: Limits,
+    pub role: ModelRole,
+    pub command_timeout: std::time::Duration,
+    pub observer: Observer,
+    state: Mutex<RunState>,
+}
+
+#[derive(Debug, Default)]
+struct RunState {
+    tool_calls: usize,
+    commands: Vec<CommandRecord>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub answer: Option<String>,
+    pub error: Option<String>,
+    pub commands: Vec<CommandRecord>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+}
+
+/// A tool's implementation for one ReAct loop.
+#[async_trait::async_trait]
+pub trait ToolBox: Send + Sync {
+    /// The tools offered.
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Runs a call whose arguments parsed as JSON; `Err` is a malformed call (wrong fields).
+    async fn call(&self, agent: &Agent, name: &str, args: serde_json::Value) -> Result<String, String>;
+}
+
+impl Agent {
+    /// An agent over the given services.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        llm: Arc<LlmClient>,
+        executor: Arc<Executor>,
+        gate: ApprovalGate,
+        store: Store,
+        session_id: String,
+        retention_days: u32,
+        inventory: Vec<Host>,
+        prompter: Arc<dyn Prompter>,
+        limits: Limits,
+        role: ModelRole,
+        command_timeout: std::time::Duration,
+        observer: Observer,
+    ) -> Self {
+        Self {
+            llm,
+            executor,
+            gate,
+            store,
+            session_id,
+            retention_days,
+            inventory,
+            prompter,
+            limits,
+            role,
+            command_timeout,
+            observer,
+            state: Mutex::new(RunState::default()),
+        }
+    }
+
+    /// Runs one task to an answer or an error.
+    pub async fn run_task(&self, task: &str) -> RunReport {
+        let mut user = task.to_string();
+        if let Some(context) = hosts::context_for(self, task).await {
+            user = format!("{context}\n\n{task}");
+        }
+        let outcome = self.react("main", prompts::MAIN.to_string(), user, &tools::MainTools).await;
+        let spend = self.llm.spend();
+        let mut usage = Usage::default();
+        let mut cost = 0.0;
+        for s in spend.values() {
+            usage.add(s.usage);
+            cost += s.cost_usd;
+        }
+        let commands = self.state.lock().map(|s| s.commands.clone()).unwrap_or_default();
+        match outcome {
+            Ok(answer) => RunReport { answer: Some(answer), error: None, commands, usage, cost_usd: cost },
+            Err(e) => RunReport { answer: None, error: Some(e.to_string()), commands, usage, cost_usd: cost },
+        }
+    }
+
+    /// Records a command for the report and the observer.
+    pub fn record_command(&self, record: CommandRecord) {
+        (self.observer)(AgentEvent::Command(record.clone()));
+        if let Ok(mut s) = self.state.lock() {
+            s.commands.push(record);
+        }
+    }
+
+    fn count_tool_call(&self) -> Result<(), AgentError> {
+        let mut s = self.state.lock().map_err(|_| AgentError::ToolLimit(self.limits.max_tool_calls))?;
+        s.tool_calls += 1;
+        if s.tool_calls > self.limits.max_tool_calls {
+            return Err(AgentError::ToolLimit(self.limits.max_tool_calls));
+        }
+        Ok(())
+    }
+
+    /// One ReAct loop: ask the model, run its tool calls, feed results back, until it answers.
+    pub async fn react(
+        &self,
+        agent: &str,
+        system: String,
+        user: String,
+        toolbox: &dyn ToolBox,
+    ) -> Result<String, AgentError> {
+        let specs = toolbox.specs();
+        let names: Vec<String> = specs.iter().map(|t| t.name.clone()).collect();
+        let mut messages = vec![Message::system(system), Message::user(user)];
+        let mut loops = LoopDetector::default();
+        let mut malformed: HashMap<String, u32> = HashMap::new();
+        let observer = self.observer.clone();
+        let agent_name = agent.to_string();
+        let sink = move |text: &str| observer(AgentEvent::Delta { agent: agent_name.clone(), text: text.to_string() });
+        for _turn in 0..self.limits.max_turns {
+            let answer = self
+                .llm
+                .chat(self.role, messages.clone(), specs.clone(), &sink)
+                .await
+                .map_err(|e| AgentError::Llm(e.to_string()))?;
+            messages.push(Message::assistant(answer.content.clone(), answer.tool_calls.clone()));
+            if answer.tool_calls.is_empty() {
+                return Ok(answer.content);
+            }
+            let mut warning = None;
+            for call in &answer.tool_calls {
+                self.count_tool_call()?;
+                (self.observer)(AgentEvent::Tool {
+                    agent: agent.into(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+                match loops.observe(call) {
+                    LoopVerdict::Fine => {}
+                    LoopVerdict::Warn(kind) => {
+                        let text = format!(
+                            "merlya detected a loop: {}. Change your approach (another command, another host, or \
+                             answer with what you know).",
+                            kind.describe()
+                        );
+                        (self.observer)(AgentEvent::Notice(text.clone()));
+                        warning = Some(text);
+                    }
+                    LoopVerdict::Stop(kind) => return Err(AgentError::Loop(kind.describe().to_string())),
+                }
+                let result = match self.dispatch(agent, call, &names, toolbox).await {
+                    Ok(text) => text,
+                    Err(problem) => {
+                        let count = malformed.entry(call.name.clone()).or_insert(0);
+                        *count += 1;
+                        if *count > self.limits.max_malformed_per_tool {
+                            return Err(AgentError::Malformed(call.name.clone(), *count));
+                        }
+                        format!("ERROR: {problem}")
+                    }
+                };
+                messages.push(Message::tool(&call.id, result));
+            }
+            if let Some(text) = warning {
+                messages.push(Message::user(text));
+            }
+        }
+        Err(AgentError::Turns(self.limits.max_turns))
+    }
+
+    /// Validates a call (known tool, JSON object arguments) and runs it.
+    async fn dispatch(
+        &self,
+        agent: &str,
+        call: &ToolCall,
+        names: &[String],
+        toolbox: &dyn ToolBox,
+    ) -> Result<String, String> {
+        if !names.contains(&call.name) {
+            return Err(format!("unknown tool `{}`; the tools are: {}", call.name, names.join(", ")));
+        }
+        let args: serde_json::Value = if call.arguments.trim().is_empty() {
+            serde_json::json!({})
+        } else {
+            serde_json::from_str(&call.arguments)
+                .map_err(|e| format!("the arguments of `{}` are not valid JSON ({e})", call.name))?
+        };
+        if !args.is_object() {
+            return Err(format!("the arguments of `{}` must be a JSON object", call.name));
+        }
+        tracing::debug!(agent, tool = %call.name, "tool call");
+        toolbox.call(self, &call.name, args).await
+    }
+}

@@ -1,0 +1,442 @@
+//! The specialists. Diagnostic and security run only commands the classifier
+//! proves read-only; execution turns each mutation into a change pipeline
+//! (preview with diff → approval → apply → post-check → rollback); query
+//! answers from the inventory and the audit log.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::tools::{args, inventory_call, inventory_specs, spec};
+use super::{Agent, AgentEvent, CommandRecord, ToolBox, prompts};
+use crate::approval::ApprovalRequest;
+use crate::context::record_result;
+use crate::exec::HostResult;
+use crate::inventory::{Host, resolve_targets};
+use crate::llm::ToolSpec;
+use crate::safety::leaks::find_leaks;
+use crate::safety::{Specialist, analyze, decide};
+use crate::store::audit::AuditFilter;
+use crate::store::pipelines::Stage;
+
+/// Which specialist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Diagnostic,
+    Security,
+    Execution,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Diagnostic => "diagnostic",
+            Kind::Security => "security",
+            Kind::Execution => "execution",
+        }
+    }
+
+    fn prompt(self) -> &'static str {
+        match self {
+            Kind::Diagnostic => prompts::DIAGNOSTIC,
+            Kind::Security => prompts::SECURITY,
+            Kind::Execution => prompts::EXECUTION,
+        }
+    }
+}
+
+/// Most output characters returned to the model per stream (the tail is kept).
+const OUTPUT_FOR_MODEL: usize = 4000;
+
+fn tail(text: &str) -> String {
+    if text.len() <= OUTPUT_FOR_MODEL {
+        return text.to_string();
+    }
+    let start = text.char_indices().map(|(i, _)| i).find(|i| *i >= text.len() - OUTPUT_FOR_MODEL).unwrap_or(0);
+    format!("[… {} earlier bytes cut]\n{}", start, &text[start..])
+}
+
+/// How a result reads to the model.
+fn describe(result: &HostResult) -> String {
+    match &result.error {
+        Some(e) => format!("did not complete: {e}"),
+        None => format!(
+            "exit code {}\nstdout:\n{}\nstderr:\n{}",
+            result.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "none".into()),
+            tail(&result.stdout),
+            tail(&result.stderr)
+        ),
+    }
+}
+
+/// Runs specialists on every target host in parallel (bounded) and joins their reports.
+pub async fn delegate(agent: &Agent, kind: Kind, target: &str, task: &str) -> String {
+    let hosts = match resolve_targets(target, &agent.inventory) {
+        Ok(h) => h,
+        Err(e) => return format!("ERROR: {e}; use list_hosts to see the inventory"),
+    };
+    let permits = tokio::sync::Semaphore::new(agent.limits.max_parallel_subagents.max(1));
+    let runs = hosts.iter().map(|host| async {
+        let _permit = permits.acquire().await;
+        let system = kind.prompt().replace("{host}", &host.name);
+        let user = format!("Task: {task}\nHost: {} ({}), tags: {}", host.name, host.hostname, host.tags.join(","));
+        let toolbox = HostTools { host: host.clone(), kind };
+        let agent_name = format!("{}@{}", kind.name(), host.name);
+        match agent.react(&agent_name, system, user, &toolbox).await {
+            Ok(answer) => format!("## {}\n{answer}", host.name),
+            Err(e) => format!("## {}\nthe {} specialist stopped: {e}", host.name, kind.name()),
+        }
+    });
+    futures::future::join_all(runs).await.join("\n\n")
+}
+
+/// Runs the query specialist.
+pub async fn query(agent: &Agent, question: &str) -> String {
+    match agent.react("query", prompts::QUERY.to_string(), question.to_string(), &QueryTools).await {
+        Ok(answer) => answer,
+        Err(e) => format!("the query specialist stopped: {e}"),
+    }
+}
+
+/// Tools of a specialist bound to one host.
+struct HostTools {
+    host: Host,
+    kind: Kind,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    command: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangeArgs {
+    summary: String,
+    command: String,
+    post_check: Option<String>,
+    rollback: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    path: String,
+    content: String,
+    summary: String,
+    post_check: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl ToolBox for HostTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = vec![spec(
+            "run_command",
+            "Run a read-only shell command on this host and get its exit code and output.",
+            &[("command", "the shell command")],
+            &["command"],
+        )];
+        if self.kind == Kind::Execution {
+            specs.push(spec(
+                "propose_change",
+                "Propose a change (a shell command). A person approves or denies it; if approved it runs, then the post_check; a failure runs the rollback.",
+                &[("summary", "one line: what and why"), ("command", "the change"), ("post_check", "read-only check that the change worked"), ("rollback", "command undoing the change")],
+                &["summary", "command"],
+            ));
+            specs.push(spec(
+                "edit_file",
+                "Replace a file's content; the person sees a unified diff before approving.",
+                &[
+                    ("path", "absolute path"),
+                    ("content", "the complete new content"),
+                    ("summary", "one line: what and why"),
+                    ("post_check", "read-only check"),
+                ],
+                &["path", "content", "summary"],
+            ));
+        }
+        specs
+    }
+
+    async fn call(&self, agent: &Agent, name: &str, value: Value) -> Result<String, String> {
+        match name {
+            "run_command" => {
+                let a: RunArgs = args(name, value)?;
+                Ok(run_read_only(agent, self.kind, &self.host, &a.command).await)
+            }
+            "propose_change" if self.kind == Kind::Execution => {
+                let a: ChangeArgs = args(name, value)?;
+                let change = Change {
+                    summary: a.summary,
+                    command: a.command.clone(),
+                    display: a.command,
+                    diff: None,
+                    post_check: a.post_check,
+                    rollback: a.rollback,
+                };
+                Ok(run_change(agent, &self.host, change).await)
+            }
+            "edit_file" if self.kind == Kind::Execution => {
+                let a: EditArgs = args(name, value)?;
+                Ok(edit_file(agent, &self.host, a).await)
+            }
+            other => Err(format!("unknown tool `{other}`")),
+        }
+    }
+}
+
+/// Runs `command` if the classifier proves it read-only; otherwise refuses with the reasons.
+async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) -> String {
+    let specialist = match kind {
+        Kind::Security => Specialist::Security,
+        _ => Specialist::Diagnostic,
+    };
+    let decision = decide(specialist, command, false);
+    let who = format!("{}@{}", kind.name(), host.name);
+    if !decision.allowed {
+        let reasons = decision.analysis.reasons.join("; ");
+        agent.record_command(CommandRecord {
+            specialist: who,
+            host: host.name.clone(),
+            command: command.to_string(),
+            exit_code: None,
+            refused: Some(reasons.clone()),
+            approved_by: None,
+        });
+        let hint = if kind == Kind::Execution { " Use propose_change for changes." } else { "" };
+        return format!(
+            "REFUSED by merlya's safety policy, not executed: {reasons}. Only read-only commands run here.{hint}"
+        );
+    }
+    let request = ApprovalRequest::new(
+        format!("{} check", kind.name()),
+        command,
+        vec![host.name.clone()],
+        &decision.analysis,
+        Vec::new(),
+    );
+    let outcome = agent.gate.check(&request).await;
+    let Some(approved_by) = outcome.approved_by() else {
+        agent.record_command(CommandRecord {
+            specialist: who,
+            host: host.name.clone(),
+            command: command.into(),
+            exit_code: None,
+            refused: Some("denied".into()),
+            approved_by: None,
+        });
+        return "DENIED by the operator (paranoid mode asks for every command); do not retry it.".into();
+    };
+    let result = execute(agent, &who, host, command, &approved_by).await;
+    describe(&result)
+}
+
+/// Runs a command, records it in history and audit, and reports it.
+async fn execute(agent: &Agent, who: &str, host: &Host, command: &str, approved_by: &str) -> HostResult {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let observer = agent.observer.clone();
+    let forward = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            observer(AgentEvent::Exec(event));
+        }
+    });
+    let result = agent.executor.run(host, command, agent.command_timeout, &tx).await;
+    drop(tx);
+    let _ = forward.await;
+    if let Err(e) =
+        record_result(&agent.store, &agent.session_id, agent.retention_days, command, &result, approved_by).await
+    {
+        tracing::warn!(error = %e, "cannot record an agent command");
+    }
+    agent.record_command(CommandRecord {
+        specialist: who.to_string(),
+        host: host.name.clone(),
+        command: command.to_string(),
+        exit_code: result.exit_code,
+        refused: result.error.clone(),
+        approved_by: Some(approved_by.to_string()),
+    });
+    result
+}
+
+/// A change to make on one host.
+struct Change {
+    summary: String,
+    /// What runs.
+    command: String,
+    /// What the person sees as the command.
+    display: String,
+    diff: Option<String>,
+    post_check: Option<String>,
+    rollback: Option<String>,
+}
+
+fn stage(name: &str, status: &str, detail: impl Into<String>, started: Instant) -> Stage {
+    Stage {
+        name: name.into(),
+        status: status.into(),
+        detail: detail.into(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// Preview → approval → apply → post-check → rollback, persisted stage by stage.
+async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
+    let who = format!("execution@{}", host.name);
+    let id = format!("{}-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f"), std::process::id(), host.name);
+    let save = |status: &'static str, stages: Vec<Stage>| {
+        let store = agent.store.clone();
+        let (id, targets) = (id.clone(), host.name.clone());
+        async move {
+            if let Err(e) = store.save_pipeline_run(&id, "bash", status, &targets, &stages).await {
+                tracing::warn!(error = %e, "cannot save the pipeline run");
+            }
+        }
+    };
+    let t = Instant::now();
+    let analysis = analyze(&change.command);
+    let mut stages = vec![
+        stage("Plan", "done", change.summary.clone(), t),
+        stage(
+            "Diff",
+            if change.diff.is_some() { "done" } else { "skipped" },
+            change.diff.clone().unwrap_or_default(),
+            t,
+        ),
+        stage("Summary", "done", format!("{} ({})", change.display, analysis.class.as_str()), t),
+    ];
+    save("awaiting_approval", stages.clone()).await;
+    let mut request = ApprovalRequest::new(
+        change.summary.clone(),
+        &change.command,
+        vec![host.name.clone()],
+        &analysis,
+        find_leaks(&change.command, &host.name),
+    );
+    request.command = change.display.clone();
+    request.diff = change.diff.clone();
+    let t = Instant::now();
+    let outcome = agent.gate.check(&request).await;
+    let Some(approved_by) = outcome.approved_by() else {
+        let by = match &outcome {
+            crate::approval::GateOutcome::Denied(who) => who.clone(),
+            _ => "nobody".into(),
+        };
+        stages.push(stage("HITL", "denied", format!("denied by {by}"), t));
+        save("denied", stages).await;
+        agent.record_command(CommandRecord {
+            specialist: who,
+            host: host.name.clone(),
+            command: change.display,
+            exit_code: None,
+            refused: Some(format!("denied by {by}")),
+            approved_by: None,
+        });
+        return format!("DENIED by {by}: the change was not made. Do not propose it again; report to the operator.");
+    };
+    stages.push(stage("HITL", "done", format!("approved by {approved_by}"), t));
+    let t = Instant::now();
+    let applied = execute(agent, &who, host, &change.command, &approved_by).await;
+    let ok = applied.success();
+    stages.push(stage("Apply", if ok { "done" } else { "failed" }, describe(&applied), t));
+    let mut report = format!("APPLIED (approved by {approved_by}): {}", describe(&applied));
+    let mut needs_rollback = !ok;
+    if ok && let Some(check) = &change.post_check {
+        let t = Instant::now();
+        let checked = execute(agent, &who, host, check, "post-check of an approved change").await;
+        stages.push(stage("Post-check", if checked.success() { "done" } else { "failed" }, describe(&checked), t));
+        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(&checked)));
+        needs_rollback = !checked.success();
+    } else if ok {
+        stages.push(stage("Post-check", "skipped", "no post_check given", Instant::now()));
+    }
+    let status = match (&change.rollback, needs_rollback) {
+        (Some(rollback), true) => {
+            let t = Instant::now();
+            let undone =
+                execute(agent, &who, host, rollback, &format!("rollback of a change approved by {approved_by}")).await;
+            stages.push(stage("Rollback", if undone.success() { "done" } else { "failed" }, describe(&undone), t));
+            report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}", describe(&undone)));
+            "rolled_back"
+        }
+        (None, true) => {
+            stages.push(stage("Rollback", "skipped", "no rollback given", Instant::now()));
+            "failed"
+        }
+        (_, false) => {
+            stages.push(stage("Rollback", "skipped", "not needed", Instant::now()));
+            "succeeded"
+        }
+    };
+    save(status, stages).await;
+    report
+}
+
+/// Reads the file, shows a diff, writes the new content after approval.
+async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
+    use base64::Engine;
+    if !a.path.starts_with('/') || a.path.contains('\'') || a.path.contains('\n') {
+        return "ERROR: path must be absolute and contain no quote or newline".into();
+    }
+    let who = format!("execution@{}", host.name);
+    let current = execute(agent, &who, host, &format!("cat -- '{}'", a.path), "not required").await;
+    let old = if current.success() { current.stdout.clone() } else { String::new() };
+    let diff = similar::TextDiff::from_lines(&old, &a.content)
+        .unified_diff()
+        .header(&format!("a{}", a.path), &format!("b{}", a.path))
+        .to_string();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(a.content.as_bytes());
+    let change = Change {
+        summary: a.summary,
+        command: format!("printf '%s' '{encoded}' | base64 -d > '{}'", a.path),
+        display: format!("write {} ({} bytes)", a.path, a.content.len()),
+        diff: Some(diff),
+        post_check: a.post_check,
+        rollback: None,
+    };
+    run_change(agent, host, change).await
+}
+
+/// The query specialist's tools.
+struct QueryTools;
+
+#[async_trait::async_trait]
+impl ToolBox for QueryTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = inventory_specs();
+        specs.push(spec(
+            "recent_commands",
+            "Recent commands from the audit log (host, command, exit code, who approved).",
+            &[("host", "only this host"), ("limit", "how many (default 20)")],
+            &[],
+        ));
+        specs
+    }
+
+    async fn call(&self, agent: &Agent, name: &str, value: Value) -> Result<String, String> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Recent {
+            host: Option<String>,
+            limit: Option<String>,
+        }
+        if let Some(result) = inventory_call(agent, name, &value) {
+            return result;
+        }
+        let a: Recent = args(name, value)?;
+        let limit =
+            a.limit.as_deref().map(str::parse::<i64>).transpose().map_err(|_| "limit must be a number".to_string())?;
+        let entries = agent
+            .store
+            .list_audit(&AuditFilter { host: a.host, since: None, limit: Some(limit.unwrap_or(20)) })
+            .await
+            .map_err(|e| e.to_string())?;
+        let rows: Vec<Value> = entries
+            .iter()
+            .map(|e| serde_json::json!({"ts": e.ts, "host": e.host, "command": e.command, "exit_code": e.exit_code, "approved_by": e.approved_by}))
+            .collect();
+        Ok(Value::Array(rows).to_string())
+    }
+}

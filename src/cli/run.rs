@@ -1,0 +1,184 @@
+//! `merlya run "TASK"`: the agent without the console.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use color_eyre::eyre::{Result, WrapErr, bail};
+use serde::Deserialize;
+
+use super::{EXIT_OK, OutputFormat};
+use crate::agent::{Agent, AgentEvent, Limits, Observer, RunReport};
+use crate::approval::{ApprovalGate, Approver, AutoApprove, DenyAll, TerminalApprover};
+use crate::context::Context;
+use crate::llm::{LlmClient, ModelRole};
+use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
+
+/// The agent could not complete the task.
+pub const EXIT_TASK_FAILED: u8 = 6;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to do, in plain words.
+    pub task: Option<String>,
+    /// A YAML file with a list of tasks (strings, or objects with `task` and optional `model`).
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    /// Approve every change without asking (recorded as such in the audit log).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+    /// Which configured model runs the agent.
+    #[arg(long, value_enum, default_value_t = ModelRole::Brain)]
+    pub model: ModelRole,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum TaskEntry {
+    Text(String),
+    Full {
+        task: String,
+        #[serde(default)]
+        model: Option<ModelRole>,
+    },
+}
+
+fn load_tasks(path: &std::path::Path) -> Result<Vec<(String, Option<ModelRole>)>> {
+    let text = std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {}", path.display()))?;
+    let entries: Vec<TaskEntry> = yaml_serde::from_str(&text).map_err(|e| {
+        let line = e.location().map(|l| l.line()).unwrap_or(0);
+        color_eyre::eyre::eyre!("{}:{line}: {e}; expected a list of tasks (strings or {{task, model}})", path.display())
+    })?;
+    Ok(entries
+        .into_iter()
+        .map(|e| match e {
+            TaskEntry::Text(t) => (t, None),
+            TaskEntry::Full { task, model } => (task, model),
+        })
+        .collect())
+}
+
+pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
+    let tasks: Vec<(String, Option<ModelRole>)> = match (&args.task, &args.file) {
+        (Some(t), None) => vec![(t.clone(), None)],
+        (None, Some(f)) => load_tasks(f)?,
+        (Some(_), Some(_)) => bail!("give a task or --file, not both"),
+        (None, None) => bail!("give a task, e.g. merlya run \"why is web01 slow?\", or --file tasks.yml"),
+    };
+    if !ctx.config.has_model() {
+        bail!(
+            "no model is configured: set model.brain in {} (e.g. openai/gpt-4o) and the API key variable named by model.api_key_env",
+            ctx.home.config_file().display()
+        );
+    }
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let prompter: Arc<dyn Prompter> =
+        if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+    let approver: Arc<dyn Approver> = if args.yes {
+        Arc::new(AutoApprove)
+    } else if interactive {
+        Arc::new(TerminalApprover::default())
+    } else {
+        Arc::new(DenyAll)
+    };
+    let inventory = ctx.store.list_hosts().await?;
+    let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
+    let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let text_mode = args.format == OutputFormat::Text;
+    let observer: Observer = Arc::new(move |event: AgentEvent| {
+        if !text_mode {
+            return;
+        }
+        let mut err = std::io::stderr();
+        let _ = match event {
+            AgentEvent::Delta { agent, text } if agent == "main" => {
+                write!(std::io::stdout(), "{text}").and_then(|_| std::io::stdout().flush())
+            }
+            AgentEvent::Command(c) => match (&c.refused, c.exit_code) {
+                (Some(why), None) => writeln!(err, "  ✗ {} {} $ {} — {why}", c.specialist, c.host, c.command),
+                (_, code) => writeln!(
+                    err,
+                    "  ⚙ {} $ {} → exit {}",
+                    c.specialist,
+                    c.command,
+                    code.map(|c| c.to_string()).unwrap_or("-".into())
+                ),
+            },
+            AgentEvent::Notice(n) => writeln!(err, "  ! {n}"),
+            _ => Ok(()),
+        };
+    });
+    let mut reports = Vec::new();
+    let mut failed = false;
+    for (task, role) in tasks {
+        let started = Instant::now();
+        // One client per task so tokens and cost are per task.
+        let llm = Arc::new(LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref())?);
+        let role = role.unwrap_or(args.model);
+        let limits = Limits { max_parallel_subagents: ctx.config.policy.max_parallel_subagents, ..Limits::default() };
+        let agent = Agent::new(
+            llm.clone(),
+            executor.clone(),
+            gate.clone(),
+            ctx.store.clone(),
+            ctx.session_id.clone(),
+            ctx.config.policy.raw_log_retention_days,
+            inventory.clone(),
+            prompter.clone(),
+            limits,
+            role,
+            Duration::from_secs(ctx.config.ssh.command_timeout_secs),
+            observer.clone(),
+        );
+        let report = agent.run_task(&task).await;
+        failed |= report.error.is_some();
+        if text_mode {
+            print_text(&report);
+        }
+        reports.push(json_report(&task, llm.model(role), &report, started.elapsed()));
+    }
+    if !text_mode {
+        let out = if reports.len() == 1 && args.file.is_none() {
+            reports.remove(0)
+        } else {
+            serde_json::Value::Array(reports)
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
+    Ok(if failed { EXIT_TASK_FAILED } else { EXIT_OK })
+}
+
+fn print_text(report: &RunReport) {
+    println!();
+    if let Some(e) = &report.error {
+        eprintln!("error: {e}");
+    }
+    let approx = if report.usage.approximate { "~" } else { "" };
+    eprintln!(
+        "  {approx}{} tokens in, {approx}{} out · ${:.4}",
+        report.usage.input_tokens, report.usage.output_tokens, report.cost_usd
+    );
+}
+
+/// The stable `--format json` record.
+fn json_report(task: &str, model: &str, report: &RunReport, took: Duration) -> serde_json::Value {
+    serde_json::json!({
+        "task": task,
+        "model": model,
+        "success": report.error.is_none(),
+        "answer": report.answer,
+        "error": report.error,
+        "tool_calls": report.commands,
+        "tokens": {
+            "input": report.usage.input_tokens,
+            "output": report.usage.output_tokens,
+            "approximate": report.usage.approximate,
+        },
+        "cost_usd": report.cost_usd,
+        "duration_ms": took.as_millis() as u64,
+    })
+}

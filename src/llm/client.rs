@@ -1,0 +1,232 @@
+//! The client the agent uses: picks the brain or fast model, retries
+//! retryable failures with exponential backoff (honouring `Retry-After`),
+//! guards the provider with a circuit breaker and adds up tokens and cost.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::anthropic::Anthropic;
+use super::breaker::Breaker;
+use super::openai::OpenAi;
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Message, Provider, ToolSpec, Usage};
+use crate::config::ModelConfig;
+use crate::secrets::SecretSource;
+
+/// Which model to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelRole {
+    /// Reasoning.
+    Brain,
+    /// Extraction and summaries.
+    Fast,
+}
+
+struct Endpoint {
+    provider: Arc<dyn Provider>,
+    model: String,
+}
+
+/// Tokens and cost per model.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Spend {
+    pub calls: u64,
+    pub usage: Usage,
+    pub cost_usd: f64,
+}
+
+/// The agent's way to the models.
+pub struct LlmClient {
+    brain: Endpoint,
+    fast: Endpoint,
+    config: ModelConfig,
+    breaker: Breaker,
+    spend: Mutex<BTreeMap<String, Spend>>,
+}
+
+pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
+    LlmError::Transport { provider: provider.to_string(), detail: e.to_string(), timeout: e.is_timeout() }
+}
+
+/// Turns a non-2xx response into [`LlmError::Status`] with its `Retry-After`.
+pub(crate) async fn check_status(provider: &str, response: reqwest::Response) -> Result<reqwest::Response, LlmError> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let body: String = response.text().await.unwrap_or_default().chars().take(500).collect();
+    Err(LlmError::Status { provider: provider.to_string(), status: status.as_u16(), body, retry_after })
+}
+
+/// Whether the response body is JSON (rather than an event stream).
+pub(crate) fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// `provider/model` → (provider, model).
+pub fn split_model(spec: &str) -> Result<(&str, &str), LlmError> {
+    spec.split_once('/')
+        .ok_or_else(|| LlmError::Config(format!("model {spec:?}: expected provider/model, e.g. openai/gpt-4o")))
+}
+
+/// The provider's default base URL and key variable.
+fn defaults(provider: &str) -> Result<(&'static str, Option<&'static str>), LlmError> {
+    Ok(match provider {
+        "openai" => ("https://api.openai.com/v1", Some("OPENAI_API_KEY")),
+        "openrouter" => ("https://openrouter.ai/api/v1", Some("OPENROUTER_API_KEY")),
+        "ollama" => ("http://127.0.0.1:11434/v1", None),
+        "anthropic" => ("https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
+        "openai-compatible" => ("", None),
+        other => {
+            return Err(LlmError::Config(format!(
+                "unknown provider {other:?}: expected openai, openrouter, ollama, anthropic or openai-compatible"
+            )));
+        }
+    })
+}
+
+impl LlmClient {
+    /// Builds the client from configuration; API keys come from the variable
+    /// named in `api_key_env` (or the provider's usual one), then the keyring
+    /// entry `llm:<provider>:api_key`.
+    pub fn from_config(config: &ModelConfig, secrets: &dyn SecretSource) -> Result<Self, LlmError> {
+        let brain_spec =
+            config.brain.clone().ok_or_else(|| LlmError::Config("no model configured (model.brain)".into()))?;
+        let fast_spec = config.fast.clone().unwrap_or_else(|| brain_spec.clone());
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let endpoint = |spec: &str| -> Result<Endpoint, LlmError> {
+            let (provider, model) = split_model(spec)?;
+            let (default_url, default_env) = defaults(provider)?;
+            let base_url = config.base_url.clone().unwrap_or_else(|| default_url.to_string());
+            if base_url.is_empty() {
+                return Err(LlmError::Config(format!("{provider} needs model.base_url")));
+            }
+            let env_name = config.api_key_env.clone().or(default_env.map(String::from));
+            let api_key = env_name
+                .as_deref()
+                .and_then(|n| std::env::var(n).ok())
+                .filter(|k| !k.is_empty())
+                .or_else(|| secrets.lookup(&format!("llm:{provider}:api_key")));
+            if api_key.is_none() && default_env.is_some() && config.base_url.is_none() {
+                return Err(LlmError::NoKey(format!(
+                    "no API key for {provider}: set {} or run `merlya secret set llm:{provider}:api_key`",
+                    env_name.unwrap_or_default()
+                )));
+            }
+            let provider_impl: Arc<dyn Provider> = if provider == "anthropic" {
+                Arc::new(Anthropic { base_url, api_key, stream: config.stream, http: http.clone() })
+            } else {
+                Arc::new(OpenAi {
+                    name: provider.to_string(),
+                    base_url,
+                    api_key,
+                    stream: config.stream,
+                    http: http.clone(),
+                })
+            };
+            Ok(Endpoint { provider: provider_impl, model: model.to_string() })
+        };
+        Ok(Self {
+            brain: endpoint(&brain_spec)?,
+            fast: endpoint(&fast_spec)?,
+            config: config.clone(),
+            breaker: Breaker::new(config.breaker_threshold, Duration::from_secs(config.breaker_cooldown_secs)),
+            spend: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The model name used for `role`.
+    pub fn model(&self, role: ModelRole) -> &str {
+        match role {
+            ModelRole::Brain => &self.brain.model,
+            ModelRole::Fast => &self.fast.model,
+        }
+    }
+
+    /// One chat turn with retries.
+    pub async fn chat(
+        &self,
+        role: ModelRole,
+        messages: Vec<Message>,
+        tools: Vec<ToolSpec>,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let endpoint = match role {
+            ModelRole::Brain => &self.brain,
+            ModelRole::Fast => &self.fast,
+        };
+        let request =
+            ChatRequest { model: endpoint.model.clone(), messages, tools, max_tokens: self.config.max_tokens };
+        let name = endpoint.provider.name().to_string();
+        let mut attempt: u32 = 0;
+        loop {
+            if let Err((failures, seconds)) = self.breaker.check() {
+                return Err(LlmError::CircuitOpen { provider: name, failures, seconds });
+            }
+            match endpoint.provider.chat(&request, on_delta).await {
+                Ok(answer) => {
+                    self.breaker.success();
+                    self.account(&endpoint.model, answer.usage);
+                    return Ok(answer);
+                }
+                Err(e) if e.retryable() || matches!(e, LlmError::Malformed { .. }) => {
+                    self.breaker.failure();
+                    tracing::warn!(provider = %name, attempt, error = %e, "LLM call failed");
+                    if let Err((failures, seconds)) = self.breaker.check() {
+                        return Err(LlmError::CircuitOpen { provider: name, failures, seconds });
+                    }
+                    if attempt >= self.config.max_retries {
+                        return Err(e);
+                    }
+                    let backoff = self.config.retry_base_ms.saturating_mul(1 << attempt.min(10)).min(30_000);
+                    let wait = match &e {
+                        LlmError::Status { retry_after: Some(secs), .. } => Duration::from_secs((*secs).min(120)),
+                        _ => Duration::from_millis(backoff),
+                    };
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn account(&self, model: &str, usage: Usage) {
+        let cost = self.config.prices.get(model).map(|p| {
+            (usage.input_tokens as f64 * p.input_per_mtok + usage.output_tokens as f64 * p.output_per_mtok)
+                / 1_000_000.0
+        });
+        if let Ok(mut spend) = self.spend.lock() {
+            let entry = spend.entry(model.to_string()).or_default();
+            entry.calls += 1;
+            entry.usage.add(usage);
+            entry.cost_usd += cost.unwrap_or(0.0);
+        }
+    }
+
+    /// Tokens and cost so far, per model.
+    pub fn spend(&self) -> BTreeMap<String, Spend> {
+        self.spend.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Whether the breaker is refusing calls (for the metrics pane).
+    pub fn breaker_open(&self) -> bool {
+        self.breaker.is_open()
+    }
+}

@@ -1,0 +1,201 @@
+//! The OpenAI Chat Completions wire format (OpenAI, OpenRouter, Ollama and
+//! any compatible server), JSON and SSE.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::sse::SseParser;
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Message, Provider, Role, ToolCall, Usage};
+
+/// An OpenAI-compatible endpoint.
+pub struct OpenAi {
+    pub name: String,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub stream: bool,
+    pub http: reqwest::Client,
+}
+
+/// The request body for `request`.
+pub fn body(request: &ChatRequest, stream: bool) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+        "stream": stream,
+    });
+    if stream {
+        body["stream_options"] = json!({ "include_usage": true });
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(
+            request
+                .tools
+                .iter()
+                .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                .collect(),
+        );
+    }
+    body
+}
+
+fn message_json(m: &Message) -> Value {
+    let role = match m.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut v = json!({ "role": role, "content": m.content });
+    if !m.tool_calls.is_empty() {
+        v["tool_calls"] = Value::Array(
+            m.tool_calls
+                .iter()
+                .map(
+                    |c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}),
+                )
+                .collect(),
+        );
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+fn malformed(provider: &str, detail: impl Into<String>) -> LlmError {
+    LlmError::Malformed { provider: provider.to_string(), detail: detail.into() }
+}
+
+/// Parses a non-streaming answer.
+pub fn parse_json(provider: &str, v: &Value) -> Result<ChatResponse, LlmError> {
+    let message =
+        v.pointer("/choices/0/message").ok_or_else(|| malformed(provider, "no choices[0].message in the answer"))?;
+    let content = message.get("content").and_then(Value::as_str).unwrap_or("").to_string();
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        for c in calls {
+            let name = c
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| malformed(provider, "tool call without a name"))?;
+            let arguments = match c.pointer("/function/arguments") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let id = c.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+            tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
+        }
+    }
+    let usage = usage_of(v.get("usage"));
+    Ok(ChatResponse { content, tool_calls, usage: usage.unwrap_or_default() })
+}
+
+fn usage_of(v: Option<&Value>) -> Option<Usage> {
+    let v = v?;
+    Some(Usage {
+        input_tokens: v.get("prompt_tokens")?.as_u64()?,
+        output_tokens: v.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        approximate: false,
+    })
+}
+
+/// Accumulates a streamed answer.
+#[derive(Default)]
+pub struct StreamState {
+    content: String,
+    calls: BTreeMap<u64, ToolCall>,
+    usage: Option<Usage>,
+}
+
+impl StreamState {
+    /// Applies one `data:` payload; returns text to show, if any.
+    pub fn apply(&mut self, provider: &str, data: &str) -> Result<Option<String>, LlmError> {
+        let v: Value = serde_json::from_str(data).map_err(|e| malformed(provider, format!("bad SSE JSON: {e}")))?;
+        if let Some(u) = usage_of(v.get("usage")) {
+            self.usage = Some(u);
+        }
+        let Some(delta) = v.pointer("/choices/0/delta") else { return Ok(None) };
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for c in calls {
+                let index = c.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let entry = self.calls.entry(index).or_insert_with(|| ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                if let Some(id) = c.get("id").and_then(Value::as_str) {
+                    entry.id = id.to_string();
+                }
+                if let Some(name) = c.pointer("/function/name").and_then(Value::as_str) {
+                    entry.name.push_str(name);
+                }
+                if let Some(args) = c.pointer("/function/arguments").and_then(Value::as_str) {
+                    entry.arguments.push_str(args);
+                }
+            }
+        }
+        match delta.get("content").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => {
+                self.content.push_str(text);
+                Ok(Some(text.to_string()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The complete answer.
+    pub fn finish(self, request: &ChatRequest) -> ChatResponse {
+        let tool_calls: Vec<ToolCall> = self.calls.into_values().collect();
+        let usage = self.usage.unwrap_or_else(|| Usage::estimate(request, &self.content, &tool_calls));
+        ChatResponse { content: self.content, tool_calls, usage }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
+        let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
+        let mut builder = self.http.post(&url).json(&body(request, self.stream));
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = builder.send().await.map_err(|e| super::client::transport(&self.name, e))?;
+        let response = super::client::check_status(&self.name, response).await?;
+        // Some compatible servers ignore `stream` and answer with JSON: accept it.
+        if !self.stream || super::client::is_json(&response) {
+            let v: Value = response.json().await.map_err(|e| malformed(&self.name, format!("bad JSON: {e}")))?;
+            let mut answer = parse_json(&self.name, &v)?;
+            if v.get("usage").is_none() {
+                answer.usage = Usage::estimate(request, &answer.content, &answer.tool_calls);
+            }
+            if !answer.content.is_empty() {
+                on_delta(&answer.content);
+            }
+            return Ok(answer);
+        }
+        let mut state = StreamState::default();
+        let mut parser = SseParser::default();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| super::client::transport(&self.name, e))?;
+            for event in parser.push(&chunk) {
+                if event.data == "[DONE]" {
+                    return Ok(state.finish(request));
+                }
+                if let Some(text) = state.apply(&self.name, &event.data)? {
+                    on_delta(&text);
+                }
+            }
+        }
+        Ok(state.finish(request))
+    }
+}
