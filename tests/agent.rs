@@ -454,3 +454,84 @@ fn without_a_model_run_explains_how_to_add_one() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn sudo_password_reaches_sudo_but_no_request_log_or_row() {
+    let llm = ScriptedLlm::start(|r| {
+        if is_main(r) {
+            match r.tool_results().first() {
+                None => {
+                    openai::tool_call("delegate_diagnostic", json!({"target": "web01", "task": "who am I as root"}))
+                }
+                Some(result) => openai::text(&format!("report: {result}")),
+            }
+        } else {
+            match r.tool_results().first() {
+                None => openai::tool_call("run_command", json!({"command": "sudo id -u"})),
+                Some(result) => openai::text(result),
+            }
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = TestKey::generate("");
+    let daemons = fleet(1, &key, &env);
+    env.ok(&[
+        "hosts",
+        "add",
+        "web01b",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        &daemons[0].port.to_string(),
+        "--user",
+        TEST_USER,
+    ]);
+    env.ok(&["hosts", "rm", "web01"]);
+    env.add_host("web01", &daemons[0], &["--elevation", "sudo_password"]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let script = format!(
+        "printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:web01:password >/dev/null && '{merlya}' run --format json 'check web01'",
+        pw = support::TEST_PASSWORD
+    );
+    let out = std::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("MERLYA_HOME", env.merlya_home())
+        .env("HOME", env.home())
+        .env("USER", "tester")
+        .env("MERLYA_TEST_LLM_KEY", KEY)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let report = json_out(&out);
+    assert_eq!(report["tool_calls"][0]["exit_code"], 0);
+    let requests = llm.requests();
+    let specialist = requests.iter().rev().find(|r| !is_main(r)).unwrap();
+    assert!(
+        specialist.tool_results()[0].starts_with("exit code 0\nstdout:\n0\n"),
+        "sudo ran as root: {:?}",
+        specialist.tool_results()
+    );
+    for r in &requests {
+        assert!(!r.raw.contains(support::TEST_PASSWORD), "a request body holds the sudo password");
+    }
+    for file in walk(&env.merlya_home()) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(support::TEST_PASSWORD),
+            "{} holds the password",
+            file.display()
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+    }
+    out
+}

@@ -273,3 +273,75 @@ fn cli_approval_prompt_stores_an_always_rule() {
     env.ok(&["approvals", "revoke", "1"]);
     assert_eq!(env.run(&["exec", "web01", "--", "mkdir -p /tmp/merlya-rule-c"]).status.code(), Some(3));
 }
+
+#[test]
+fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
+    use serde_json::json;
+    use support::llm::{ScriptedLlm, openai};
+    let dir = tempfile::tempdir().unwrap();
+    let _ = Command::new("chown").args(["-R", support::TEST_USER]).arg(dir.path()).status();
+    let marker = dir.path().join("approved-by-console").display().to_string();
+    let change_marker = marker.clone();
+    let llm = ScriptedLlm::start(move |r| {
+        let main = r.system().contains("You are merlya, an SRE");
+        let asked_change = r.raw.contains("create the marker");
+        let results = r.tool_results();
+        match (main, asked_change, results.first()) {
+            (true, false, None) => {
+                openai::sse_tool_call("delegate_diagnostic", json!({"target": "web01", "task": "disk"}))
+            }
+            (true, false, Some(_)) => openai::sse_text(&["Disk on web01 ", "is fine."]),
+            (true, true, None) => {
+                openai::sse_tool_call("delegate_execution", json!({"target": "web01", "task": "create the marker"}))
+            }
+            (true, true, Some(_)) => openai::sse_text(&["Marker created."]),
+            (false, false, None) => openai::sse_tool_call("run_command", json!({"command": "df -h /"})),
+            (false, true, None) => openai::sse_tool_call(
+                "propose_change",
+                json!({"summary": "create the marker", "command": format!("touch {change_marker}")}),
+            ),
+            (false, _, Some(_)) => openai::sse_text(&["done"]),
+        }
+    });
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("web01", &sshd, &[]);
+    std::fs::write(
+        env.merlya_home().join("config.yaml"),
+        format!("model:\n  brain: openai/gpt-test\n  base_url: {}/v1\n  api_key_env: MERLYA_TEST_LLM_KEY\n", llm.url),
+    )
+    .unwrap();
+    let cmd = format!(
+        "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_TEST_LLM_KEY=sk-e2e '{}'; echo EXITED $?; sleep 60",
+        env.merlya_home().display(),
+        env.home().display(),
+        env!("CARGO_BIN_EXE_merlya"),
+    );
+    let tmux = Tmux::attach(format!("merlya-e2e-agent-{}", std::process::id()), &cmd, 140, 40);
+    let screen = tmux.wait_for("Inventory · 2");
+    assert!(!screen.contains("no model"), "a model is configured:\n{screen}");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("is the disk on web01 full?");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Disk on web01 is fine.");
+    assert!(screen.contains("diagnostic@web01 $ df -h / → exit 0"), "the tool cell:\n{screen}");
+    assert!(screen.contains("│ Filesystem"), "df output streamed into the output pane:\n{screen}");
+
+    tmux.keys(&["i"]);
+    tmux.type_text("please create the marker");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("[o] once");
+    assert!(screen.contains("Approve: create the marker") && screen.contains("mutating"), "{screen}");
+    assert!(!std::path::Path::new(&marker).exists());
+    tmux.keys(&["o"]);
+    tmux.wait_for("Marker created.");
+    assert!(std::path::Path::new(&marker).exists(), "the approved change ran on the host");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert_eq!(audit.len(), 2);
+    assert_eq!(audit[1]["approved_by"], "tester (console)");
+}

@@ -71,6 +71,8 @@ pub enum ChatRole {
     Assistant,
     /// merlya itself (banners, notices).
     System,
+    /// What the agent did (delegations, commands).
+    Tool,
 }
 
 /// One chat entry.
@@ -129,6 +131,8 @@ pub struct Model {
     /// One-line notice in the status bar (errors, confirmations).
     pub flash: Option<String>,
     pub model_configured: bool,
+    /// An agent turn is running.
+    pub agent_busy: bool,
     pub theme: Theme,
     pub should_quit: bool,
     /// Terminal size, for paging.
@@ -163,6 +167,7 @@ impl Model {
             next_run: 1,
             flash: None,
             model_configured,
+            agent_busy: false,
             theme,
             should_quit: false,
             size: (80, 24),

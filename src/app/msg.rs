@@ -16,6 +16,8 @@ pub enum PromptKind {
     Secret,
     /// Approve a change: once, always for its prefix on these hosts, or deny.
     Approval,
+    /// A visible free-text answer (the agent's `ask_user`).
+    Text,
 }
 
 /// The person's answer.
@@ -67,6 +69,10 @@ pub enum Msg {
     RunDenied { run: u64, by: String },
     /// A worker needs a person.
     Prompt(PromptRequest),
+    /// Something the agent did during the current turn.
+    Agent(crate::agent::AgentEvent),
+    /// The agent's turn ended: its answer or why it stopped, and what it cost.
+    AgentDone { error: Option<String>, summary: String },
     /// A background failure to show.
     Error(String),
 }
@@ -84,4 +90,6 @@ pub enum Effect {
     SetReachable { host: String, reachable: bool },
     /// Append a line to the input history file.
     SaveHistory(String),
+    /// Start an agent turn on the operator's message.
+    AgentTurn(String),
 }

@@ -20,7 +20,7 @@ impl TuiPrompter {
         Self { sender }
     }
 
-    async fn ask(&self, title: &str, body: &str, kind: PromptKind) -> PromptAnswer {
+    async fn question(&self, title: &str, body: &str, kind: PromptKind) -> PromptAnswer {
         self.ask_with(title, body, kind, None).await
     }
 
@@ -47,12 +47,19 @@ impl TuiPrompter {
 #[async_trait]
 impl Prompter for TuiPrompter {
     async fn confirm(&self, title: &str, body: &str) -> bool {
-        self.ask(title, body, PromptKind::Confirm).await == PromptAnswer::Yes
+        self.question(title, body, PromptKind::Confirm).await == PromptAnswer::Yes
     }
 
     async fn secret(&self, title: &str, prompt: &str) -> Option<String> {
-        match self.ask(title, prompt, PromptKind::Secret).await {
+        match self.question(title, prompt, PromptKind::Secret).await {
             PromptAnswer::Secret(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    async fn ask(&self, title: &str, question: &str) -> Option<String> {
+        match self.ask_with(title, question, PromptKind::Text, None).await {
+            PromptAnswer::Secret(s) if !s.is_empty() => Some(s),
             _ => None,
         }
     }

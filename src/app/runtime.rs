@@ -13,18 +13,20 @@ use futures::StreamExt;
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
-use super::model::Model;
+use super::model::{ChatEntry, ChatRole, Model};
 use super::msg::{Effect, Msg};
 use super::prompter::TuiPrompter;
 use super::sender::AppSender;
 use super::theme::Theme;
 use super::update::update;
 use super::view::view;
+use crate::agent::{Agent, Limits, Observer};
 use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
 use crate::context::{Context, record_result};
 use crate::exec::Executor;
 use crate::exec::fanout::fan_out;
 use crate::home::MerlyaHome;
+use crate::llm::{LlmClient, ModelRole};
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
 
@@ -40,14 +42,29 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let sender = AppSender::new(tx);
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
         let executor = Arc::new(ctx.executor(hosts.clone(), prompter.clone(), true)?);
-        let gate = ApprovalGate::new(prompter, ctx.store.clone(), ctx.config.policy.confirm_all);
+        let gate = ApprovalGate::new(prompter.clone(), ctx.store.clone(), ctx.config.policy.confirm_all);
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, Theme::from_env());
         model.input.history = load_history(&ctx.home);
+        let llm = if ctx.config.has_model() {
+            match LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref()) {
+                Ok(client) => Some(Arc::new(client)),
+                Err(e) => {
+                    model.model_configured = false;
+                    model
+                        .chat
+                        .push(ChatEntry { role: ChatRole::System, text: format!("The model cannot be used: {e}") });
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let services = Services { ctx: ctx.clone(), executor, gate, prompter, llm, sender: sender.clone() };
 
         // ratatui::try_init installs a panic hook that restores the terminal before the report.
         let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;
         let _ = crossterm::execute!(std::io::stdout(), EnableBracketedPaste, EnableMouseCapture);
-        let outcome = event_loop(&mut terminal, &mut model, &ctx, &executor, &gate, rx, sender).await;
+        let outcome = event_loop(&mut terminal, &mut model, &services, rx).await;
         let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
         ratatui::restore();
         ctx.store.close().await;
@@ -55,15 +72,23 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
     })
 }
 
+/// What workers share.
+struct Services {
+    ctx: Arc<Context>,
+    executor: Arc<Executor>,
+    gate: ApprovalGate,
+    prompter: Arc<TuiPrompter>,
+    llm: Option<Arc<LlmClient>>,
+    sender: AppSender,
+}
+
 async fn event_loop(
     terminal: &mut DefaultTerminal,
     model: &mut Model,
-    ctx: &Arc<Context>,
-    executor: &Arc<Executor>,
-    gate: &ApprovalGate,
+    services: &Services,
     mut rx: UnboundedReceiver<Msg>,
-    sender: AppSender,
 ) -> Result<()> {
+    let ctx = &services.ctx;
     let mut events = EventStream::new();
     let frame_interval = Duration::from_millis(1000 / u64::from(ctx.config.ui.max_fps.clamp(1, 240)));
     let mut dirty = true;
@@ -96,7 +121,7 @@ async fn event_loop(
         for msg in batch {
             dirty = true;
             for effect in update(model, msg) {
-                run_effect(effect, ctx, executor, gate, &sender);
+                run_effect(effect, services);
             }
         }
         if model.should_quit {
@@ -116,8 +141,10 @@ fn event_to_msg(event: Event) -> Option<Msg> {
 }
 
 /// Starts the work an effect asks for; results come back as messages.
-fn run_effect(effect: Effect, ctx: &Arc<Context>, executor: &Arc<Executor>, gate: &ApprovalGate, sender: &AppSender) {
+fn run_effect(effect: Effect, services: &Services) {
+    let Services { ctx, executor, gate, sender, .. } = services;
     match effect {
+        Effect::AgentTurn(text) => agent_turn(services, text),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
@@ -204,4 +231,48 @@ fn load_history(home: &MerlyaHome) -> Vec<String> {
     let text = std::fs::read_to_string(home.history_file()).unwrap_or_default();
     let lines: Vec<String> = text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect();
     lines[lines.len().saturating_sub(500)..].to_vec()
+}
+
+/// Runs one agent turn on a worker; events stream back as messages.
+fn agent_turn(services: &Services, text: String) {
+    let Some(llm) = services.llm.clone() else {
+        services.sender.send(Msg::AgentDone { error: Some("no model is configured".into()), summary: String::new() });
+        return;
+    };
+    let (ctx, executor, gate, sender) =
+        (services.ctx.clone(), services.executor.clone(), services.gate.clone(), services.sender.clone());
+    let prompter: Arc<dyn crate::prompt::Prompter> = services.prompter.clone();
+    tokio::spawn(async move {
+        let inventory = match ctx.store.list_hosts().await {
+            Ok(h) => h,
+            Err(e) => {
+                sender.send(Msg::AgentDone { error: Some(e.to_string()), summary: String::new() });
+                return;
+            }
+        };
+        let events = sender.clone();
+        let observer: Observer = Arc::new(move |event| events.send(Msg::Agent(event)));
+        let limits = Limits { max_parallel_subagents: ctx.config.policy.max_parallel_subagents, ..Limits::default() };
+        let agent = Agent::new(
+            llm,
+            executor,
+            gate,
+            ctx.store.clone(),
+            ctx.session_id.clone(),
+            ctx.config.policy.raw_log_retention_days,
+            inventory,
+            prompter,
+            limits,
+            ModelRole::Brain,
+            Duration::from_secs(ctx.config.ssh.command_timeout_secs),
+            observer,
+        );
+        let report = agent.run_task(&text).await;
+        let approx = if report.usage.approximate { "~" } else { "" };
+        let summary = format!(
+            "agent: {approx}{} tokens in, {approx}{} out · ${:.4}",
+            report.usage.input_tokens, report.usage.output_tokens, report.cost_usd
+        );
+        sender.send(Msg::AgentDone { error: report.error, summary });
+    });
 }

@@ -7,6 +7,7 @@ use super::command_line::{self, CommandLine};
 use super::model::{ChatEntry, ChatRole, Model, Pane, PendingPrompt, RunProgress};
 use super::msg::{Effect, Msg, PromptAnswer, PromptKind};
 use super::output_buffer::LineKind;
+use crate::agent::AgentEvent;
 use crate::exec::{ExecEvent, HostResult};
 use crate::inventory::resolve_targets;
 use crate::redact::redact_command;
@@ -58,6 +59,15 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::Agent(event) => on_agent_event(model, event),
+        Msg::AgentDone { error, summary } => {
+            model.agent_busy = false;
+            if let Some(e) = error {
+                model.chat.push(ChatEntry { role: ChatRole::System, text: e });
+            }
+            model.flash = Some(summary);
+            Vec::new()
+        }
         Msg::Prompt(request) => {
             model.prompts.push_back(PendingPrompt { request, typed: String::new() });
             Vec::new()
@@ -66,6 +76,44 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.flash = Some(e);
             Vec::new()
         }
+    }
+}
+
+/// Streams the agent's words into the chat, its commands into the output pane.
+fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect> {
+    match event {
+        AgentEvent::Delta { agent, text } if agent == "main" => {
+            match model.chat.last_mut() {
+                Some(entry) if entry.role == ChatRole::Assistant => entry.text.push_str(&text),
+                _ => model.chat.push(ChatEntry { role: ChatRole::Assistant, text }),
+            }
+            Vec::new()
+        }
+        AgentEvent::Delta { .. } => Vec::new(),
+        AgentEvent::Tool { agent, name, .. } if name.starts_with("delegate_") => {
+            model.chat.push(ChatEntry { role: ChatRole::Tool, text: format!("{agent} → {name}") });
+            Vec::new()
+        }
+        AgentEvent::Tool { .. } => Vec::new(),
+        AgentEvent::Command(c) => {
+            let text = match (&c.refused, c.exit_code) {
+                (Some(why), None) => format!("✗ {} $ {} — {why}", c.specialist, c.command),
+                (_, code) => format!(
+                    "⚙ {} $ {} → exit {}",
+                    c.specialist,
+                    c.command,
+                    code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
+                ),
+            };
+            model.chat.push(ChatEntry { role: ChatRole::Tool, text });
+            Vec::new()
+        }
+        AgentEvent::Notice(text) => {
+            model.chat.push(ChatEntry { role: ChatRole::System, text });
+            Vec::new()
+        }
+        // Agent commands share the output pane with the operator's (run 0 tracks no progress).
+        AgentEvent::Exec(event) => on_exec_event(model, 0, event),
     }
 }
 
@@ -359,8 +407,13 @@ fn submit(model: &mut Model) -> Vec<Effect> {
             Err(e) => model.flash = Some(e.to_string()),
         },
         Ok(CommandLine::Chat(text)) => {
-            model.chat.push(ChatEntry { role: ChatRole::User, text });
-            if !model.model_configured {
+            model.chat.push(ChatEntry { role: ChatRole::User, text: text.clone() });
+            if model.model_configured && model.agent_busy {
+                model.flash = Some("the agent is still working on the previous message".into());
+            } else if model.model_configured {
+                model.agent_busy = true;
+                effects.push(Effect::AgentTurn(text));
+            } else {
                 model.chat.push(ChatEntry {
                     role: ChatRole::System,
                     text: "No model is configured, so nobody can answer yet; see the note above. \
@@ -408,12 +461,14 @@ fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
             Some(PromptAnswer::Always)
         }
         (PromptKind::Approval, KeyCode::Char('d' | 'D' | 'n' | 'N')) => Some(PromptAnswer::No),
-        (PromptKind::Secret, KeyCode::Enter) => Some(PromptAnswer::Secret(std::mem::take(&mut front.typed))),
-        (PromptKind::Secret, KeyCode::Backspace) => {
+        (PromptKind::Secret | PromptKind::Text, KeyCode::Enter) => {
+            Some(PromptAnswer::Secret(std::mem::take(&mut front.typed)))
+        }
+        (PromptKind::Secret | PromptKind::Text, KeyCode::Backspace) => {
             front.typed.pop();
             None
         }
-        (PromptKind::Secret, KeyCode::Char(c)) if !ctrl => {
+        (PromptKind::Secret | PromptKind::Text, KeyCode::Char(c)) if !ctrl => {
             front.typed.push(c);
             None
         }

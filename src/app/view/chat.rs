@@ -14,16 +14,24 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let block = pane_block(model, Pane::Chat, title.to_string());
     let mut lines: Vec<Line> = Vec::new();
     for (i, entry) in model.chat.iter().enumerate() {
+        if entry.role == ChatRole::Tool {
+            // Compact cells: one dim line per delegation or command.
+            lines.push(Line::styled(format!("  {}", entry.text), theme.dim));
+            continue;
+        }
         let (who, style) = match entry.role {
             ChatRole::User => ("you", theme.accent),
             ChatRole::Assistant => ("merlya", theme.ok),
-            ChatRole::System => ("note", theme.warn),
+            _ => ("note", theme.warn),
         };
         if i > 0 {
             lines.push(Line::raw(""));
         }
         lines.push(Line::from(Span::styled(who, style)));
         lines.extend(entry.text.lines().map(|text| Line::raw(format!("  {text}"))));
+    }
+    if model.agent_busy {
+        lines.push(Line::styled("  … working", theme.dim));
     }
     // Show the end of the conversation: scroll past what does not fit.
     let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });

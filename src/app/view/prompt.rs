@@ -34,6 +34,14 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
             Span::styled("[Esc]", theme.dim),
             Span::raw(" decline"),
         ])),
+        PromptKind::Text => {
+            lines.push(Line::from(vec![
+                Span::raw("› "),
+                Span::raw(prompt.typed.clone()),
+                Span::styled("▏", theme.accent),
+            ]));
+            lines.push(Line::styled("Enter to answer · Esc to skip", theme.dim));
+        }
         PromptKind::Secret => {
             lines.push(Line::from(vec![
                 Span::raw("› "),

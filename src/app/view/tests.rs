@@ -108,6 +108,26 @@ fn chat_conversation() {
     insta::assert_snapshot!(render(&m, 110, 30).backend());
 }
 
+/// An agent turn in progress: delegation and command cells, streamed answer.
+pub fn fixture_agent_turn() -> Model {
+    let mut m = fixture_with_output();
+    m.model_configured = true;
+    m.chat.clear();
+    m.focus = Pane::Chat;
+    m.agent_busy = true;
+    m.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 slow?".into() });
+    m.chat.push(ChatEntry { role: ChatRole::Tool, text: "main → delegate_diagnostic".into() });
+    m.chat.push(ChatEntry { role: ChatRole::Tool, text: "⚙ diagnostic@web02 $ uptime → exit 0".into() });
+    m.chat.push(ChatEntry { role: ChatRole::Tool, text: "✗ diagnostic@web02 $ systemctl restart php-fpm — `systemctl restart` is not a read-only subcommand".into() });
+    m.chat.push(ChatEntry { role: ChatRole::Assistant, text: "web02 has a load average of 7.9 on 4 cores; php-fpm".into() });
+    m
+}
+
+#[test]
+fn chat_with_an_agent_turn_streaming() {
+    insta::assert_snapshot!(render(&fixture_agent_turn(), 110, 30).backend());
+}
+
 #[test]
 fn help_overlay() {
     let mut m = fixture_model();
@@ -208,7 +228,7 @@ fn write_screenshots() {
     let mut chat = fixture_model();
     chat.focus = Pane::Chat;
     chat.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 loaded?".into() });
-    let shots: [(&str, Model); 7] = [
+    let shots: [(&str, Model); 8] = [
         ("console-start", fixture_model()),
         ("output-fan-out", fixture_with_output()),
         ("inventory-filter", filtered),
@@ -216,6 +236,7 @@ fn write_screenshots() {
         ("help-overlay", help),
         ("prompt-modal", modal),
         ("approval-modal", fixture_with_approval()),
+        ("chat-agent-turn", fixture_agent_turn()),
     ];
     for (name, model) in shots {
         let terminal = render(&model, 120, 34);
