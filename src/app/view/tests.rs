@@ -118,8 +118,15 @@ pub fn fixture_agent_turn() -> Model {
     m.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 slow?".into() });
     m.chat.push(ChatEntry { role: ChatRole::Tool, text: "main → delegate_diagnostic".into() });
     m.chat.push(ChatEntry { role: ChatRole::Tool, text: "⚙ diagnostic@web02 $ uptime → exit 0".into() });
-    m.chat.push(ChatEntry { role: ChatRole::Tool, text: "✗ diagnostic@web02 $ systemctl restart php-fpm — `systemctl restart` is not a read-only subcommand".into() });
-    m.chat.push(ChatEntry { role: ChatRole::Assistant, text: "web02 has a load average of 7.9 on 4 cores; php-fpm".into() });
+    m.chat.push(ChatEntry {
+        role: ChatRole::Tool,
+        text: "✗ diagnostic@web02 $ systemctl restart php-fpm — `systemctl restart` is not a read-only subcommand"
+            .into(),
+    });
+    m.chat.push(ChatEntry {
+        role: ChatRole::Assistant,
+        text: "web02 has a load average of 7.9 on 4 cores; php-fpm".into(),
+    });
     m
 }
 
