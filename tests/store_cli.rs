@@ -130,6 +130,12 @@ fn config_init_show_and_path() {
     let out = env.merlya(&["config", "show"]).env("MERLYA_SSH_POOL_MAX", "7").output().unwrap();
     let shown: serde_json::Value = yaml_serde::from_str(&text(&out.stdout)).unwrap();
     assert_eq!(shown["ssh"]["pool_max"], 7);
+    env.ok(&["config", "set", "model.brain", "anthropic/claude-sonnet"]);
+    let shown: serde_json::Value = yaml_serde::from_str(&env.ok(&["config", "show"])).unwrap();
+    assert_eq!(shown["model"]["brain"], "anthropic/claude-sonnet");
+    let out = env.run(&["config", "set", "model.fast", "gpt4"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("model.fast: expected provider/model"), "{}", text(&out.stderr));
 }
 
 #[tokio::test]

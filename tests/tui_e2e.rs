@@ -339,6 +339,14 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     tmux.keys(&["o"]);
     tmux.wait_for("Marker created.");
     assert!(std::path::Path::new(&marker).exists(), "the approved change ran on the host");
+
+    // /model switches a role live and saves it.
+    tmux.keys(&["i"]);
+    tmux.type_text("/model fast openai/gpt-mini");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("model.fast is now openai/gpt-mini (saved to config.yaml)");
+    let saved = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();
+    assert!(saved.contains("fast: openai/gpt-mini") && saved.contains("brain: openai/gpt-test"), "{saved}");
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
     let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();

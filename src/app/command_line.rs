@@ -21,6 +21,8 @@ pub enum CommandLine {
     Reload,
     /// `:clear`.
     Clear,
+    /// `/model` (show) or `/model brain|fast PROVIDER/MODEL` (switch and save).
+    Model(Option<(crate::llm::ModelRole, String)>),
     /// Text for the agent.
     Chat(String),
     /// Empty input.
@@ -39,6 +41,21 @@ pub fn parse(input: &str) -> Result<CommandLine, String> {
             return Err("`!` needs a command, e.g. !uptime".into());
         }
         return Ok(CommandLine::RunOnSelection(cmd.to_string()));
+    }
+    if let Some(rest) = input.strip_prefix("/model") {
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        return match words.as_slice() {
+            [] => Ok(CommandLine::Model(None)),
+            [role, spec] if spec.contains('/') => {
+                let role = match *role {
+                    "brain" => crate::llm::ModelRole::Brain,
+                    "fast" => crate::llm::ModelRole::Fast,
+                    other => return Err(format!("/model {other}: expected brain or fast")),
+                };
+                Ok(CommandLine::Model(Some((role, spec.to_string()))))
+            }
+            _ => Err("usage: /model, or /model brain|fast PROVIDER/MODEL".into()),
+        };
     }
     let Some(rest) = input.strip_prefix(':') else { return Ok(CommandLine::Chat(input.to_string())) };
     let (word, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
@@ -74,6 +91,12 @@ mod tests {
         assert_eq!(parse(":q"), Ok(CommandLine::Quit));
         assert_eq!(parse("why is web01 slow?"), Ok(CommandLine::Chat("why is web01 slow?".into())));
         assert_eq!(parse("   "), Ok(CommandLine::Nothing));
+        assert_eq!(parse("/model"), Ok(CommandLine::Model(None)));
+        assert_eq!(
+            parse("/model fast openai/gpt-4o-mini"),
+            Ok(CommandLine::Model(Some((crate::llm::ModelRole::Fast, "openai/gpt-4o-mini".into()))))
+        );
+        assert!(parse("/model huge x/y").is_err());
     }
 
     #[test]

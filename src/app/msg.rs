@@ -75,6 +75,8 @@ pub enum Msg {
     AgentDone { error: Option<String>, summary: String },
     /// A background failure to show.
     Error(String),
+    /// A notice for the chat pane.
+    Note(String),
 }
 
 /// Work for the runtime, returned by `update`.
@@ -92,4 +94,6 @@ pub enum Effect {
     SaveHistory(String),
     /// Start an agent turn on the operator's message.
     AgentTurn(String),
+    /// Show (`None`) or switch and save a model role.
+    Model(Option<(crate::llm::ModelRole, String)>),
 }

@@ -59,7 +59,15 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         } else {
             None
         };
-        let services = Services { ctx: ctx.clone(), executor, gate, prompter, llm, sender: sender.clone() };
+        let services = Services {
+            ctx: ctx.clone(),
+            executor,
+            gate,
+            prompter,
+            llm: std::sync::RwLock::new(llm),
+            model_config: std::sync::RwLock::new(ctx.config.model.clone()),
+            sender: sender.clone(),
+        };
 
         // ratatui::try_init installs a panic hook that restores the terminal before the report.
         let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;
@@ -78,7 +86,9 @@ struct Services {
     executor: Arc<Executor>,
     gate: ApprovalGate,
     prompter: Arc<TuiPrompter>,
-    llm: Option<Arc<LlmClient>>,
+    llm: std::sync::RwLock<Option<Arc<LlmClient>>>,
+    /// The model settings in force (changed by `/model`).
+    model_config: std::sync::RwLock<crate::config::ModelConfig>,
     sender: AppSender,
 }
 
@@ -145,6 +155,7 @@ fn run_effect(effect: Effect, services: &Services) {
     let Services { ctx, executor, gate, sender, .. } = services;
     match effect {
         Effect::AgentTurn(text) => agent_turn(services, text),
+        Effect::Model(change) => switch_model(services, change),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
@@ -235,7 +246,7 @@ fn load_history(home: &MerlyaHome) -> Vec<String> {
 
 /// Runs one agent turn on a worker; events stream back as messages.
 fn agent_turn(services: &Services, text: String) {
-    let Some(llm) = services.llm.clone() else {
+    let Some(llm) = services.llm.read().ok().and_then(|l| l.clone()) else {
         services.sender.send(Msg::AgentDone { error: Some("no model is configured".into()), summary: String::new() });
         return;
     };
@@ -275,4 +286,38 @@ fn agent_turn(services: &Services, text: String) {
         );
         sender.send(Msg::AgentDone { error: report.error, summary });
     });
+}
+
+/// `/model`: shows the roles, or switches one, saves it to config.yaml and rebuilds the client.
+fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
+    let Ok(mut config) = services.model_config.write() else { return };
+    let Some((role, spec)) = change else {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
+        services.sender.send(Msg::Note(format!("brain: {} · fast: {}", show(&config.brain), show(&config.fast))));
+        return;
+    };
+    let key = match role {
+        ModelRole::Brain => "model.brain",
+        ModelRole::Fast => "model.fast",
+    };
+    let saved = crate::config::set_value(&services.ctx.home.config_file(), key, &spec);
+    let note = match saved {
+        Err(e) => format!("{key} not changed: {e}"),
+        Ok(_) => {
+            match role {
+                ModelRole::Brain => config.brain = Some(spec.clone()),
+                ModelRole::Fast => config.fast = Some(spec.clone()),
+            }
+            match LlmClient::from_config(&config, services.ctx.secrets().as_ref()) {
+                Ok(client) => {
+                    if let Ok(mut llm) = services.llm.write() {
+                        *llm = Some(Arc::new(client));
+                    }
+                    format!("{key} is now {spec} (saved to config.yaml)")
+                }
+                Err(e) => format!("{key} saved, but the model cannot be used: {e}"),
+            }
+        }
+    };
+    services.sender.send(Msg::Note(note));
 }

@@ -76,6 +76,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.flash = Some(e);
             Vec::new()
         }
+        Msg::Note(text) => {
+            model.chat.push(ChatEntry { role: ChatRole::System, text });
+            Vec::new()
+        }
     }
 }
 
@@ -394,6 +398,12 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         Ok(CommandLine::Help) => model.help_open = true,
         Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
         Ok(CommandLine::Clear) => model.output.clear(),
+        Ok(CommandLine::Model(change)) => {
+            if change.is_some() {
+                model.model_configured = true;
+            }
+            effects.push(Effect::Model(change));
+        }
         Ok(CommandLine::RunOnSelection(command)) => {
             let hosts = model.selection();
             if hosts.is_empty() {

@@ -13,6 +13,12 @@ pub enum ConfigCommand {
     Path,
     /// Print the effective configuration (file + environment overrides).
     Show,
+    /// Set one key, e.g. `merlya config set model.brain openai/gpt-4o` (validated before writing).
+    Set {
+        /// SECTION.KEY
+        key: String,
+        value: String,
+    },
     /// Write a commented config.yaml with the defaults.
     Init {
         /// Overwrite an existing file.
@@ -28,6 +34,10 @@ pub fn run(home: MerlyaHome, cmd: ConfigCommand) -> Result<u8> {
         ConfigCommand::Show => {
             let config = Config::load(&path)?;
             print!("{}", yaml_serde::to_string(&config).wrap_err("cannot render the configuration")?);
+        }
+        ConfigCommand::Set { key, value } => {
+            crate::config::set_value(&path, &key, &value)?;
+            println!("{key} = {value} in {}", path.display());
         }
         ConfigCommand::Init { force } => {
             if path.exists() && !force {

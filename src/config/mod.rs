@@ -303,6 +303,41 @@ impl Config {
     }
 }
 
+/// Sets `section.key` to `value` (read as a YAML scalar) in the file at
+/// `path`, checking that the result is a valid configuration before writing.
+/// Comments in the file are not preserved.
+pub fn set_value(path: &Path, dotted: &str, value: &str) -> Result<Config, ConfigError> {
+    let invalid =
+        |message: String| ConfigError::Invalid { path: path.to_path_buf(), field: dotted.to_string(), message };
+    let (section, key) =
+        dotted.split_once('.').ok_or_else(|| invalid("expected SECTION.KEY, e.g. model.brain".into()))?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    };
+    let mut tree: yaml_serde::Value = if text.trim().is_empty() {
+        yaml_serde::Value::Mapping(Default::default())
+    } else {
+        yaml_serde::from_str(&text).map_err(|e| yaml_error(path, &e))?
+    };
+    let root = tree.as_mapping_mut().ok_or_else(|| invalid("the file is not a mapping of sections".into()))?;
+    let entry = root
+        .entry(yaml_serde::Value::String(section.to_string()))
+        .or_insert_with(|| yaml_serde::Value::Mapping(Default::default()));
+    let table = entry.as_mapping_mut().ok_or_else(|| invalid(format!("{section} is not a mapping")))?;
+    let parsed: yaml_serde::Value = yaml_serde::from_str(value).unwrap_or(yaml_serde::Value::String(value.to_string()));
+    table.insert(yaml_serde::Value::String(key.to_string()), parsed);
+    let rendered = yaml_serde::to_string(&tree).map_err(|e| invalid(e.to_string()))?;
+    // Validate exactly what will be written (no environment involved).
+    let config = Config::parse(path, &rendered, &[])?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| ConfigError::Read { path: parent.to_path_buf(), source })?;
+    }
+    std::fs::write(path, rendered).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    Ok(config)
+}
+
 /// Turns a yaml_serde error into a [`ConfigError::Parse`] carrying the line.
 pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> ConfigError {
     let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));

@@ -70,3 +70,19 @@ fn invalid_values_name_the_field() {
     let err = parse("model:\n  brain: gpt4\n", &[]).unwrap_err().to_string();
     assert!(err.contains("model.brain: expected provider/model"), "{err}");
 }
+
+#[test]
+fn set_value_validates_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, "ssh:\n  pool_max: 3\n").unwrap();
+    let c = set_value(&path, "model.brain", "anthropic/claude-x").unwrap();
+    assert_eq!(c.model.brain.as_deref(), Some("anthropic/claude-x"));
+    assert_eq!(c.ssh.pool_max, 3, "other settings are kept");
+    let err = set_value(&path, "model.brain", "nonsense").unwrap_err().to_string();
+    assert!(err.contains("model.brain: expected provider/model"), "{err}");
+    let err = set_value(&path, "ssh.colour", "red").unwrap_err().to_string();
+    assert!(err.contains("unknown field `colour`"), "{err}");
+    let reloaded = Config::load_with_env(&path, &[]).unwrap();
+    assert_eq!(reloaded.model.brain.as_deref(), Some("anthropic/claude-x"), "a refused value is not written");
+}
