@@ -8,10 +8,13 @@ need=()
 command -v sudo >/dev/null || need+=(sudo)
 command -v tmux >/dev/null || need+=(tmux)
 command -v keyctl >/dev/null || need+=(keyutils)
+command -v gnome-keyring-daemon >/dev/null || need+=(gnome-keyring)
+command -v dbus-run-session >/dev/null || need+=(dbus)
+command -v secret-tool >/dev/null || need+=(libsecret-tools)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 install -d -m 0755 /run/sshd
 export LANG=C.UTF-8

@@ -49,7 +49,7 @@ impl Context {
 
     /// The secret store, opened on first use (probing keyrings costs a round trip).
     pub fn secrets(&self) -> Arc<Secrets> {
-        self.secrets.get_or_init(|| Arc::new(Secrets::open())).clone()
+        self.secrets.get_or_init(|| Arc::new(Secrets::open(self.config.secrets.backend))).clone()
     }
 
     /// The host key policy: configured, else `ask` when a person is there, else `strict`.

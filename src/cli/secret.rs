@@ -31,6 +31,7 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<u8> {
     let secrets = ctx.secrets();
     match cmd {
         SecretCommand::Set { name } => {
+            crate::secrets::validate_name(&name)?;
             let value = read_value(&name)?;
             if value.is_empty() {
                 bail!("empty value: nothing stored");

@@ -7,7 +7,7 @@
 
 use super::{Config, ConfigError};
 
-const SECTIONS: [&str; 5] = ["model", "ssh", "policy", "ui", "logging"];
+const SECTIONS: [&str; 6] = ["model", "ssh", "policy", "ui", "logging", "secrets"];
 
 /// Returns `config` with every matching environment variable applied.
 pub fn apply_env_overrides(config: Config, env: &[(String, String)]) -> Result<Config, ConfigError> {

@@ -54,6 +54,31 @@ pub struct Config {
     pub ui: UiConfig,
     /// Log files.
     pub logging: LoggingConfig,
+    /// Where secrets are kept.
+    pub secrets: SecretsConfig,
+}
+
+/// Which secret store to use.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretsBackend {
+    /// Secret Service if a D-Bus session offers one, else the kernel keyring, else memory.
+    #[default]
+    Auto,
+    /// The desktop Secret Service only.
+    SecretService,
+    /// The kernel keyring only.
+    Keyring,
+    /// Memory only (nothing survives the process).
+    Memory,
+}
+
+/// Secret store settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretsConfig {
+    /// auto, secret-service, keyring or memory.
+    pub backend: SecretsBackend,
 }
 
 /// Price of a model, for cost accounting.

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use keyring_core::{CredentialStore, Entry};
 
+use crate::config::SecretsBackend;
+
 /// The keyring service name under which merlya stores entries.
 pub const SERVICE: &str = "merlya";
 
@@ -39,25 +41,32 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    /// Picks the first usable backend: Secret Service (when a D-Bus session
-    /// exists), the kernel keyring, then memory.
-    pub fn open() -> Self {
-        if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some()
-            && let Ok(store) = zbus_secret_service_keyring_store::Store::new()
-        {
-            let store: Arc<CredentialStore> = store;
-            if probe(&store) {
-                return Self { backend: Backend::Keyring { store, label: "Secret Service" } };
-            }
-        }
-        if let Ok(store) = linux_keyutils_keyring_store::Store::new() {
-            let store: Arc<CredentialStore> = store;
-            if probe(&store) {
-                return Self { backend: Backend::Keyring { store, label: "kernel keyring" } };
-            }
-        }
-        tracing::warn!("no OS keyring is usable (no Secret Service, no session keyring); secrets live in memory only");
-        Self::memory()
+    /// Opens the configured backend. `Auto` picks the first usable one:
+    /// Secret Service (when a D-Bus session exists), the kernel keyring, then
+    /// memory with a warning.
+    pub fn open(choice: SecretsBackend) -> Self {
+        let secret_service = || {
+            std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
+            let store: Arc<CredentialStore> = zbus_secret_service_keyring_store::Store::new().ok()?;
+            probe(&store).then_some(Self { backend: Backend::Keyring { store, label: "Secret Service" } })
+        };
+        let keyring = || {
+            let store: Arc<CredentialStore> = linux_keyutils_keyring_store::Store::new().ok()?;
+            probe(&store).then_some(Self { backend: Backend::Keyring { store, label: "kernel keyring" } })
+        };
+        let found = match choice {
+            SecretsBackend::Memory => return Self::memory(),
+            SecretsBackend::SecretService => secret_service(),
+            SecretsBackend::Keyring => keyring(),
+            SecretsBackend::Auto => secret_service().or_else(keyring),
+        };
+        found.unwrap_or_else(|| {
+            tracing::warn!(
+                ?choice,
+                "no usable OS keyring (no Secret Service, no session keyring); secrets live in memory only"
+            );
+            Self::memory()
+        })
     }
 
     /// A store that forgets everything at exit (tests, and the last resort).
