@@ -90,7 +90,19 @@ impl Context {
             default_user: ssh.default_user.clone(),
             identity_files: ssh.identity_files.clone(),
         };
-        Ok(Executor::new(pool, resolve))
+        let store = self.store.clone();
+        let sink: crate::exec::ElevationSink = Arc::new(move |name: String, elevation| {
+            let store = store.clone();
+            Box::pin(async move {
+                if let Ok(mut host) = store.get_host(&name).await {
+                    host.elevation = elevation;
+                    if let Err(e) = store.upsert_hosts(std::slice::from_ref(&host)).await {
+                        tracing::warn!(host = %name, error = %e, "cannot cache the detected elevation");
+                    }
+                }
+            })
+        });
+        Ok(Executor::new(pool, resolve).with_elevation_sink(sink))
     }
 
     /// Writes a finished command to the history and the audit log.

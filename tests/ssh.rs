@@ -575,6 +575,14 @@ fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
         serde_json::from_str(&env.ok(&["hosts", "show", "probe", "--format", "json"])).unwrap();
     assert_eq!(show["elevation"], "sudo_password");
 
+    // A host whose elevation is unknown is probed on its first sudo command, and it is remembered.
+    env.ok(&["hosts", "add", "fresh", "--hostname", "127.0.0.1", "--port", &sshd.port.to_string(), "--user", TEST_USER]);
+    let out = env.run(&["exec", "fresh", "--format", "json", "--", "sudo id -u"]);
+    let error = json_lines(&text(&out.stdout))[0]["error"].as_str().unwrap_or("").to_string();
+    assert!(error.contains("fresh needs a sudo password"), "detected sudo_password, then asked for it: {error}");
+    let show: serde_json::Value = serde_json::from_str(&env.ok(&["hosts", "show", "fresh", "--format", "json"])).unwrap();
+    assert_eq!(show["elevation"], "sudo_password", "cached on the host");
+
     // Without the password and without a person: fails at once with the three fixes.
     let logins_before = sshd.accepted_logins();
     let out = env.run(&["exec", "web01", "--format", "json", "--", "sudo id -u"]);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::inventory::Host;
+use crate::inventory::{Elevation, Host};
 use crate::secrets::reference::mask_values;
 use crate::ssh::SshPool;
 use crate::ssh::target::ResolveContext;
@@ -83,12 +83,59 @@ pub const OUTPUT_CAP: usize = 1 << 20;
 pub struct Executor {
     pool: Arc<SshPool>,
     resolve: std::sync::RwLock<ResolveContext>,
+    /// Elevation found by probing, per host, for this process.
+    detected: std::sync::Mutex<std::collections::HashMap<String, Elevation>>,
+    /// Where a detected elevation is remembered (the inventory).
+    elevation_sink: Option<ElevationSink>,
 }
+
+/// Receives the elevation detected for a host, to cache it on the host.
+pub type ElevationSink = Arc<dyn Fn(String, Elevation) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 impl Executor {
     /// An executor over `pool`, resolving SSH settings with `resolve`.
     pub fn new(pool: Arc<SshPool>, resolve: ResolveContext) -> Self {
-        Self { pool, resolve: std::sync::RwLock::new(resolve) }
+        Self {
+            pool,
+            resolve: std::sync::RwLock::new(resolve),
+            detected: std::sync::Mutex::new(std::collections::HashMap::new()),
+            elevation_sink: None,
+        }
+    }
+
+    /// Remembers detected elevations through `sink`.
+    pub fn with_elevation_sink(mut self, sink: ElevationSink) -> Self {
+        self.elevation_sink = Some(sink);
+        self
+    }
+
+    /// For a `sudo` command on a host whose elevation is not known, probes it
+    /// once (sudo -n, then doas, then su) and caches the answer.
+    async fn known_elevation(&self, host: &Host, command: &str, timeout: Duration) -> Host {
+        let mut host = host.clone();
+        if host.elevation != Elevation::None || !command.trim_start().starts_with("sudo ") {
+            return host;
+        }
+        if let Some(found) = self.detected.lock().ok().and_then(|d| d.get(&host.name).copied()) {
+            host.elevation = found;
+            return host;
+        }
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let probe = self.run_prepared(&host, prepare::ELEVATION_PROBE, timeout, &tx).await;
+        let Some(found) = probe.stdout.trim().parse::<Elevation>().ok().filter(|_| probe.success()) else {
+            return host;
+        };
+        tracing::info!(host = %host.name, elevation = found.as_str(), "detected elevation");
+        if let Ok(mut d) = self.detected.lock() {
+            d.insert(host.name.clone(), found);
+        }
+        if let Some(sink) = &self.elevation_sink
+            && found != Elevation::None
+        {
+            sink(host.name.clone(), found).await;
+        }
+        host.elevation = found;
+        host
     }
 
     /// Replaces the inventory used to resolve jump hosts (after the console reloads it).
@@ -105,6 +152,17 @@ impl Executor {
 
     /// Runs `command` on `host`, sending events to `events`, within `timeout`.
     pub async fn run(
+        &self,
+        host: &Host,
+        command: &str,
+        timeout: Duration,
+        events: &UnboundedSender<ExecEvent>,
+    ) -> HostResult {
+        let host = self.known_elevation(host, command, timeout).await;
+        self.run_prepared(&host, command, timeout, events).await
+    }
+
+    async fn run_prepared(
         &self,
         host: &Host,
         command: &str,
