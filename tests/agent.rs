@@ -517,7 +517,7 @@ fn sudo_password_reaches_sudo_but_no_request_log_or_row() {
     for r in &requests {
         assert!(!r.raw.contains(support::TEST_PASSWORD), "a request body holds the sudo password");
     }
-    for file in walk(&env.merlya_home()) {
+    for file in support::walk(&env.merlya_home()) {
         let bytes = std::fs::read(&file).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains(support::TEST_PASSWORD),
@@ -525,13 +525,4 @@ fn sudo_password_reaches_sudo_but_no_request_log_or_row() {
             file.display()
         );
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
-    }
-    out
 }

@@ -17,12 +17,7 @@ use support::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER, TestEnv, TestKey, jso
 
 #[test]
 fn default_key_auth_runs_command_as_the_login_user() {
-    let key = TestKey::generate("");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("web01", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
     let out = env.run(&["exec", "web01", "--format", "json", "--", "whoami; echo err >&2; exit 3"]);
     assert_eq!(out.status.code(), Some(4), "a non-zero exit makes exec exit 4: {}", text(&out.stderr));
     let records = json_lines(&text(&out.stdout));
@@ -241,12 +236,7 @@ fn fan_out_to_five_daemons_with_a_down_host() {
 
 #[test]
 fn a_command_that_outlives_the_timeout_is_cut_off() {
-    let key = TestKey::generate("");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("slow", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host("slow", &[]);
     let out = env.run(&["exec", "slow,localhost", "--timeout", "1", "--format", "json", "--", "sleep 30"]);
     assert_eq!(out.status.code(), Some(4));
     let records = json_lines(&text(&out.stdout));
@@ -481,7 +471,7 @@ fn encrypted_key_passphrase_comes_from_the_kernel_keyring() {
     let records = json_lines(&stdout);
     assert_eq!(records[0]["stdout"], "keyring-ok\n", "{stdout}");
     // The value is nowhere on disk: not in the database, config or logs.
-    for entry in walk(&env.merlya_home()) {
+    for entry in support::walk(&env.merlya_home()) {
         let bytes = std::fs::read(&entry).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("from the keyring"),
@@ -491,23 +481,9 @@ fn encrypted_key_passphrase_comes_from_the_kernel_keyring() {
     }
 }
 
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
-    }
-    out
-}
-
 #[test]
 fn exec_of_a_change_needs_an_approval_decision() {
-    let key = TestKey::generate("");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("web01", &sshd, &[]);
+    let (_key, sshd, env) = support::one_trusted_host("web01", &[]);
     let marker = format!("/tmp/merlya-approval-{}", sshd.port);
     let _ = std::fs::remove_file(&marker);
     let touch = format!("touch {marker}");
@@ -548,12 +524,7 @@ fn in_keyring_session(env: &TestEnv, script: &str) -> std::process::Output {
 
 #[test]
 fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
-    let key = TestKey::generate("");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("web01", &sshd, &["--elevation", "sudo_password"]);
+    let (_key, sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
     let merlya = env!("CARGO_BIN_EXE_merlya");
 
     // Detection finds sudo with a password, and remembers it.
@@ -576,11 +547,22 @@ fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
     assert_eq!(show["elevation"], "sudo_password");
 
     // A host whose elevation is unknown is probed on its first sudo command, and it is remembered.
-    env.ok(&["hosts", "add", "fresh", "--hostname", "127.0.0.1", "--port", &sshd.port.to_string(), "--user", TEST_USER]);
+    env.ok(&[
+        "hosts",
+        "add",
+        "fresh",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        &sshd.port.to_string(),
+        "--user",
+        TEST_USER,
+    ]);
     let out = env.run(&["exec", "fresh", "--format", "json", "--", "sudo id -u"]);
     let error = json_lines(&text(&out.stdout))[0]["error"].as_str().unwrap_or("").to_string();
     assert!(error.contains("fresh needs a sudo password"), "detected sudo_password, then asked for it: {error}");
-    let show: serde_json::Value = serde_json::from_str(&env.ok(&["hosts", "show", "fresh", "--format", "json"])).unwrap();
+    let show: serde_json::Value =
+        serde_json::from_str(&env.ok(&["hosts", "show", "fresh", "--format", "json"])).unwrap();
     assert_eq!(show["elevation"], "sudo_password", "cached on the host");
 
     // Without the password and without a person: fails at once with the three fixes.
@@ -612,7 +594,7 @@ fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
     // The password is in no database row, log line or audit entry.
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert!(!audit.contains(TEST_PASSWORD) && audit.contains("sudo id -u"), "{audit}");
-    for file in walk(&env.merlya_home()) {
+    for file in support::walk(&env.merlya_home()) {
         let bytes = std::fs::read(&file).unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains(TEST_PASSWORD), "{} holds the password", file.display());
     }

@@ -241,12 +241,7 @@ fn cli_exec_asks_for_a_passphrase_on_the_terminal() {
 
 #[test]
 fn cli_approval_prompt_stores_an_always_rule() {
-    let key = TestKey::generate("");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("web01", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
     let merlya = env!("CARGO_BIN_EXE_merlya");
     let cmd = format!(
         "export MERLYA_HOME='{}' HOME='{}' USER=tester; '{merlya}' exec web01 -- mkdir -p /tmp/merlya-rule-a; echo FIRST $?; \
@@ -303,12 +298,7 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
             (false, _, Some(_)) => openai::sse_text(&["done"]),
         }
     });
-    let key = TestKey::generate("");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("web01", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
     std::fs::write(
         env.merlya_home().join("config.yaml"),
         format!("model:\n  brain: openai/gpt-test\n  base_url: {}/v1\n  api_key_env: MERLYA_TEST_LLM_KEY\n", llm.url),

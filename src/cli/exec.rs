@@ -8,12 +8,11 @@ use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 
 use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
-use crate::approval::{ApprovalGate, ApprovalRequest, Approver, AutoApprove, DenyAll, TerminalApprover};
+use crate::approval::{ApprovalGate, ApprovalRequest};
 use crate::context::Context;
 use crate::exec::fanout::fan_out;
 use crate::exec::{ExecEvent, HostResult, Stream};
 use crate::inventory::resolve_targets;
-use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
 
@@ -41,16 +40,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let command = args.command.join(" ");
     let inventory = ctx.store.list_hosts().await?;
     let hosts = resolve_targets(&args.targets, &inventory).map_err(|e| eyre!("{e}"))?;
-    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let prompter: Arc<dyn Prompter> =
-        if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
-    let approver: Arc<dyn Approver> = if args.yes {
-        Arc::new(AutoApprove)
-    } else if interactive {
-        Arc::new(TerminalApprover::default())
-    } else {
-        Arc::new(DenyAll)
-    };
+    let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
     let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let analysis = analyze(&command);

@@ -147,3 +147,36 @@ pub enum OutputFormat {
     /// One JSON object per host and line.
     Json,
 }
+
+/// How this CLI run reaches a person: a terminal when stdin and stderr are
+/// one, otherwise nobody; `--yes` approves on the operator's behalf.
+pub struct Asking {
+    /// Whether a person is at a terminal.
+    pub interactive: bool,
+    /// For host keys, passphrases, MFA and the agent's questions.
+    pub prompter: std::sync::Arc<dyn crate::prompt::Prompter>,
+    /// For changes.
+    pub approver: std::sync::Arc<dyn crate::approval::Approver>,
+}
+
+impl Asking {
+    /// Picks the prompter and approver for this process.
+    pub fn detect(yes: bool) -> Self {
+        use std::io::IsTerminal;
+        use std::sync::Arc;
+
+        use crate::approval::{AutoApprove, DenyAll, TerminalApprover};
+        use crate::prompt::{NoPrompter, TerminalPrompter};
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        let prompter: Arc<dyn crate::prompt::Prompter> =
+            if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+        let approver: Arc<dyn crate::approval::Approver> = if yes {
+            Arc::new(AutoApprove)
+        } else if interactive {
+            Arc::new(TerminalApprover::default())
+        } else {
+            Arc::new(DenyAll)
+        };
+        Self { interactive, prompter, approver }
+    }
+}

@@ -1,6 +1,6 @@
 //! `merlya run "TASK"`: the agent without the console.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,10 +11,9 @@ use serde::Deserialize;
 
 use super::{EXIT_OK, OutputFormat};
 use crate::agent::{Agent, AgentEvent, Limits, Observer, RunReport};
-use crate::approval::{ApprovalGate, Approver, AutoApprove, DenyAll, TerminalApprover};
+use crate::approval::ApprovalGate;
 use crate::context::Context;
 use crate::llm::{LlmClient, ModelRole};
-use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
 
 /// The agent could not complete the task.
 pub const EXIT_TASK_FAILED: u8 = 6;
@@ -75,16 +74,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
             ctx.home.config_file().display()
         );
     }
-    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let prompter: Arc<dyn Prompter> =
-        if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
-    let approver: Arc<dyn Approver> = if args.yes {
-        Arc::new(AutoApprove)
-    } else if interactive {
-        Arc::new(TerminalApprover::default())
-    } else {
-        Arc::new(DenyAll)
-    };
+    let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let inventory = ctx.store.list_hosts().await?;
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);

@@ -2,10 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::sse::SseParser;
+use super::sse::for_each_event;
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, Role, ToolCall, Usage};
 
 /// The API version header value this client speaks.
@@ -224,23 +223,20 @@ impl Provider for Anthropic {
             return Ok(answer);
         }
         let mut state = StreamState::default();
-        let mut parser = SseParser::default();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| super::client::transport("anthropic", e))?;
-            for event in parser.push(&chunk) {
-                let name = event.event.clone().unwrap_or_default();
-                if name == "message_stop" {
-                    return Ok(state.finish(request));
-                }
-                if name == "ping" || event.data.is_empty() {
-                    continue;
-                }
-                if let Some(text) = state.apply(&name, &event.data)? {
-                    on_delta(&text);
-                }
+        for_each_event("anthropic", response, |event| {
+            let name = event.event.clone().unwrap_or_default();
+            if name == "message_stop" {
+                return Ok(false);
             }
-        }
+            if name != "ping"
+                && !event.data.is_empty()
+                && let Some(text) = state.apply(&name, &event.data)?
+            {
+                on_delta(&text);
+            }
+            Ok(true)
+        })
+        .await?;
         Ok(state.finish(request))
     }
 }

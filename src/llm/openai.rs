@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::sse::SseParser;
+use super::sse::for_each_event;
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Message, Provider, Role, ToolCall, Usage};
 
 /// An OpenAI-compatible endpoint.
@@ -183,19 +182,16 @@ impl Provider for OpenAi {
             return Ok(answer);
         }
         let mut state = StreamState::default();
-        let mut parser = SseParser::default();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| super::client::transport(&self.name, e))?;
-            for event in parser.push(&chunk) {
-                if event.data == "[DONE]" {
-                    return Ok(state.finish(request));
-                }
-                if let Some(text) = state.apply(&self.name, &event.data)? {
-                    on_delta(&text);
-                }
+        for_each_event(&self.name, response, |event| {
+            if event.data == "[DONE]" {
+                return Ok(false);
             }
-        }
+            if let Some(text) = state.apply(&self.name, &event.data)? {
+                on_delta(&text);
+            }
+            Ok(true)
+        })
+        .await?;
         Ok(state.finish(request))
     }
 }

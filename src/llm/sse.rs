@@ -1,5 +1,26 @@
 //! Server-sent events: splitting a byte stream into `event:`/`data:` records.
 
+/// Reads `response` as an event stream, handing each event to `handle`
+/// until it returns `false` or the stream ends.
+pub async fn for_each_event(
+    provider: &str,
+    response: reqwest::Response,
+    mut handle: impl FnMut(SseEvent) -> Result<bool, super::LlmError>,
+) -> Result<(), super::LlmError> {
+    use futures::StreamExt;
+    let mut parser = SseParser::default();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| super::client::transport(provider, e))?;
+        for event in parser.push(&chunk) {
+            if !handle(event)? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {

@@ -124,3 +124,25 @@ impl TestKey {
 pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
     stdout.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect("json line")).collect()
 }
+
+/// Every file below `dir`.
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+    }
+    out
+}
+
+/// The usual set-up: a key, an sshd that accepts it, a home whose default key
+/// it is and whose known_hosts trusts the daemon, and a host `name` for it.
+pub fn one_trusted_host(name: &str, extra: &[&str]) -> (TestKey, Sshd, TestEnv) {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host(name, &sshd, extra);
+    (key, sshd, env)
+}
