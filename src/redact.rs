@@ -14,10 +14,13 @@ pub const MASK: &str = "***";
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     let rules: [(&str, &str); 6] = [
         // --password=x, --token x, --api-key=x, --secret x
-        (r#"(?i)(--[a-z0-9-]*(?:password|passwd|token|secret|api-key|apikey)[= ])("[^"]*"|'[^']*'|\S+)"#, "${1}***"),
+        (
+            r#"(?i)(--[a-z0-9-]*(?:password|passwd|token|secret|api-key|apikey)[= ])("[^"]*"|'[^']*'|[^\s;&|]+)"#,
+            "${1}***",
+        ),
         // PASSWORD=x, DB_TOKEN=x, AWS_SECRET_ACCESS_KEY=x as assignments
         (
-            r#"(?i)\b([a-z0-9_]*(?:password|passwd|token|secret|api_key|apikey|access_key)[a-z0-9_]*=)("[^"]*"|'[^']*'|\S+)"#,
+            r#"(?i)\b([a-z0-9_]*(?:password|passwd|token|secret|api_key|apikey|access_key)[a-z0-9_]*=)("[^"]*"|'[^']*'|[^\s;&|]+)"#,
             "${1}***",
         ),
         // mysql -pSECRET / -p'SECRET'
@@ -32,11 +35,27 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     rules.into_iter().filter_map(|(pattern, replacement)| Regex::new(pattern).ok().map(|r| (r, replacement))).collect()
 });
 
-/// Returns `command` with every recognised secret replaced by `***`.
+/// A secret reference (`@service:host:field`) names a secret without holding it.
+fn is_reference(value: &str) -> bool {
+    let v = value.trim_matches(|c| c == '"' || c == '\'');
+    v.starts_with('@') && v.matches(':').count() == 2 && !v.contains(char::is_whitespace)
+}
+
+/// Returns `command` with every recognised secret replaced by `***`;
+/// secret references are kept, since they are what logs should show.
 pub fn redact_command(command: &str) -> String {
     let mut out = command.to_string();
     for (rule, replacement) in RULES.iter() {
-        out = rule.replace_all(&out, *replacement).into_owned();
+        out = rule
+            .replace_all(&out, |caps: &regex::Captures| {
+                if caps.get(2).is_some_and(|v| is_reference(v.as_str())) {
+                    return caps[0].to_string();
+                }
+                let mut expanded = String::new();
+                caps.expand(replacement, &mut expanded);
+                expanded
+            })
+            .into_owned();
     }
     out
 }
@@ -59,6 +78,13 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(redact_command(input), expected, "input: {input}");
         }
+    }
+
+    #[test]
+    fn keeps_references_and_shell_separators() {
+        assert_eq!(redact_command("echo token=@api:web:token; id"), "echo token=@api:web:token; id");
+        assert_eq!(redact_command("tool --password=@db:h:password"), "tool --password=@db:h:password");
+        assert_eq!(redact_command("TOKEN=abc; id && X_SECRET=y|cat"), "TOKEN=***; id && X_SECRET=***|cat");
     }
 
     #[test]

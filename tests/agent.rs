@@ -526,3 +526,88 @@ fn sudo_password_reaches_sudo_but_no_request_log_or_row() {
         );
     }
 }
+
+#[test]
+fn a_run_stops_at_fifty_tool_calls() {
+    // Every call differs, so loop detection stays quiet and the limit is what stops the run.
+    let llm =
+        ScriptedLlm::start(|r| openai::tool_call("list_hosts", json!({"tag": format!("t{}", r.tool_results().len())})));
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let out = run(&env, &["--format", "json", "enumerate"]);
+    assert_eq!(out.status.code(), Some(6));
+    assert_eq!(json_out(&out)["error"], "stopped: the run reached its limit of 50 tool calls");
+    assert_eq!(llm.requests().len(), 51);
+}
+
+#[tokio::test]
+async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.conf");
+    std::fs::write(&file, "workers = 2\nlisten = 80\n").unwrap();
+    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    let path = file.display().to_string();
+    let target = path.clone();
+    let llm = ScriptedLlm::start(move |r| {
+        if is_main(r) {
+            match r.tool_results().first() {
+                None => openai::tool_call("delegate_execution", json!({"target": "web01", "task": "raise workers"})),
+                Some(_) => openai::text("edited"),
+            }
+        } else {
+            match r.tool_results().first() {
+                None => openai::tool_call(
+                    "edit_file",
+                    json!({"path": target, "content": "workers = 8\nlisten = 80\n", "summary": "more workers", "post_check": format!("grep -q 'workers = 8' {target}")}),
+                ),
+                Some(result) => openai::text(result),
+            }
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+    let out = run(&env, &["--yes", "--format", "json", "raise workers on web01"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "workers = 8\nlisten = 80\n");
+    use sqlx::Connection;
+    let db = env.merlya_home().join("merlya.db");
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+    let (status, stages): (String, String) =
+        sqlx::query_as("SELECT status, stages FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
+    assert_eq!(status, "succeeded");
+    let stages: Vec<Value> = serde_json::from_str(&stages).unwrap();
+    let diff = stages[1]["detail"].as_str().unwrap();
+    assert!(
+        diff.contains(&format!("--- a{path}")) && diff.contains("-workers = 2") && diff.contains("+workers = 8"),
+        "{diff}"
+    );
+    assert_eq!(stages[2]["detail"], format!("write {path} (24 bytes) (mutating)"));
+}
+
+#[test]
+fn the_api_key_can_come_from_the_keyring() {
+    let llm = ScriptedLlm::start(|_| openai::text("keyring key works"));
+    let env = configured(&llm, "openai", "  stream: false\n");
+    // No variable: the key is read from the kernel keyring entry llm:openai:api_key.
+    let config = std::fs::read_to_string(env.merlya_home().join("config.yaml"))
+        .unwrap()
+        .replace("  api_key_env: MERLYA_TEST_LLM_KEY\n", "");
+    std::fs::write(env.merlya_home().join("config.yaml"), config).unwrap();
+    let m = env!("CARGO_BIN_EXE_merlya");
+    let script = format!(
+        "printf 'sk-from-keyring\\n' | '{m}' secret set llm:openai:api_key >/dev/null && '{m}' run --format json hello"
+    );
+    let out = std::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("MERLYA_HOME", env.merlya_home())
+        .env("HOME", env.home())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(llm.requests()[0].header("authorization"), Some("Bearer sk-from-keyring"));
+    let config = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();
+    assert!(!config.contains("sk-from-keyring"), "the key is never written to config.yaml");
+}

@@ -297,3 +297,57 @@ fn every_import_format_good_and_malformed() {
         assert_eq!(listed.len(), expected + 1, "{name}");
     }
 }
+
+#[test]
+fn policy_check_explains_and_exits_by_verdict() {
+    let env = TestEnv::new();
+    let out = env.run(&["policy", "check", "--", "df -h && cat /etc/passwd > /tmp/y"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stdout),
+        "REFUSED: df -h && cat /etc/passwd > /tmp/y (mutating)\n  - writes to /tmp/y with >\n"
+    );
+    assert_eq!(env.run(&["policy", "check", "--", "journalctl -u nginx --no-pager"]).status.code(), Some(0));
+    let out = env.run(&[
+        "policy",
+        "check",
+        "--specialist",
+        "execution",
+        "--host",
+        "web01",
+        "--format",
+        "json",
+        "--",
+        "echo pw | sudo -S reboot",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(v["class"], "dangerous");
+    assert_eq!(v["needs_approval"], true);
+    assert!(v["leaks"][0]["rewrite"].as_str().unwrap().contains("merlya secret set sudo:web01:password"));
+}
+
+#[test]
+fn exec_resolves_secret_references_and_masks_them() {
+    let env = TestEnv::new();
+    let m = env!("CARGO_BIN_EXE_merlya");
+    let script = format!(
+        "printf 'tok-9876\\n' | '{m}' secret set api:localhost:token >/dev/null && \
+         '{m}' exec localhost --format json -- 'echo token=@api:localhost:token; echo missing=@api:localhost:other'; \
+         '{m}' exec localhost --format json -- 'echo token=@api:localhost:token'"
+    );
+    let out = std::process::Command::new("keyctl")
+        .args(["session", "-", "sh", "-c", &script])
+        .env("MERLYA_HOME", env.merlya_home())
+        .env("HOME", env.home())
+        .env("USER", "tester")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let lines: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines[0]["error"].as_str().unwrap().contains("secret @api:localhost:other is not stored"), "{lines:?}");
+    assert_eq!(lines[1]["stdout"], "token=***\n", "the value ran but is masked in output");
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(audit.contains("echo token=@api:localhost:token") && !audit.contains("tok-9876"), "{audit}");
+}

@@ -83,7 +83,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_tool_calls: 50, max_malformed_per_tool: 3, max_turns: 40, max_parallel_subagents: 5 }
+        Self { max_tool_calls: 50, max_malformed_per_tool: 3, max_turns: 60, max_parallel_subagents: 5 }
     }
 }
 
