@@ -1,0 +1,128 @@
+//! Fan-out benchmark: `uptime` on N real sshd daemons on loopback ports.
+//!
+//! Compares, in the same run on the same daemons:
+//! - OpenSSH in parallel (`xargs -P N ssh ...`), cold connections;
+//! - `merlya exec @bench -- uptime` (the binary), cold connections;
+//! - merlya's pooled executor, second fan-out on warm connections.
+//!
+//! Run: `cargo bench --bench fanout` (as root; BENCH_HOSTS=50 by default, BENCH_ROUNDS=3).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use merlya::config::HostKeyPolicy;
+use merlya::exec::Executor;
+use merlya::exec::fanout::fan_out;
+use merlya::inventory::Host;
+use merlya::prompt::NoPrompter;
+use merlya::ssh::SshPool;
+use merlya::ssh::client::ConnectContext;
+use merlya::ssh::target::ResolveContext;
+use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn time(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let n: usize = std::env::var("BENCH_HOSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let key = TestKey::generate("");
+    let daemons: Vec<Sshd> = (0..n).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    for (i, d) in daemons.iter().enumerate() {
+        env.trust(d);
+        env.add_host(&format!("b{i:03}"), d, &["--tag", "bench"]);
+    }
+    let known = env.home().join(".ssh/known_hosts");
+
+    // OpenSSH, one process per host, all at once.
+    let ports: Vec<String> = daemons.iter().map(|d| d.port.to_string()).collect();
+    let openssh = |ports: &[String]| {
+        let script = format!(
+            "printf '%s\\n' {} | xargs -P {n} -I{{}} ssh -q -i '{}' -o UserKnownHostsFile='{}' -o StrictHostKeyChecking=yes -o BatchMode=yes -p {{}} {TEST_USER}@127.0.0.1 uptime > /dev/null",
+            ports.join(" "),
+            key.private.display(),
+            known.display()
+        );
+        let status = Command::new("sh").args(["-c", &script]).status().unwrap();
+        assert!(status.success(), "openssh fan-out failed");
+    };
+    let merlya_cli = || {
+        let out = env.run(&["exec", "@bench", "--parallel", &n.to_string(), "--format", "json", "--", "uptime"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+
+    let mut ssh_times = Vec::new();
+    let mut cli_times = Vec::new();
+    for _ in 0..rounds {
+        ssh_times.push(time(|| openssh(&ports)));
+        cli_times.push(time(merlya_cli));
+    }
+
+    // The pooled executor: first fan-out dials, the next ones reuse connections.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (cold, warm) = runtime.block_on(async {
+        let ctx = ConnectContext {
+            known_hosts_files: vec![known.clone()],
+            own_known_hosts: known.clone(),
+            policy: HostKeyPolicy::Strict,
+            prompter: Arc::new(NoPrompter),
+            secrets: Arc::new(merlya::secrets::Secrets::memory()),
+            connect_timeout: Duration::from_secs(20),
+        };
+        let pool = Arc::new(SshPool::new(ctx, n + 1, Duration::from_secs(300)));
+        let executor = Arc::new(Executor::new(
+            pool,
+            ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() },
+        ));
+        let hosts: Vec<Host> = daemons
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut h = Host::new(format!("b{i:03}"), "127.0.0.1");
+                h.port = d.port;
+                h.username = Some(TEST_USER.into());
+                h
+            })
+            .collect();
+        let once = |executor: Arc<Executor>, hosts: Vec<Host>| async move {
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let t = Instant::now();
+            let results = fan_out(executor, hosts, "uptime".into(), n, Duration::from_secs(60), tx).await;
+            assert!(results.iter().all(|r| r.success()), "{:?}", results.iter().find(|r| !r.success()));
+            t.elapsed().as_secs_f64()
+        };
+        let cold = once(executor.clone(), hosts.clone()).await;
+        let mut warm = Vec::new();
+        for _ in 0..rounds {
+            warm.push(once(executor.clone(), hosts.clone()).await);
+        }
+        (cold, median(warm))
+    });
+
+    let ssh = median(ssh_times);
+    let cli = median(cli_times);
+    println!(
+        "fan-out of `uptime` to {n} sshd daemons on loopback ({} cores), median of {rounds}",
+        std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1)
+    );
+    println!("{:<46} {:>9} {:>16}", "runner", "seconds", "vs OpenSSH");
+    println!("{:<46} {:>9.3} {:>16}", "OpenSSH in parallel (xargs -P, cold)", ssh, "1.00x");
+    println!("{:<46} {:>9.3} {:>15.2}x", "merlya exec (binary, cold)", cli, ssh / cli);
+    println!("{:<46} {:>9.3} {:>15.2}x", "merlya executor, first fan-out (cold)", cold, ssh / cold);
+    println!("{:<46} {:>9.3} {:>15.2}x", "merlya executor, pooled (warm)", warm, ssh / warm);
+    println!("(ratios above 1 mean merlya is faster)");
+}
