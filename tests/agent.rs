@@ -611,3 +611,45 @@ fn the_api_key_can_come_from_the_keyring() {
     let config = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();
     assert!(!config.contains("sk-from-keyring"), "the key is never written to config.yaml");
 }
+
+#[tokio::test]
+async fn a_failed_post_check_runs_the_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    let marker = dir.path().join("half-done").display().to_string();
+    let m = marker.clone();
+    let llm = ScriptedLlm::start(move |r| {
+        if is_main(r) {
+            match r.tool_results().first() {
+                None => openai::tool_call("delegate_execution", json!({"target": "web01", "task": "try"})),
+                Some(_) => openai::text("rolled back"),
+            }
+        } else {
+            match r.tool_results().first() {
+                None => openai::tool_call(
+                    "propose_change",
+                    json!({"summary": "a change whose check fails", "command": format!("touch {m}"), "post_check": "test -f /nonexistent/never", "rollback": format!("rm -f {m}")}),
+                ),
+                Some(result) => openai::text(result),
+            }
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+    let out = run(&env, &["--yes", "--format", "json", "try the change"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!std::path::Path::new(&marker).exists(), "the rollback undid the change on the host");
+    let result = llm.requests().iter().rev().find(|r| !is_main(r)).unwrap().tool_results()[0].clone();
+    assert!(
+        result.contains("POST-CHECK `test -f /nonexistent/never`: exit code 1") && result.contains("ROLLED BACK"),
+        "{result}"
+    );
+    let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert_eq!(audit[2]["approved_by"], "rollback of a change approved by tester (--yes)");
+    use sqlx::Connection;
+    let db = env.merlya_home().join("merlya.db");
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+    let status: String = sqlx::query_scalar("SELECT status FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
+    assert_eq!(status, "rolled_back");
+}

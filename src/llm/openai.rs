@@ -195,3 +195,33 @@ impl Provider for OpenAi {
         Ok(state.finish(request))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ChatRequest {
+        ChatRequest { model: "m".into(), messages: vec![Message::user("12345678")], tools: Vec::new(), max_tokens: 10 }
+    }
+
+    #[test]
+    fn stream_without_usage_is_estimated_and_flagged() {
+        let mut state = StreamState::default();
+        state.apply("t", r#"{"choices":[{"delta":{"content":"abcd"}}]}"#).unwrap();
+        let answer = state.finish(&request());
+        assert_eq!(answer.content, "abcd");
+        assert_eq!(answer.usage, Usage { input_tokens: 2, output_tokens: 1, approximate: true });
+    }
+
+    #[test]
+    fn json_answers_and_malformed_bodies() {
+        let v: Value = serde_json::from_str(
+            r#"{"choices":[{"message":{"content":"hi","tool_calls":[{"id":"c","function":{"name":"x","arguments":"{}"}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+        )
+        .unwrap();
+        let a = parse_json("t", &v).unwrap();
+        assert_eq!((a.content.as_str(), a.tool_calls[0].name.as_str(), a.usage.output_tokens), ("hi", "x", 4));
+        assert!(matches!(parse_json("t", &serde_json::json!({"oops": 1})), Err(LlmError::Malformed { .. })));
+        assert!(StreamState::default().apply("t", "not json").is_err());
+    }
+}
