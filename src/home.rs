@@ -62,6 +62,16 @@ impl MerlyaHome {
         self.root.join("known_hosts")
     }
 
+    /// User keymap overrides.
+    pub fn keymaps_dir(&self) -> PathBuf {
+        self.root.join("keymaps")
+    }
+
+    /// User theme overrides.
+    pub fn themes_dir(&self) -> PathBuf {
+        self.root.join("themes")
+    }
+
     /// The console's input history.
     pub fn history_file(&self) -> PathBuf {
         self.root.join("history")

@@ -343,3 +343,31 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     assert_eq!(audit.len(), 2);
     assert_eq!(audit[1]["approved_by"], "tester (console)");
 }
+
+#[test]
+fn a_user_keymap_overrides_and_a_broken_one_stops_start_up() {
+    let env = TestEnv::new();
+    let dir = env.merlya_home().join("keymaps");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("default.yaml"), "global:\n  quit: [ctrl-q]\n").unwrap();
+    let tmux = Tmux::start("keymap", &env, 120, 34);
+    let screen = tmux.wait_for("Inventory · 1");
+    assert!(screen.contains("Ctrl-q quit"), "hints follow the keymap:\n{screen}");
+    tmux.keys(&["q"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!tmux.screen().contains("EXITED"), "q is no longer bound");
+    tmux.keys(&["C-q"]);
+    tmux.wait_for("EXITED 0");
+
+    std::fs::write(dir.join("default.yaml"), "inventory:\n  mark: [a]\n").unwrap();
+    let out = env.run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: inventory: key a is bound to both mark and mark_all",
+            dir.join("default.yaml").display()
+        )),
+        "{err}"
+    );
+}

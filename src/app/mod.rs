@@ -14,7 +14,7 @@
 //! a prompt carrying a `oneshot` reply; prompts queue while one is on screen.
 
 pub mod command_line;
-pub mod keys;
+pub mod keymap;
 pub mod model;
 pub mod msg;
 pub mod output_buffer;

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::keymap::Keymap;
 use super::msg::PromptRequest;
 use super::output_buffer::OutputBuffer;
 use super::theme::Theme;
@@ -134,6 +135,8 @@ pub struct Model {
     /// An agent turn is running.
     pub agent_busy: bool,
     pub theme: Theme,
+    /// The active key bindings.
+    pub keymap: Keymap,
     pub should_quit: bool,
     /// Terminal size, for paging.
     pub size: (u16, u16),
@@ -169,6 +172,7 @@ impl Model {
             model_configured,
             agent_busy: false,
             theme,
+            keymap: Keymap::default(),
             should_quit: false,
             size: (80, 24),
         }

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use super::keymap::Keymap;
 use super::model::{ChatEntry, ChatRole, Model};
 use super::msg::{Effect, Msg};
 use super::prompter::TuiPrompter;
@@ -45,6 +46,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let gate = ApprovalGate::new(prompter.clone(), ctx.store.clone(), ctx.config.policy.confirm_all);
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, Theme::from_env());
         model.input.history = load_history(&ctx.home);
+        model.keymap = Keymap::load(&ctx.config.ui.keymap, &ctx.home.keymaps_dir())?;
         let llm = if ctx.config.has_model() {
             match LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref()) {
                 Ok(client) => Some(Arc::new(client)),

@@ -4,6 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
 
 use super::command_line::{self, CommandLine};
+use super::keymap::{Action, KeyContext};
 use super::model::{ChatEntry, ChatRole, Model, Pane, PendingPrompt, RunProgress};
 use super::msg::{Effect, Msg, PromptAnswer, PromptKind};
 use super::output_buffer::LineKind;
@@ -192,7 +193,8 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         return on_prompt_key(model, key);
     }
     if model.help_open {
-        if matches!(key.code, KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::Enter) {
+        let action = model.keymap.action(KeyContext::Global, &key);
+        if matches!(key.code, KeyCode::Esc | KeyCode::Enter) || matches!(action, Some(Action::Help | Action::Quit)) {
             model.help_open = false;
         }
         return Vec::new();
@@ -204,25 +206,27 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         on_filter_key(model, key);
         return Vec::new();
     }
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    match key.code {
-        KeyCode::Char('c') if ctrl => model.should_quit = true,
-        KeyCode::Char('q') => model.should_quit = true,
-        KeyCode::Char('?') => model.help_open = true,
-        KeyCode::Tab => model.focus = model.focus.next(),
-        KeyCode::BackTab => model.focus = model.focus.previous(),
-        KeyCode::Char('1') => model.focus = Pane::Inventory,
-        KeyCode::Char('2') => model.focus = Pane::Output,
-        KeyCode::Char('3') => model.focus = Pane::Chat,
-        KeyCode::Char(c @ ('!' | ':')) => open_input(model, &c.to_string()),
-        _ => match model.focus {
-            Pane::Inventory => on_inventory_key(model, key),
-            Pane::Output => on_output_key(model, key),
-            Pane::Chat => {
-                if matches!(key.code, KeyCode::Char('i') | KeyCode::Enter) {
-                    open_input(model, "");
-                }
-            }
+    // The focused pane's bindings win over the global ones.
+    let context = KeyContext::of(model.focus);
+    let Some(action) = model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key))
+    else {
+        return Vec::new();
+    };
+    match action {
+        Action::Quit => model.should_quit = true,
+        Action::Help => model.help_open = true,
+        Action::NextPane => model.focus = model.focus.next(),
+        Action::PreviousPane => model.focus = model.focus.previous(),
+        Action::FocusInventory => model.focus = Pane::Inventory,
+        Action::FocusOutput => model.focus = Pane::Output,
+        Action::FocusChat => model.focus = Pane::Chat,
+        Action::RunOnSelection | Action::Open => open_input(model, "!"),
+        Action::CommandLine => open_input(model, ":"),
+        Action::Write => open_input(model, ""),
+        other => match model.focus {
+            Pane::Inventory => on_inventory_action(model, other),
+            Pane::Output => on_output_action(model, other),
+            Pane::Chat => {}
         },
     }
     Vec::new()
@@ -236,16 +240,14 @@ fn open_input(model: &mut Model, prefix: &str) {
     model.flash = None;
 }
 
-fn on_inventory_key(model: &mut Model, key: KeyEvent) {
+fn on_inventory_action(model: &mut Model, action: Action) {
     let count = model.visible_hosts().len();
-    match key.code {
-        KeyCode::Down | KeyCode::Char('j') => {
-            model.inventory.cursor = (model.inventory.cursor + 1).min(count.saturating_sub(1))
-        }
-        KeyCode::Up | KeyCode::Char('k') => model.inventory.cursor = model.inventory.cursor.saturating_sub(1),
-        KeyCode::Home | KeyCode::Char('g') => model.inventory.cursor = 0,
-        KeyCode::End | KeyCode::Char('G') => model.inventory.cursor = count.saturating_sub(1),
-        KeyCode::Char(' ') => {
+    match action {
+        Action::Down => model.inventory.cursor = (model.inventory.cursor + 1).min(count.saturating_sub(1)),
+        Action::Up => model.inventory.cursor = model.inventory.cursor.saturating_sub(1),
+        Action::Top => model.inventory.cursor = 0,
+        Action::Bottom => model.inventory.cursor = count.saturating_sub(1),
+        Action::Mark => {
             let name = model.visible_hosts().get(model.inventory.cursor).map(|h| h.name.clone());
             if let Some(name) = name
                 && !model.inventory.marked.remove(&name)
@@ -253,7 +255,7 @@ fn on_inventory_key(model: &mut Model, key: KeyEvent) {
                 model.inventory.marked.insert(name);
             }
         }
-        KeyCode::Char('a') => {
+        Action::MarkAll => {
             let visible: Vec<String> = model.visible_hosts().iter().map(|h| h.name.clone()).collect();
             if visible.iter().all(|n| model.inventory.marked.contains(n)) {
                 model.inventory.marked.clear();
@@ -261,9 +263,8 @@ fn on_inventory_key(model: &mut Model, key: KeyEvent) {
                 model.inventory.marked.extend(visible);
             }
         }
-        KeyCode::Char('/') => model.inventory.filtering = true,
-        KeyCode::Enter => open_input(model, "!"),
-        KeyCode::Esc => {
+        Action::Filter => model.inventory.filtering = true,
+        Action::Reset => {
             model.inventory.filter.clear();
             model.inventory.marked.clear();
         }
@@ -292,19 +293,19 @@ fn clamp_cursor(model: &mut Model) {
     model.inventory.cursor = model.inventory.cursor.min(count.saturating_sub(1));
 }
 
-fn on_output_key(model: &mut Model, key: KeyEvent) {
+fn on_output_action(model: &mut Model, action: Action) {
     let page = usize::from(model.size.1.saturating_sub(8)).max(1);
-    match key.code {
-        KeyCode::Up | KeyCode::Char('k') => scroll_output(model, 1, true),
-        KeyCode::Down | KeyCode::Char('j') => scroll_output(model, 1, false),
-        KeyCode::PageUp => scroll_output(model, page, true),
-        KeyCode::PageDown => scroll_output(model, page, false),
-        KeyCode::Char('g') | KeyCode::Home => scroll_output(model, usize::MAX / 2, true),
-        KeyCode::Char('G') | KeyCode::End | KeyCode::Char('f') => {
+    match action {
+        Action::Up => scroll_output(model, 1, true),
+        Action::Down => scroll_output(model, 1, false),
+        Action::PageUp => scroll_output(model, page, true),
+        Action::PageDown => scroll_output(model, page, false),
+        Action::Top => scroll_output(model, usize::MAX / 2, true),
+        Action::Bottom | Action::Follow => {
             model.output_view.scroll = 0;
             model.output_view.follow = true;
         }
-        KeyCode::Char('c') => {
+        Action::Clear => {
             model.output.clear();
             model.output_view.scroll = 0;
         }
@@ -454,33 +455,34 @@ fn start_run(model: &mut Model, hosts: Vec<crate::inventory::Host>, command: Str
 
 fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let action = model.keymap.action(KeyContext::Modal, &key);
     let Some(front) = model.prompts.front_mut() else { return Vec::new() };
     let kind = front.request.kind;
-    let answer = match (kind, key.code) {
-        (_, KeyCode::Char('c')) if ctrl => {
-            // Ctrl-C declines everything queued.
+    let answer = match (kind, action) {
+        // Ctrl-C (by default) declines everything queued.
+        (_, Some(Action::DeclineAll)) => {
             return model.prompts.drain(..).filter_map(|mut p| decline(&mut p)).collect();
         }
-        (_, KeyCode::Esc) => Some(PromptAnswer::No),
-        (PromptKind::Confirm, KeyCode::Char('y' | 'Y')) => Some(PromptAnswer::Yes),
-        (PromptKind::Confirm, KeyCode::Char('n' | 'N')) => Some(PromptAnswer::No),
-        (PromptKind::Approval, KeyCode::Char('o' | 'O' | 'y' | 'Y')) => Some(PromptAnswer::Yes),
-        (PromptKind::Approval, KeyCode::Char('a' | 'A'))
+        (_, Some(Action::Decline)) => Some(PromptAnswer::No),
+        (PromptKind::Secret | PromptKind::Text, Some(Action::Submit)) => {
+            Some(PromptAnswer::Secret(std::mem::take(&mut front.typed)))
+        }
+        (PromptKind::Secret | PromptKind::Text, _) => {
+            match key.code {
+                KeyCode::Backspace => {
+                    front.typed.pop();
+                }
+                KeyCode::Char(c) if !ctrl => front.typed.push(c),
+                _ => {}
+            }
+            None
+        }
+        (_, Some(Action::Yes)) => Some(PromptAnswer::Yes),
+        (_, Some(Action::No)) => Some(PromptAnswer::No),
+        (PromptKind::Approval, Some(Action::Always))
             if front.request.approval.as_ref().is_none_or(|a| a.rule_possible()) =>
         {
             Some(PromptAnswer::Always)
-        }
-        (PromptKind::Approval, KeyCode::Char('d' | 'D' | 'n' | 'N')) => Some(PromptAnswer::No),
-        (PromptKind::Secret | PromptKind::Text, KeyCode::Enter) => {
-            Some(PromptAnswer::Secret(std::mem::take(&mut front.typed)))
-        }
-        (PromptKind::Secret | PromptKind::Text, KeyCode::Backspace) => {
-            front.typed.pop();
-            None
-        }
-        (PromptKind::Secret | PromptKind::Text, KeyCode::Char(c)) if !ctrl => {
-            front.typed.push(c);
-            None
         }
         _ => None,
     };

@@ -1,29 +1,45 @@
-//! The `?` overlay, generated from the binding table.
+//! The `?` overlay, generated from the active keymap, in two columns.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::centered;
-use crate::app::keys::{BINDINGS, KeyContext};
+use crate::app::keymap::KeyContext;
 use crate::app::model::Model;
+
+fn section<'a>(model: &Model, contexts: &[KeyContext]) -> Vec<Line<'a>> {
+    let theme = &model.theme;
+    let mut lines = Vec::new();
+    for context in contexts {
+        let bindings = model.keymap.bindings(*context);
+        if bindings.is_empty() {
+            continue;
+        }
+        let title = context.name();
+        lines.push(Line::styled(format!("{}{}", title[..1].to_uppercase(), &title[1..]), theme.accent));
+        for (action, keys) in bindings {
+            lines.push(Line::from(vec![Span::raw(format!("  {keys:<16}")), Span::styled(action.help(), theme.dim)]));
+        }
+    }
+    lines
+}
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
-    let mut lines = Vec::new();
-    let contexts = [KeyContext::Global, KeyContext::Inventory, KeyContext::Output, KeyContext::Chat, KeyContext::Modal];
-    for context in contexts {
-        lines.push(Line::styled(context.title(), theme.accent));
-        for b in BINDINGS.iter().filter(|b| b.context == context) {
-            lines.push(Line::from(vec![Span::raw(format!("  {:<20}", b.keys)), Span::styled(b.action, theme.dim)]));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("Esc or ? to close", theme.dim));
-    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
-    let rect = centered(area, 80, height);
+    let left = section(model, &[KeyContext::Global, KeyContext::Inventory]);
+    let right = section(model, &[KeyContext::Output, KeyContext::Chat, KeyContext::Modal]);
+    let rows = left.len().max(right.len()) + 4;
+    let rect = centered(area, 118, u16::try_from(rows).unwrap_or(u16::MAX));
     frame.render_widget(Clear, rect);
     let block = Block::default().borders(Borders::ALL).border_style(theme.accent).title(" Keys ");
-    frame.render_widget(Paragraph::new(lines).block(block), rect);
+    let inner = block.inner(rect);
+    frame.render_widget(block, rect);
+    let [body, footer] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
+    let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    frame.render_widget(Paragraph::new(left), l);
+    frame.render_widget(Paragraph::new(right), r);
+    let note = "Text input: Enter submits, Esc leaves, ↑/↓ history, Ctrl-U clears · Esc or ? to close";
+    frame.render_widget(Paragraph::new(vec![Line::raw(""), Line::styled(note, theme.dim)]), footer);
 }

@@ -5,7 +5,6 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::app::keys;
 use crate::app::model::Model;
 
 pub fn draw_input(model: &Model, frame: &mut Frame, area: Rect) {
@@ -44,7 +43,7 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
         spans.push(Span::styled(format!(" · {} waiting for you", model.prompts.len()), theme.warn));
     }
     spans.push(Span::styled(" │ ", theme.dim));
-    let hints: Vec<String> = keys::hints(model.focus).iter().map(|b| format!("{} {}", b.keys, b.hint)).collect();
+    let hints = model.keymap.hints(model.focus);
     spans.push(Span::styled(hints.join(" · "), theme.dim));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

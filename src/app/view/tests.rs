@@ -139,7 +139,7 @@ fn chat_with_an_agent_turn_streaming() {
 fn help_overlay() {
     let mut m = fixture_model();
     m.help_open = true;
-    insta::assert_snapshot!(render(&m, 110, 34).backend());
+    insta::assert_snapshot!(render(&m, 120, 34).backend());
 }
 
 #[test]

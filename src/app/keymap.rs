@@ -1,0 +1,399 @@
+//! Key bindings per context, loaded from YAML: the built-in `default` and
+//! `vim` maps (embedded from keymaps/), patched by a user file of the same
+//! name in `MERLYA_HOME/keymaps/` that overrides only the actions it names.
+//! A key bound to two actions in one context is an error naming the file.
+//! The help overlay and the status-bar hints are generated from the active
+//! map, so they always tell the truth.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::model::Pane;
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyContext {
+    /// Everywhere outside text input.
+    Global,
+    /// Inventory pane focused.
+    Inventory,
+    /// Output pane focused.
+    Output,
+    /// Chat pane focused.
+    Chat,
+    /// A prompt is on screen.
+    Modal,
+}
+
+impl KeyContext {
+    /// All contexts, in help order.
+    pub const ALL: [KeyContext; 5] =
+        [KeyContext::Global, KeyContext::Inventory, KeyContext::Output, KeyContext::Chat, KeyContext::Modal];
+
+    /// The name used in keymap files.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyContext::Global => "global",
+            KeyContext::Inventory => "inventory",
+            KeyContext::Output => "output",
+            KeyContext::Chat => "chat",
+            KeyContext::Modal => "modal",
+        }
+    }
+
+    /// The binding context of a pane.
+    pub fn of(pane: Pane) -> Self {
+        match pane {
+            Pane::Inventory => KeyContext::Inventory,
+            Pane::Output => KeyContext::Output,
+            Pane::Chat => KeyContext::Chat,
+        }
+    }
+}
+
+macro_rules! actions {
+    ($($variant:ident = $name:literal, $help:literal, $hint:literal;)*) => {
+        /// Everything a key can do.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum Action { $($variant),* }
+
+        impl Action {
+            /// Every action.
+            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
+            /// The name used in keymap files.
+            pub fn name(self) -> &'static str { match self { $(Action::$variant => $name),* } }
+            /// What it does, for the help overlay.
+            pub fn help(self) -> &'static str { match self { $(Action::$variant => $help),* } }
+            /// Short label for the status bar; empty when not shown there.
+            pub fn hint(self) -> &'static str { match self { $(Action::$variant => $hint),* } }
+            fn from_name(name: &str) -> Option<Self> { Self::ALL.iter().copied().find(|a| a.name() == name) }
+        }
+    };
+}
+
+actions! {
+    Quit = "quit", "quit", "quit";
+    Help = "help", "show every key", "help";
+    NextPane = "next_pane", "next pane", "pane";
+    PreviousPane = "previous_pane", "previous pane", "";
+    FocusInventory = "focus_inventory", "focus the inventory", "";
+    FocusOutput = "focus_output", "focus the output", "";
+    FocusChat = "focus_chat", "focus the chat", "";
+    RunOnSelection = "run_on_selection", "run a command on the selection", "run";
+    CommandLine = "command_line", "command line (:exec T -- CMD, :reload, :q)", "cmd";
+    Down = "down", "move or scroll down", "";
+    Up = "up", "move or scroll up", "";
+    PageUp = "page_up", "page up", "";
+    PageDown = "page_down", "page down", "";
+    Top = "top", "first line", "";
+    Bottom = "bottom", "last line", "";
+    Mark = "mark", "mark the host", "mark";
+    MarkAll = "mark_all", "mark all shown / none", "";
+    Filter = "filter", "filter hosts", "filter";
+    Open = "open", "run a command on the selection", "";
+    Reset = "reset", "clear filter and marks", "";
+    Follow = "follow", "follow new output", "follow";
+    Clear = "clear", "clear the output", "";
+    Write = "write", "write to the agent", "write";
+    Yes = "yes", "approve once / yes", "yes";
+    No = "no", "deny / no", "no";
+    Always = "always", "always allow this prefix on these hosts", "always";
+    Submit = "submit", "submit the answer", "";
+    Decline = "decline", "decline", "decline";
+    DeclineAll = "decline_all", "decline every queued request", "";
+}
+
+/// One key with modifiers, as written in keymap files (`ctrl-c`, `G`, `shift-tab`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpec {
+    pub code: KeyCode,
+    pub modifiers: KeyModifiers,
+}
+
+impl KeySpec {
+    /// Parses `ctrl-c`, `alt-x`, `shift-tab`, `pageup`, `?`, `G`...
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut modifiers = KeyModifiers::NONE;
+        let mut rest = text;
+        loop {
+            if let Some(r) = rest.strip_prefix("ctrl-") {
+                modifiers |= KeyModifiers::CONTROL;
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("alt-") {
+                modifiers |= KeyModifiers::ALT;
+                rest = r;
+            } else {
+                break;
+            }
+        }
+        let code = match rest {
+            "tab" => KeyCode::Tab,
+            "shift-tab" | "backtab" => KeyCode::BackTab,
+            "enter" => KeyCode::Enter,
+            "esc" => KeyCode::Esc,
+            "space" => KeyCode::Char(' '),
+            "backspace" => KeyCode::Backspace,
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "pageup" => KeyCode::PageUp,
+            "pagedown" => KeyCode::PageDown,
+            f if f.starts_with('f') && f.len() > 1 && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => {
+                KeyCode::F(f[1..].parse().unwrap_or(1))
+            }
+            c if c.chars().count() == 1 => KeyCode::Char(c.chars().next().unwrap_or(' ')),
+            other => return Err(format!("unknown key {other:?}")),
+        };
+        Ok(Self { code, modifiers })
+    }
+
+    /// Whether a key press is this key (Shift is carried by the character itself).
+    pub fn matches(&self, key: &KeyEvent) -> bool {
+        let relevant = |m: KeyModifiers| m & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let code = match key.code {
+            KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => KeyCode::Char(c.to_ascii_lowercase()),
+            other => other,
+        };
+        code == self.code && relevant(key.modifiers) == relevant(self.modifiers)
+    }
+}
+
+impl fmt::Display for KeySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.modifiers.contains(KeyModifiers::CONTROL) {
+            write!(f, "Ctrl-")?;
+        }
+        if self.modifiers.contains(KeyModifiers::ALT) {
+            write!(f, "Alt-")?;
+        }
+        match self.code {
+            KeyCode::Char(' ') => write!(f, "Space"),
+            KeyCode::Char(c) => write!(f, "{c}"),
+            KeyCode::Tab => write!(f, "Tab"),
+            KeyCode::BackTab => write!(f, "S-Tab"),
+            KeyCode::Enter => write!(f, "Enter"),
+            KeyCode::Esc => write!(f, "Esc"),
+            KeyCode::Up => write!(f, "↑"),
+            KeyCode::Down => write!(f, "↓"),
+            KeyCode::Left => write!(f, "←"),
+            KeyCode::Right => write!(f, "→"),
+            KeyCode::PageUp => write!(f, "PgUp"),
+            KeyCode::PageDown => write!(f, "PgDn"),
+            KeyCode::Home => write!(f, "Home"),
+            KeyCode::End => write!(f, "End"),
+            KeyCode::F(n) => write!(f, "F{n}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+/// A keymap file that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{file}: {detail}")]
+pub struct KeymapError {
+    pub file: String,
+    pub detail: String,
+}
+
+type Table = BTreeMap<KeyContext, BTreeMap<Action, Vec<KeySpec>>>;
+
+/// The active bindings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keymap {
+    table: Table,
+}
+
+const BUILTIN: [(&str, &str); 2] =
+    [("default", include_str!("../../keymaps/default.yaml")), ("vim", include_str!("../../keymaps/vim.yaml"))];
+
+impl Default for Keymap {
+    fn default() -> Self {
+        // The embedded default is checked by a test; an empty map is the impossible fallback.
+        Self::builtin("default").unwrap_or(Self { table: Table::new() })
+    }
+}
+
+impl Keymap {
+    /// A built-in map by name.
+    pub fn builtin(name: &str) -> Result<Self, KeymapError> {
+        let text = BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t).ok_or_else(|| KeymapError {
+            file: format!("keymaps/{name}.yaml"),
+            detail: format!("no built-in keymap {name:?}; expected default or vim"),
+        })?;
+        let mut map = Self { table: Table::new() };
+        map.apply(&format!("keymaps/{name}.yaml (built in)"), text)?;
+        Ok(map)
+    }
+
+    /// The built-in map `name` patched by `user_dir/<name>.yaml` if it exists.
+    pub fn load(name: &str, user_dir: &Path) -> Result<Self, KeymapError> {
+        let mut map = Self::builtin(name)?;
+        let path: PathBuf = user_dir.join(format!("{name}.yaml"));
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            map.apply(&path.display().to_string(), &text)?;
+        }
+        Ok(map)
+    }
+
+    /// Applies a file: each action it names gets exactly the keys it lists.
+    fn apply(&mut self, file: &str, text: &str) -> Result<(), KeymapError> {
+        let err = |detail: String| KeymapError { file: file.to_string(), detail };
+        let parsed: BTreeMap<String, BTreeMap<String, Vec<String>>> = yaml_serde::from_str(text).map_err(|e| {
+            let line = e.location().map(|l| l.line()).unwrap_or(0);
+            err(format!("line {line}: {e}; expected CONTEXT: {{ ACTION: [KEYS] }}"))
+        })?;
+        for (context_name, actions) in parsed {
+            let context = KeyContext::ALL.iter().copied().find(|c| c.name() == context_name).ok_or_else(|| {
+                err(format!("unknown context {context_name:?}; expected global, inventory, output, chat or modal"))
+            })?;
+            for (action_name, keys) in actions {
+                let action = Action::from_name(&action_name).ok_or_else(|| {
+                    let names: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
+                    err(format!("{context_name}.{action_name}: unknown action; expected one of {}", names.join(", ")))
+                })?;
+                let keys = keys
+                    .iter()
+                    .map(|k| KeySpec::parse(k).map_err(|e| err(format!("{context_name}.{action_name}: {e}"))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.table.entry(context).or_default().insert(action, keys);
+            }
+        }
+        self.check_duplicates(file)
+    }
+
+    fn check_duplicates(&self, file: &str) -> Result<(), KeymapError> {
+        for (context, actions) in &self.table {
+            let mut seen: Vec<(KeySpec, Action)> = Vec::new();
+            for (action, keys) in actions {
+                for key in keys {
+                    if let Some((_, other)) = seen.iter().find(|(k, _)| k == key) {
+                        return Err(KeymapError {
+                            file: file.to_string(),
+                            detail: format!(
+                                "{}: key {key} is bound to both {} and {}",
+                                context.name(),
+                                other.name(),
+                                action.name()
+                            ),
+                        });
+                    }
+                    seen.push((*key, *action));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The action `key` triggers in `context`, if any.
+    pub fn action(&self, context: KeyContext, key: &KeyEvent) -> Option<Action> {
+        self.table.get(&context)?.iter().find(|(_, keys)| keys.iter().any(|k| k.matches(key))).map(|(a, _)| *a)
+    }
+
+    /// The keys of an action, for display (`q/Ctrl-c`).
+    pub fn keys(&self, context: KeyContext, action: Action) -> String {
+        self.table
+            .get(&context)
+            .and_then(|a| a.get(&action))
+            .map(|keys| keys.iter().map(ToString::to_string).collect::<Vec<_>>().join("/"))
+            .unwrap_or_default()
+    }
+
+    /// Every binding of a context, for the help overlay.
+    pub fn bindings(&self, context: KeyContext) -> Vec<(Action, String)> {
+        self.table
+            .get(&context)
+            .map(|a| a.keys().map(|action| (*action, self.keys(context, *action))).collect())
+            .unwrap_or_default()
+    }
+
+    /// Status-bar hints for the focused pane: the first key of each hinted action and its label.
+    pub fn hints(&self, pane: Pane) -> Vec<String> {
+        let mut out = Vec::new();
+        for context in [KeyContext::Global, KeyContext::of(pane)] {
+            for (action, keys) in self.table.get(&context).into_iter().flatten() {
+                if let (false, Some(first)) = (action.hint().is_empty(), keys.first()) {
+                    out.push(format!("{first} {}", action.hint()));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn builtins_load_and_resolve_keys() {
+        for name in ["default", "vim"] {
+            Keymap::builtin(name).unwrap();
+        }
+        let map = Keymap::default();
+        assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Action::Quit));
+        assert_eq!(
+            map.action(KeyContext::Global, &press(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('c'), KeyModifiers::NONE)), None);
+        assert_eq!(
+            map.action(KeyContext::Output, &press(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            Some(Action::Bottom)
+        );
+        assert_eq!(
+            map.action(KeyContext::Global, &press(KeyCode::BackTab, KeyModifiers::SHIFT)),
+            Some(Action::PreviousPane)
+        );
+        let vim = Keymap::builtin("vim").unwrap();
+        assert_eq!(
+            vim.action(KeyContext::Output, &press(KeyCode::Char('d'), KeyModifiers::CONTROL)),
+            Some(Action::PageDown)
+        );
+        assert_eq!(map.keys(KeyContext::Global, Action::Quit), "q/Ctrl-c");
+    }
+
+    #[test]
+    fn a_user_file_overrides_only_what_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("default.yaml"), "global:\n  quit: [ctrl-q]\n").unwrap();
+        let map = Keymap::load("default", dir.path()).unwrap();
+        assert_eq!(
+            map.action(KeyContext::Global, &press(KeyCode::Char('q'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('q'), KeyModifiers::NONE)), None);
+        assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('?'), KeyModifiers::NONE)), Some(Action::Help));
+        let hints = map.hints(Pane::Inventory);
+        assert!(hints.contains(&"Ctrl-q quit".to_string()) && hints.contains(&"/ filter".to_string()), "{hints:?}");
+    }
+
+    #[test]
+    fn mistakes_name_the_file_and_the_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("default.yaml");
+        let cases = [
+            ("inventory:\n  mark: [a]\n", "inventory: key a is bound to both mark and mark_all"),
+            ("global:\n  teleport: [t]\n", "global.teleport: unknown action"),
+            ("sidebar:\n  quit: [q]\n", "unknown context \"sidebar\""),
+            ("global:\n  quit: [hyper-q]\n", "global.quit: unknown key \"hyper-q\""),
+            ("global: [\n", "line "),
+        ];
+        for (text, expected) in cases {
+            std::fs::write(&file, text).unwrap();
+            let e = Keymap::load("default", dir.path()).unwrap_err();
+            assert_eq!(e.file, file.display().to_string());
+            assert!(e.detail.contains(expected), "{text:?} → {}", e.detail);
+        }
+        assert!(Keymap::builtin("emacs").unwrap_err().detail.contains("expected default or vim"));
+    }
+}
