@@ -371,3 +371,25 @@ fn a_user_keymap_overrides_and_a_broken_one_stops_start_up() {
         "{err}"
     );
 }
+
+#[test]
+fn a_broken_user_theme_stops_start_up_naming_the_field() {
+    let env = TestEnv::new();
+    let dir = env.merlya_home().join("themes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("dark.yaml"), "accent: { fg: chartreuse }\n").unwrap();
+    let out = env.run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("{}: accent.fg: unknown colour \"chartreuse\"", dir.join("dark.yaml").display())),
+        "{err}"
+    );
+    // A valid override is used, and other themes are selectable.
+    std::fs::write(dir.join("dark.yaml"), "accent: { fg: \"#ff8800\" }\n").unwrap();
+    std::fs::write(env.merlya_home().join("config.yaml"), "ui:\n  theme: high-contrast\n").unwrap();
+    let tmux = Tmux::start("theme", &env, 100, 30);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

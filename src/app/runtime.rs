@@ -18,7 +18,7 @@ use super::model::{ChatEntry, ChatRole, Model};
 use super::msg::{Effect, Msg};
 use super::prompter::TuiPrompter;
 use super::sender::AppSender;
-use super::theme::Theme;
+use super::theme::{ColorDepth, Theme};
 use super::update::update;
 use super::view::view;
 use crate::agent::{Agent, Limits, Observer};
@@ -44,7 +44,8 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
         let executor = Arc::new(ctx.executor(hosts.clone(), prompter.clone(), true)?);
         let gate = ApprovalGate::new(prompter.clone(), ctx.store.clone(), ctx.config.policy.confirm_all);
-        let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, Theme::from_env());
+        let theme = Theme::load(&ctx.config.ui.theme, &ctx.home.themes_dir(), ColorDepth::detect())?;
+        let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
         model.input.history = load_history(&ctx.home);
         model.keymap = Keymap::load(&ctx.config.ui.keymap, &ctx.home.keymaps_dir())?;
         let llm = if ctx.config.has_model() {
