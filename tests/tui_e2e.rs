@@ -330,8 +330,19 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     tmux.wait_for("Marker created.");
     assert!(std::path::Path::new(&marker).exists(), "the approved change ran on the host");
 
+    // The pipeline pane shows the change stage by stage; metrics count the commands.
+    tmux.keys(&["4"]);
+    let screen = tmux.wait_for("✓ HITL");
+    assert!(
+        screen.contains("succeeded") && screen.contains("create the marker") && screen.contains("✓ Apply"),
+        "{screen}"
+    );
+    tmux.keys(&["5"]);
+    let screen = tmux.wait_for("Circuit breaker");
+    assert!(screen.contains("✓ 2 succeeded") && screen.contains("gpt-test"), "{screen}");
+
     // /model switches a role live and saves it.
-    tmux.keys(&["i"]);
+    tmux.keys(&["3", "i"]);
     tmux.type_text("/model fast openai/gpt-mini");
     tmux.keys(&["Enter"]);
     tmux.wait_for("model.fast is now openai/gpt-mini (saved to config.yaml)");

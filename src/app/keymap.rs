@@ -24,14 +24,22 @@ pub enum KeyContext {
     Output,
     /// Chat pane focused.
     Chat,
+    /// Pipeline, metrics or drift pane focused.
+    Pipeline,
     /// A prompt is on screen.
     Modal,
 }
 
 impl KeyContext {
     /// All contexts, in help order.
-    pub const ALL: [KeyContext; 5] =
-        [KeyContext::Global, KeyContext::Inventory, KeyContext::Output, KeyContext::Chat, KeyContext::Modal];
+    pub const ALL: [KeyContext; 6] = [
+        KeyContext::Global,
+        KeyContext::Inventory,
+        KeyContext::Output,
+        KeyContext::Chat,
+        KeyContext::Pipeline,
+        KeyContext::Modal,
+    ];
 
     /// The name used in keymap files.
     pub fn name(self) -> &'static str {
@@ -40,6 +48,7 @@ impl KeyContext {
             KeyContext::Inventory => "inventory",
             KeyContext::Output => "output",
             KeyContext::Chat => "chat",
+            KeyContext::Pipeline => "pipeline",
             KeyContext::Modal => "modal",
         }
     }
@@ -50,6 +59,7 @@ impl KeyContext {
             Pane::Inventory => KeyContext::Inventory,
             Pane::Output => KeyContext::Output,
             Pane::Chat => KeyContext::Chat,
+            Pane::Pipeline | Pane::Metrics | Pane::Drift => KeyContext::Pipeline,
         }
     }
 }
@@ -82,6 +92,9 @@ actions! {
     FocusInventory = "focus_inventory", "focus the inventory", "";
     FocusOutput = "focus_output", "focus the output", "";
     FocusChat = "focus_chat", "focus the chat", "";
+    FocusPipeline = "focus_pipeline", "focus the change pipelines", "";
+    FocusMetrics = "focus_metrics", "focus the metrics", "";
+    FocusDrift = "focus_drift", "focus the drift of resources", "";
     RunOnSelection = "run_on_selection", "run a command on the selection", "run";
     CommandLine = "command_line", "command line (:exec T -- CMD, :reload, :q)", "cmd";
     Down = "down", "move or scroll down", "";
@@ -250,7 +263,9 @@ impl Keymap {
         })?;
         for (context_name, actions) in parsed {
             let context = KeyContext::ALL.iter().copied().find(|c| c.name() == context_name).ok_or_else(|| {
-                err(format!("unknown context {context_name:?}; expected global, inventory, output, chat or modal"))
+                err(format!(
+                    "unknown context {context_name:?}; expected global, inventory, output, chat, pipeline or modal"
+                ))
             })?;
             for (action_name, keys) in actions {
                 let action = Action::from_name(&action_name).ok_or_else(|| {

@@ -15,6 +15,7 @@
 
 pub mod command_line;
 pub mod keymap;
+pub mod layout;
 pub mod model;
 pub mod msg;
 pub mod output_buffer;

@@ -8,37 +8,71 @@ use super::output_buffer::OutputBuffer;
 use super::theme::Theme;
 use crate::inventory::Host;
 
-/// The panes that take focus.
+/// The panes that take focus. Output, Pipeline, Metrics and Drift share the
+/// top-right area as tabs; the last one focused is shown there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     Inventory,
     Output,
+    Pipeline,
+    Metrics,
+    Drift,
     Chat,
 }
 
 impl Pane {
+    /// Tab order.
+    pub const ALL: [Pane; 6] = [Pane::Inventory, Pane::Output, Pane::Pipeline, Pane::Metrics, Pane::Drift, Pane::Chat];
+
+    /// The tabs of the top-right area.
+    pub const VIEWS: [Pane; 4] = [Pane::Output, Pane::Pipeline, Pane::Metrics, Pane::Drift];
+
     /// The pane after this one (Tab).
     pub fn next(self) -> Self {
-        match self {
-            Pane::Inventory => Pane::Output,
-            Pane::Output => Pane::Chat,
-            Pane::Chat => Pane::Inventory,
-        }
+        let i = Self::ALL.iter().position(|p| *p == self).unwrap_or(0);
+        Self::ALL[(i + 1) % Self::ALL.len()]
     }
 
     /// The pane before this one (Shift-Tab).
     pub fn previous(self) -> Self {
-        self.next().next()
+        let i = Self::ALL.iter().position(|p| *p == self).unwrap_or(0);
+        Self::ALL[(i + Self::ALL.len() - 1) % Self::ALL.len()]
+    }
+
+    /// Whether it is one of the top-right tabs.
+    pub fn is_view(self) -> bool {
+        Self::VIEWS.contains(&self)
+    }
+
+    /// Name in titles.
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Inventory => "Inventory",
+            Pane::Output => "Output",
+            Pane::Pipeline => "Pipeline",
+            Pane::Metrics => "Metrics",
+            Pane::Drift => "Drift",
+            Pane::Chat => "Chat",
+        }
     }
 
     /// Name in the status bar.
-    pub fn label(self) -> &'static str {
-        match self {
-            Pane::Inventory => "INVENTORY",
-            Pane::Output => "OUTPUT",
-            Pane::Chat => "CHAT",
-        }
+    pub fn label(self) -> String {
+        self.title().to_uppercase()
     }
+}
+
+/// What the metrics and pipeline panes show, refreshed from the store.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dashboard {
+    /// Change pipeline runs, newest first.
+    pub pipelines: Vec<crate::store::pipelines::PipelineRun>,
+    /// Commands by outcome and latency.
+    pub stats: crate::store::metrics::CommandStats,
+    /// LLM calls, tokens and cost per model.
+    pub spend: Vec<(String, crate::llm::client::Spend)>,
+    /// Whether the LLM circuit breaker is open.
+    pub breaker_open: bool,
 }
 
 /// Inventory pane state.
@@ -123,6 +157,12 @@ pub struct Model {
     pub output_view: OutputView,
     pub chat: Vec<ChatEntry>,
     pub focus: Pane,
+    /// Which tab the top-right area shows.
+    pub view: Pane,
+    /// Pipeline runs, metrics.
+    pub dashboard: Dashboard,
+    /// Selected pipeline run.
+    pub pipeline_cursor: usize,
     pub input: InputLine,
     /// Front is on screen; the rest wait.
     pub prompts: VecDeque<PendingPrompt>,
@@ -163,6 +203,9 @@ impl Model {
             output_view: OutputView { scroll: 0, follow: true },
             chat,
             focus: Pane::Inventory,
+            view: Pane::Output,
+            dashboard: Dashboard::default(),
+            pipeline_cursor: 0,
             input: InputLine::default(),
             prompts: VecDeque::new(),
             help_open: false,
@@ -175,6 +218,14 @@ impl Model {
             keymap: Keymap::default(),
             should_quit: false,
             size: (80, 24),
+        }
+    }
+
+    /// Moves focus; a top-right tab also becomes the one shown.
+    pub fn set_focus(&mut self, pane: Pane) {
+        self.focus = pane;
+        if pane.is_view() {
+            self.view = pane;
         }
     }
 

@@ -77,6 +77,8 @@ pub enum Msg {
     Error(String),
     /// A notice for the chat pane.
     Note(String),
+    /// Fresh pipeline runs and metrics.
+    Dashboard(Box<super::model::Dashboard>),
 }
 
 /// Work for the runtime, returned by `update`.
@@ -94,6 +96,8 @@ pub enum Effect {
     SaveHistory(String),
     /// Start an agent turn on the operator's message.
     AgentTurn(String),
+    /// Reload pipeline runs and metrics.
+    Refresh,
     /// Show (`None`) or switch and save a model role.
     Model(Option<(crate::llm::ModelRole, String)>),
 }

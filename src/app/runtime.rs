@@ -14,7 +14,7 @@ use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::keymap::Keymap;
-use super::model::{ChatEntry, ChatRole, Model};
+use super::model::{ChatEntry, ChatRole, Dashboard, Model};
 use super::msg::{Effect, Msg};
 use super::prompter::TuiPrompter;
 use super::sender::AppSender;
@@ -108,6 +108,8 @@ async fn event_loop(
     let mut last_draw = Instant::now() - frame_interval;
     let size = terminal.size().wrap_err("cannot read the terminal size")?;
     update(model, Msg::Resize(size.width, size.height));
+    refresh_dashboard(services);
+    let mut refresh = tokio::time::interval(Duration::from_secs(2));
     loop {
         if dirty && last_draw.elapsed() >= frame_interval {
             terminal.draw(|frame| view(model, frame)).wrap_err("cannot draw")?;
@@ -122,6 +124,10 @@ async fn event_loop(
                 None => return Ok(()),
             },
             Some(msg) = rx.recv() => Some(msg),
+            _ = refresh.tick() => {
+                refresh_dashboard(services);
+                None
+            }
             _ = tokio::time::sleep(wait) => None,
         };
         let mut batch: Vec<Msg> = first.into_iter().collect();
@@ -158,6 +164,7 @@ fn run_effect(effect: Effect, services: &Services) {
     let Services { ctx, executor, gate, sender, .. } = services;
     match effect {
         Effect::AgentTurn(text) => agent_turn(services, text),
+        Effect::Refresh => refresh_dashboard(services),
         Effect::Model(change) => switch_model(services, change),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
@@ -323,4 +330,24 @@ fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
         }
     };
     services.sender.send(Msg::Note(note));
+}
+
+/// Loads pipeline runs and metrics from the store and the model client.
+fn refresh_dashboard(services: &Services) {
+    let (store, sender) = (services.ctx.store.clone(), services.sender.clone());
+    let llm = services.llm.read().ok().and_then(|l| l.clone());
+    tokio::spawn(async move {
+        let (pipelines, stats) = match (store.list_pipeline_runs().await, store.command_stats().await) {
+            (Ok(p), Ok(s)) => (p, s),
+            (Err(e), _) | (_, Err(e)) => {
+                sender.send(Msg::Error(format!("cannot refresh metrics: {e}")));
+                return;
+            }
+        };
+        let (spend, breaker_open) = match &llm {
+            Some(llm) => (llm.spend().into_iter().collect(), llm.breaker_open()),
+            None => (Vec::new(), false),
+        };
+        sender.send(Msg::Dashboard(Box::new(Dashboard { pipelines, stats, spend, breaker_open })));
+    });
 }

@@ -2,6 +2,7 @@
 //! the outside world is returned as [`Effect`]s.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use ratatui::layout::Rect;
 
 use super::command_line::{self, CommandLine};
 use super::keymap::{Action, KeyContext};
@@ -20,10 +21,21 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Key(_) => Vec::new(),
         Msg::Mouse(mouse) => {
             match mouse.kind {
-                MouseEventKind::ScrollUp => scroll_output(model, 3, true),
-                MouseEventKind::ScrollDown => scroll_output(model, 3, false),
+                MouseEventKind::ScrollUp if model.view == Pane::Output => scroll_output(model, 3, true),
+                MouseEventKind::ScrollDown if model.view == Pane::Output => scroll_output(model, 3, false),
+                MouseEventKind::Down(_) if model.prompts.is_empty() => {
+                    let screen = Rect::new(0, 0, model.size.0, model.size.1);
+                    if let Some(pane) = super::layout::Areas::of(screen).pane_at(mouse.column, mouse.row, model.view) {
+                        model.set_focus(pane);
+                    }
+                }
                 _ => {}
             }
+            Vec::new()
+        }
+        Msg::Dashboard(dashboard) => {
+            model.dashboard = *dashboard;
+            model.pipeline_cursor = model.pipeline_cursor.min(model.dashboard.pipelines.len().saturating_sub(1));
             Vec::new()
         }
         Msg::Paste(text) => {
@@ -51,7 +63,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             if let Some(progress) = model.runs.remove(&run) {
                 model.flash = Some(format!("{}: {ok}/{} hosts succeeded", progress.command, results.len()));
             }
-            Vec::new()
+            vec![Effect::Refresh]
         }
         Msg::RunDenied { run, by } => {
             if let Some(progress) = model.runs.remove(&run) {
@@ -67,7 +79,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
                 model.chat.push(ChatEntry { role: ChatRole::System, text: e });
             }
             model.flash = Some(summary);
-            Vec::new()
+            vec![Effect::Refresh]
         }
         Msg::Prompt(request) => {
             model.prompts.push_back(PendingPrompt { request, typed: String::new() });
@@ -215,18 +227,22 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     match action {
         Action::Quit => model.should_quit = true,
         Action::Help => model.help_open = true,
-        Action::NextPane => model.focus = model.focus.next(),
-        Action::PreviousPane => model.focus = model.focus.previous(),
-        Action::FocusInventory => model.focus = Pane::Inventory,
-        Action::FocusOutput => model.focus = Pane::Output,
-        Action::FocusChat => model.focus = Pane::Chat,
+        Action::NextPane => model.set_focus(model.focus.next()),
+        Action::PreviousPane => model.set_focus(model.focus.previous()),
+        Action::FocusInventory => model.set_focus(Pane::Inventory),
+        Action::FocusOutput => model.set_focus(Pane::Output),
+        Action::FocusChat => model.set_focus(Pane::Chat),
+        Action::FocusPipeline => model.set_focus(Pane::Pipeline),
+        Action::FocusMetrics => model.set_focus(Pane::Metrics),
+        Action::FocusDrift => model.set_focus(Pane::Drift),
         Action::RunOnSelection | Action::Open => open_input(model, "!"),
         Action::CommandLine => open_input(model, ":"),
         Action::Write => open_input(model, ""),
         other => match model.focus {
             Pane::Inventory => on_inventory_action(model, other),
             Pane::Output => on_output_action(model, other),
-            Pane::Chat => {}
+            Pane::Pipeline => on_pipeline_action(model, other),
+            Pane::Chat | Pane::Metrics | Pane::Drift => {}
         },
     }
     Vec::new()
@@ -291,6 +307,17 @@ fn on_filter_key(model: &mut Model, key: KeyEvent) {
 fn clamp_cursor(model: &mut Model) {
     let count = model.visible_hosts().len();
     model.inventory.cursor = model.inventory.cursor.min(count.saturating_sub(1));
+}
+
+fn on_pipeline_action(model: &mut Model, action: Action) {
+    let last = model.dashboard.pipelines.len().saturating_sub(1);
+    model.pipeline_cursor = match action {
+        Action::Down => (model.pipeline_cursor + 1).min(last),
+        Action::Up => model.pipeline_cursor.saturating_sub(1),
+        Action::Top => 0,
+        Action::Bottom => last,
+        _ => model.pipeline_cursor,
+    };
 }
 
 fn on_output_action(model: &mut Model, action: Action) {

@@ -45,18 +45,70 @@ fn answer_of(effects: Vec<Effect>) -> PromptAnswer {
 }
 
 #[test]
-fn tab_cycles_focus_and_numbers_jump() {
+fn tab_cycles_six_panes_and_numbers_jump() {
     let mut m = model();
-    assert_eq!(m.focus, Pane::Inventory);
-    update(&mut m, key(KeyCode::Tab));
-    assert_eq!(m.focus, Pane::Output);
-    update(&mut m, key(KeyCode::Tab));
-    update(&mut m, key(KeyCode::Tab));
-    assert_eq!(m.focus, Pane::Inventory);
+    let mut seen = vec![m.focus];
+    for _ in 0..6 {
+        update(&mut m, key(KeyCode::Tab));
+        seen.push(m.focus);
+    }
+    assert_eq!(
+        seen,
+        [Pane::Inventory, Pane::Output, Pane::Pipeline, Pane::Metrics, Pane::Drift, Pane::Chat, Pane::Inventory]
+    );
     update(&mut m, key(KeyCode::BackTab));
     assert_eq!(m.focus, Pane::Chat);
+    update(&mut m, key(KeyCode::Char('5')));
+    assert_eq!((m.focus, m.view), (Pane::Metrics, Pane::Metrics));
+    update(&mut m, key(KeyCode::Char('3')));
+    assert_eq!((m.focus, m.view), (Pane::Chat, Pane::Metrics), "the chat keeps the last tab shown");
     update(&mut m, key(KeyCode::Char('2')));
-    assert_eq!(m.focus, Pane::Output);
+    assert_eq!(m.view, Pane::Output);
+}
+
+#[test]
+fn mouse_clicks_focus_the_pane_under_the_pointer() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut m = model();
+    update(&mut m, Msg::Resize(120, 40));
+    update(&mut m, key(KeyCode::Char('4')));
+    let click = |column, row| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    update(&mut m, click(100, 35));
+    assert_eq!(m.focus, Pane::Chat);
+    update(&mut m, click(100, 3));
+    assert_eq!(m.focus, Pane::Pipeline, "the top-right area is the tab shown");
+    update(&mut m, click(3, 3));
+    assert_eq!(m.focus, Pane::Inventory);
+}
+
+#[test]
+fn pipeline_selection_moves_within_runs() {
+    use crate::store::pipelines::PipelineRun;
+    let mut m = model();
+    let run = |id: &str| PipelineRun {
+        id: id.into(),
+        kind: "bash".into(),
+        status: "succeeded".into(),
+        targets: "web01".into(),
+        stages: vec![],
+        created_at: String::new(),
+        updated_at: String::new(),
+    };
+    let dashboard = crate::app::model::Dashboard { pipelines: vec![run("a"), run("b")], ..Default::default() };
+    update(&mut m, Msg::Dashboard(Box::new(dashboard)));
+    update(&mut m, key(KeyCode::Char('4')));
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char('j')));
+    assert_eq!(m.pipeline_cursor, 1);
+    update(&mut m, key(KeyCode::Char('g')));
+    assert_eq!(m.pipeline_cursor, 0);
 }
 
 #[test]

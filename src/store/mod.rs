@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod audit;
 pub mod history;
 pub mod hosts;
+pub mod metrics;
 pub mod pipelines;
 pub mod secret_names;
 

@@ -2,41 +2,59 @@
 //! changes state.
 
 mod chat;
+mod drift;
 mod help;
 mod inventory;
+mod metrics;
 mod output;
+mod pipeline;
 mod prompt;
 mod status;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
-use ratatui::style::Style;
-use ratatui::widgets::{Block, BorderType, Borders};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Padding};
 
+use super::layout::Areas;
 use super::model::{Model, Pane};
 
 /// Draws the whole console.
 pub fn view(model: &Model, frame: &mut Frame) {
     let area = frame.area();
-    let [body, input, status] =
-        Layout::vertical([Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)]).areas(area);
-    let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 56);
-    let [left, right] = Layout::horizontal([Constraint::Length(left_width), Constraint::Min(10)]).areas(body);
-    let [top, bottom] = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([Constraint::Percentage(62), Constraint::Percentage(38)])
-        .areas(right);
-    inventory::draw(model, frame, left);
-    output::draw(model, frame, top);
-    chat::draw(model, frame, bottom);
-    status::draw_input(model, frame, input);
-    status::draw_status(model, frame, status);
+    let areas = Areas::of(area);
+    inventory::draw(model, frame, areas.inventory);
+    match model.view {
+        Pane::Pipeline => pipeline::draw(model, frame, areas.view),
+        Pane::Metrics => metrics::draw(model, frame, areas.view),
+        Pane::Drift => drift::draw(model, frame, areas.view),
+        _ => output::draw(model, frame, areas.view),
+    }
+    chat::draw(model, frame, areas.chat);
+    status::draw_input(model, frame, areas.input);
+    status::draw_status(model, frame, areas.status);
     if model.help_open {
         help::draw(model, frame, area);
     }
     if let Some(front) = model.prompts.front() {
         prompt::draw(model, front, model.prompts.len() - 1, frame, area);
     }
+}
+
+/// The top-right area's frame: the four tabs in the title, the shown one
+/// highlighted, plus `extra` (counts, scroll position).
+fn view_block<'a>(model: &Model, extra: &str) -> Block<'a> {
+    let mut spans = vec![Span::raw(" ")];
+    for (i, pane) in Pane::VIEWS.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" │ ", model.theme.dim));
+        }
+        let style = if *pane == model.view { model.theme.accent.add_modifier(Modifier::BOLD) } else { model.theme.dim };
+        spans.push(Span::styled(pane.title(), style));
+    }
+    spans.push(Span::raw(format!(" {extra}")));
+    pane_block(model, model.view, String::new()).title(Line::from(spans))
 }
 
 /// A pane's frame: accent border when focused.
@@ -49,6 +67,7 @@ fn pane_block<'a>(model: &Model, pane: Pane, title: String) -> Block<'a> {
         .border_style(style)
         .title(title)
         .title_style(if focused { model.theme.accent } else { Style::default() })
+        .padding(Padding::ZERO)
 }
 
 /// A rectangle of `width` × `height` centred in `area` (clamped to it).

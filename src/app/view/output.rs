@@ -5,22 +5,22 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::pane_block;
-use crate::app::model::{Model, Pane};
+use super::view_block;
+use crate::app::model::Model;
 use crate::app::output_buffer::LineKind;
 use crate::exec::Stream;
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
-    let mut title = " Output ".to_string();
+    let mut extra = String::new();
     if running > 0 {
-        title = format!(" Output · {running} running ");
+        extra = format!("· {running} running ");
     }
     if !model.output_view.follow {
-        title.push_str(&format!("· ↑{} ", model.output_view.scroll));
+        extra.push_str(&format!("· ↑{} ", model.output_view.scroll));
     }
-    let block = pane_block(model, Pane::Output, title);
+    let block = view_block(model, &extra);
     let inner_height = usize::from(area.height.saturating_sub(2));
     let width = model
         .output

@@ -135,6 +135,115 @@ fn chat_with_an_agent_turn_streaming() {
     insta::assert_snapshot!(render(&fixture_agent_turn(), 110, 30).backend());
 }
 
+/// Two change runs: one approved and checked, one rolled back, with a diff.
+pub fn fixture_pipelines() -> Model {
+    use crate::store::pipelines::{PipelineRun, Stage};
+    let stage = |name: &str, status: &str, detail: &str, ms: u64| Stage {
+        name: name.into(),
+        status: status.into(),
+        detail: detail.into(),
+        duration_ms: ms,
+    };
+    let diff = "--- a/etc/php/8.2/fpm/pool.d/www.conf\n+++ b/etc/php/8.2/fpm/pool.d/www.conf\n@@ -1,3 +1,3 @@\n [www]\n-pm.max_children = 5\n+pm.max_children = 20\n pm.start_servers = 2\n";
+    let edit = PipelineRun {
+        id: "2".into(),
+        kind: "bash".into(),
+        status: "succeeded".into(),
+        targets: "web02".into(),
+        stages: vec![
+            stage("Plan", "done", "raise php-fpm workers", 0),
+            stage("Diff", "done", diff, 0),
+            stage("Summary", "done", "write /etc/php/8.2/fpm/pool.d/www.conf (412 bytes) (mutating)", 0),
+            stage("HITL", "done", "approved by alice (console)", 4200),
+            stage("Apply", "done", "exit code 0", 300),
+            stage("Post-check", "done", "exit code 0", 120),
+            stage("Rollback", "skipped", "not needed", 0),
+        ],
+        created_at: "2026-11-22T10:42:07.000Z".into(),
+        updated_at: String::new(),
+    };
+    let restart = PipelineRun {
+        id: "1".into(),
+        kind: "bash".into(),
+        status: "rolled_back".into(),
+        targets: "web01".into(),
+        stages: vec![
+            stage("Plan", "done", "restart nginx", 0),
+            stage("Diff", "skipped", "", 0),
+            stage("Summary", "done", "systemctl restart nginx (mutating)", 0),
+            stage("HITL", "done", "approved by alice (console)", 2100),
+            stage("Apply", "done", "exit code 0", 900),
+            stage("Post-check", "failed", "exit code 7", 50),
+            stage("Rollback", "done", "exit code 0", 800),
+        ],
+        created_at: "2026-11-22T10:31:55.000Z".into(),
+        updated_at: String::new(),
+    };
+    let mut m = fixture_with_output();
+    m.dashboard.pipelines = vec![edit, restart];
+    m.set_focus(Pane::Pipeline);
+    m
+}
+
+/// Metrics after a day of use.
+pub fn fixture_metrics() -> Model {
+    use crate::llm::Usage;
+    use crate::llm::client::Spend;
+    let mut m = fixture_pipelines();
+    m.dashboard.stats = crate::store::metrics::CommandStats {
+        succeeded: 182,
+        failed: 9,
+        unreachable: 3,
+        latency: vec![40, 71, 52, 18, 7, 3, 1],
+        pipeline_runs: 2,
+        pipelines_failed: 1,
+    };
+    m.dashboard.spend = vec![
+        (
+            "gpt-4o".into(),
+            Spend {
+                calls: 41,
+                usage: Usage { input_tokens: 96_210, output_tokens: 7_904, approximate: false },
+                cost_usd: 0.3195,
+            },
+        ),
+        (
+            "gpt-4o-mini".into(),
+            Spend {
+                calls: 6,
+                usage: Usage { input_tokens: 3_120, output_tokens: 88, approximate: true },
+                cost_usd: 0.0005,
+            },
+        ),
+    ];
+    m.set_focus(Pane::Metrics);
+    m
+}
+
+#[test]
+fn pipeline_pane_with_stages_and_diff() {
+    insta::assert_snapshot!(render(&fixture_pipelines(), 120, 32).backend());
+}
+
+#[test]
+fn pipeline_pane_second_run_rolled_back() {
+    let mut m = fixture_pipelines();
+    m.pipeline_cursor = 1;
+    insta::assert_snapshot!(render(&m, 120, 32).backend());
+}
+
+#[test]
+fn metrics_pane() {
+    insta::assert_snapshot!(render(&fixture_metrics(), 120, 34).backend());
+}
+
+#[test]
+fn drift_pane_empty_state() {
+    let mut m = fixture_model();
+    m.set_focus(Pane::Drift);
+    insta::assert_snapshot!(render(&m, 110, 28).backend());
+}
+
 #[test]
 fn help_overlay() {
     let mut m = fixture_model();
@@ -235,7 +344,7 @@ fn write_screenshots() {
     let mut chat = fixture_model();
     chat.focus = Pane::Chat;
     chat.chat.push(ChatEntry { role: ChatRole::User, text: "why is web02 loaded?".into() });
-    let shots: [(&str, Model); 8] = [
+    let shots: [(&str, Model); 10] = [
         ("console-start", fixture_model()),
         ("output-fan-out", fixture_with_output()),
         ("inventory-filter", filtered),
@@ -244,6 +353,8 @@ fn write_screenshots() {
         ("prompt-modal", modal),
         ("approval-modal", fixture_with_approval()),
         ("chat-agent-turn", fixture_agent_turn()),
+        ("pipeline", fixture_pipelines()),
+        ("metrics", fixture_metrics()),
     ];
     for (name, model) in shots {
         let terminal = render(&model, 120, 34);

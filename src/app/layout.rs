@@ -1,0 +1,57 @@
+//! Where each pane sits for a given terminal size. Pure, so `view` draws with
+//! it and `update` uses it to turn a mouse click into a focus change.
+
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+
+use super::model::Pane;
+
+/// The screen's regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    pub inventory: Rect,
+    /// The top-right tabs: output, pipeline, metrics, drift.
+    pub view: Rect,
+    pub chat: Rect,
+    pub input: Rect,
+    pub status: Rect,
+}
+
+impl Areas {
+    /// The layout of a screen of `area`.
+    pub fn of(area: Rect) -> Self {
+        let [body, input, status] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)]).areas(area);
+        let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 56);
+        let [inventory, right] = Layout::horizontal([Constraint::Length(left_width), Constraint::Min(10)]).areas(body);
+        let [view, chat] = Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(right);
+        Self { inventory, view, chat, input, status }
+    }
+
+    /// The pane under a click; the top-right area is whichever tab is shown.
+    pub fn pane_at(&self, column: u16, row: u16, shown: Pane) -> Option<Pane> {
+        let p = Position::new(column, row);
+        if self.inventory.contains(p) {
+            Some(Pane::Inventory)
+        } else if self.view.contains(p) {
+            Some(shown)
+        } else if self.chat.contains(p) {
+            Some(Pane::Chat)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clicks_land_on_panes() {
+        let a = Areas::of(Rect::new(0, 0, 120, 40));
+        assert_eq!(a.pane_at(2, 2, Pane::Output), Some(Pane::Inventory));
+        assert_eq!(a.pane_at(100, 3, Pane::Metrics), Some(Pane::Metrics));
+        assert_eq!(a.pane_at(100, 35, Pane::Output), Some(Pane::Chat));
+        assert_eq!(a.pane_at(100, 39, Pane::Output), None, "the status bar is not a pane");
+    }
+}

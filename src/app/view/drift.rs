@@ -1,0 +1,23 @@
+//! The drift pane: provisioned resources and their drift. The state tracker
+//! arrives with the provisioning issue; until then the pane says so.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::view_block;
+use crate::app::model::Model;
+
+pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
+    let lines = vec![
+        Line::styled("No provisioned resources are tracked yet.", model.theme.dim),
+        Line::raw(""),
+        Line::styled(
+            "Resources created from templates (Terraform, MCP provisioners) will be listed here with their status \
+             and drift, and the expected-vs-actual diff of the selected one.",
+            model.theme.dim,
+        ),
+    ];
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(view_block(model, "")), area);
+}

@@ -1,0 +1,95 @@
+//! The pipeline pane: change runs with their stages (state and timing), and
+//! the diff of the selected run, coloured.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{List, ListItem, ListState, Paragraph, Wrap};
+
+use super::view_block;
+use crate::app::model::{Model, Pane};
+
+fn status_style(model: &Model, status: &str) -> ratatui::style::Style {
+    match status {
+        "done" | "succeeded" => model.theme.ok,
+        "failed" | "denied" | "rolled_back" => model.theme.error,
+        "awaiting_approval" | "pending" => model.theme.warn,
+        _ => model.theme.dim,
+    }
+}
+
+fn mark(status: &str) -> &'static str {
+    match status {
+        "done" => "✓",
+        "failed" | "denied" => "✗",
+        "skipped" => "–",
+        _ => "…",
+    }
+}
+
+pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
+    let runs = &model.dashboard.pipelines;
+    let block = view_block(model, &format!("· {} runs ", runs.len()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if runs.is_empty() {
+        let hint = "No change has run yet. Changes proposed by the agent (delegate_execution) appear here \
+                    stage by stage: Plan, Diff, Summary, HITL, Apply, Post-check, Rollback.";
+        frame.render_widget(Paragraph::new(Line::styled(hint, model.theme.dim)).wrap(Wrap { trim: true }), inner);
+        return;
+    }
+    let list_height = u16::try_from(runs.len().min(6)).unwrap_or(6);
+    let [list_area, stages_area, diff_area] =
+        Layout::vertical([Constraint::Length(list_height), Constraint::Length(2), Constraint::Min(1)]).areas(inner);
+    let items: Vec<ListItem> = runs
+        .iter()
+        .map(|r| {
+            ListItem::new(Line::from(vec![
+                Span::styled(format!("{:<18}", r.status), status_style(model, &r.status)),
+                Span::raw(format!("{:<6} {:<12} ", r.kind, r.targets)),
+                Span::styled(r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "), model.theme.dim),
+                Span::raw(format!("  {}", r.stages.first().map(|s| s.detail.as_str()).unwrap_or(""))),
+            ]))
+        })
+        .collect();
+    let highlight = if model.focus == Pane::Pipeline { model.theme.selected } else { model.theme.dim };
+    let mut state = ListState::default().with_selected(Some(model.pipeline_cursor));
+    frame.render_stateful_widget(List::new(items).highlight_style(highlight), list_area, &mut state);
+    let Some(run) = runs.get(model.pipeline_cursor) else { return };
+    let mut spans = Vec::new();
+    for (i, stage) in run.stages.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" → ", model.theme.dim));
+        }
+        let timing =
+            if stage.duration_ms > 0 { format!(" {:.1}s", stage.duration_ms as f64 / 1000.0) } else { String::new() };
+        spans.push(Span::styled(
+            format!("{} {}{timing}", mark(&stage.status), stage.name),
+            status_style(model, &stage.status),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }), stages_area);
+    let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
+    let body: Vec<Line> = if diff.is_empty() {
+        let summary = run.stages.iter().find(|s| s.name == "Summary").map(|s| s.detail.clone()).unwrap_or_default();
+        vec![Line::styled(format!("$ {summary}"), model.theme.accent)]
+    } else {
+        diff.lines()
+            .map(|l| {
+                let style = if l.starts_with("+++") || l.starts_with("---") {
+                    model.theme.dim
+                } else if l.starts_with('+') {
+                    model.theme.ok
+                } else if l.starts_with('-') {
+                    model.theme.error
+                } else if l.starts_with("@@") {
+                    model.theme.accent
+                } else {
+                    ratatui::style::Style::default()
+                };
+                Line::styled(l.to_string(), style)
+            })
+            .collect()
+    };
+    frame.render_widget(Paragraph::new(body), diff_area);
+}

@@ -1,0 +1,53 @@
+//! Figures for the metrics pane, computed from the command history.
+
+use serde::Serialize;
+
+use super::{SqlContext, Store, StoreError};
+
+/// Upper bounds (ms) of the latency histogram buckets; the last is open.
+pub const LATENCY_BUCKETS_MS: [u64; 6] = [50, 100, 250, 500, 1000, 5000];
+
+/// Commands by outcome and their latency.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CommandStats {
+    pub succeeded: u64,
+    pub failed: u64,
+    pub unreachable: u64,
+    /// Counts per bucket of [`LATENCY_BUCKETS_MS`], plus one for slower.
+    pub latency: Vec<u64>,
+    pub pipeline_runs: u64,
+    pub pipelines_failed: u64,
+}
+
+impl Store {
+    /// Statistics over the newest 10,000 commands and every pipeline run.
+    pub async fn command_stats(&self) -> Result<CommandStats, StoreError> {
+        let rows: Vec<(Option<i64>, Option<String>, i64)> =
+            sqlx::query_as("SELECT exit_code, error, duration_ms FROM command_history ORDER BY id DESC LIMIT 10000")
+                .fetch_all(self.pool())
+                .await
+                .ctx("cannot read command statistics")?;
+        let mut stats = CommandStats { latency: vec![0; LATENCY_BUCKETS_MS.len() + 1], ..Default::default() };
+        for (exit, error, ms) in rows {
+            match (exit, &error) {
+                (Some(0), None) => stats.succeeded += 1,
+                (None, Some(e)) if e.starts_with("cannot reach") || e.starts_with("connection to") => {
+                    stats.unreachable += 1
+                }
+                _ => stats.failed += 1,
+            }
+            let ms = u64::try_from(ms).unwrap_or(0);
+            let bucket = LATENCY_BUCKETS_MS.iter().position(|b| ms <= *b).unwrap_or(LATENCY_BUCKETS_MS.len());
+            stats.latency[bucket] += 1;
+        }
+        let (runs, failed): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), COALESCE(SUM(status IN ('failed', 'rolled_back', 'denied')), 0) FROM pipeline_runs",
+        )
+        .fetch_one(self.pool())
+        .await
+        .ctx("cannot count pipeline runs")?;
+        stats.pipeline_runs = u64::try_from(runs).unwrap_or(0);
+        stats.pipelines_failed = u64::try_from(failed).unwrap_or(0);
+        Ok(stats)
+    }
+}
