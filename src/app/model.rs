@@ -229,18 +229,30 @@ impl Model {
         }
     }
 
-    /// Hosts that pass the filter (case-insensitive substring of name, address or a tag).
+    /// Hosts that pass the filter: `@tag` words keep hosts with that tag; the
+    /// rest is matched fuzzily (nucleo) against name, address and tags, best
+    /// matches first.
     pub fn visible_hosts(&self) -> Vec<&Host> {
-        let needle = self.inventory.filter.to_lowercase();
-        self.hosts
-            .iter()
-            .filter(|h| {
-                needle.is_empty()
-                    || h.name.to_lowercase().contains(&needle)
-                    || h.hostname.to_lowercase().contains(&needle)
-                    || h.tags.iter().any(|t| t.to_lowercase().contains(&needle))
+        use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+        use nucleo_matcher::{Config, Matcher, Utf32Str};
+        let (tags, words): (Vec<&str>, Vec<&str>) =
+            self.inventory.filter.split_whitespace().partition(|w| w.starts_with('@') && w.len() > 1);
+        let tagged = self.hosts.iter().filter(|h| tags.iter().all(|t| h.tags.iter().any(|ht| ht == &t[1..])));
+        if words.is_empty() {
+            return tagged.collect();
+        }
+        let pattern = Pattern::parse(&words.join(" "), CaseMatching::Ignore, Normalization::Smart);
+        let mut matcher = Matcher::new(Config::DEFAULT);
+        let mut buf = Vec::new();
+        let mut scored: Vec<(u32, usize, &Host)> = tagged
+            .enumerate()
+            .filter_map(|(i, h)| {
+                let haystack = format!("{} {} {}", h.name, h.hostname, h.tags.join(" "));
+                pattern.score(Utf32Str::new(&haystack, &mut buf), &mut matcher).map(|s| (s, i, h))
             })
-            .collect()
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().map(|(_, _, h)| h).collect()
     }
 
     /// The marked hosts, or the one under the cursor when none is marked.

@@ -178,6 +178,19 @@ fn filter_narrows_hosts_and_escape_clears() {
 }
 
 #[test]
+fn fuzzy_filter_ranks_and_tags_narrow() {
+    let mut m = model();
+    m.inventory.filter = "wb2".into();
+    assert_eq!(m.visible_hosts().iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["web02"]);
+    m.inventory.filter = "@web '01".into();
+    assert_eq!(m.visible_hosts().iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["web01"]);
+    m.inventory.filter = "@web".into();
+    assert_eq!(m.visible_hosts().len(), 2);
+    m.inventory.filter = "10.0.0.3".into();
+    assert_eq!(m.visible_hosts()[0].name, "db01");
+}
+
+#[test]
 fn exec_events_fill_output_and_reachability() {
     let mut m = model();
     update(&mut m, key(KeyCode::Char('!')));
