@@ -110,6 +110,9 @@ actions! {
     Reset = "reset", "clear filter and marks", "";
     Follow = "follow", "follow new output", "follow";
     Clear = "clear", "clear the output", "";
+    Search = "search", "search the output", "search";
+    NextMatch = "next_match", "next (older) match", "";
+    PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";
     Yes = "yes", "approve once / yes", "yes";
     No = "no", "deny / no", "no";

@@ -88,13 +88,17 @@ pub struct InventoryState {
     pub filtering: bool,
 }
 
-/// Output pane scroll state.
+/// Output pane scroll and search state.
 #[derive(Debug, Clone)]
 pub struct OutputView {
     /// Lines scrolled up from the newest.
     pub scroll: usize,
     /// Stick to the newest line.
     pub follow: bool,
+    /// The search text (matching lines are highlighted).
+    pub search: String,
+    /// Whether keys go to the search text.
+    pub searching: bool,
 }
 
 /// Who wrote a chat entry.
@@ -200,7 +204,7 @@ impl Model {
             hosts,
             inventory: InventoryState::default(),
             output: OutputBuffer::new(scrollback),
-            output_view: OutputView { scroll: 0, follow: true },
+            output_view: OutputView { scroll: 0, follow: true, search: String::new(), searching: false },
             chat,
             focus: Pane::Inventory,
             view: Pane::Output,

@@ -72,6 +72,20 @@ impl OutputBuffer {
         self.lines.range(start..end)
     }
 
+    /// The scroll position (lines from the newest) of the next line matching
+    /// `needle` (case-insensitive) beyond `from_bottom`: older when `older`, else newer.
+    pub fn find(&self, needle: &str, from_bottom: usize, older: bool) -> Option<usize> {
+        if needle.is_empty() || self.lines.is_empty() {
+            return None;
+        }
+        let needle = needle.to_lowercase();
+        let last = self.lines.len() - 1;
+        let current = last.saturating_sub(from_bottom);
+        let hit = |i: &usize| self.lines[*i].text.to_lowercase().contains(&needle);
+        let found = if older { (0..current).rev().find(hit) } else { (current + 1..=last).find(hit) };
+        found.map(|i| last - i)
+    }
+
     /// Removes everything.
     pub fn clear(&mut self) {
         self.lines.clear();
@@ -94,5 +108,8 @@ mod tests {
         assert_eq!(all, ["2", "3", "4"]);
         let scrolled: Vec<&str> = b.window(2, 1).map(|l| l.text.as_str()).collect();
         assert_eq!(scrolled, ["2", "3"]);
+        assert_eq!(b.find("2", 0, true), Some(2));
+        assert_eq!(b.find("4", 2, false), Some(0));
+        assert_eq!(b.find("9", 0, true), None);
     }
 }

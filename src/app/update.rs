@@ -218,6 +218,10 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         on_filter_key(model, key);
         return Vec::new();
     }
+    if model.output_view.searching {
+        on_search_key(model, key);
+        return Vec::new();
+    }
     // The focused pane's bindings win over the global ones.
     let context = KeyContext::of(model.focus);
     let Some(action) = model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key))
@@ -336,6 +340,46 @@ fn on_output_action(model: &mut Model, action: Action) {
             model.output.clear();
             model.output_view.scroll = 0;
         }
+        Action::Search => {
+            model.output_view.searching = true;
+            model.output_view.search.clear();
+        }
+        Action::NextMatch | Action::PreviousMatch => jump_to_match(model, action == Action::NextMatch),
+        _ => {}
+    }
+}
+
+fn jump_to_match(model: &mut Model, older: bool) {
+    let view = &mut model.output_view;
+    match model.output.find(&view.search, view.scroll, older) {
+        Some(position) => {
+            view.scroll = position;
+            view.follow = position == 0;
+        }
+        None if !view.search.is_empty() => model.flash = Some(format!("no more matches for {:?}", view.search)),
+        None => {}
+    }
+}
+
+fn on_search_key(model: &mut Model, key: KeyEvent) {
+    let view = &mut model.output_view;
+    match key.code {
+        KeyCode::Enter => {
+            view.searching = false;
+            // Search starts from the newest line and goes back.
+            view.scroll = 0;
+            if model.output.find(&view.search, 0, false).is_none() {
+                jump_to_match(model, true);
+            }
+        }
+        KeyCode::Esc => {
+            view.searching = false;
+            view.search.clear();
+        }
+        KeyCode::Backspace => {
+            view.search.pop();
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => view.search.push(c),
         _ => {}
     }
 }

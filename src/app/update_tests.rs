@@ -337,3 +337,27 @@ fn approval_prompts_answer_once_always_or_deny() {
     assert!(m.runs.is_empty());
     assert_eq!(m.output.window(1, 0).next().map(|l| l.text.as_str()), Some("✗ not run: denied by tester (console)"));
 }
+
+#[test]
+fn output_search_jumps_between_matches() {
+    let mut m = model();
+    for i in 0..30 {
+        let text = if i % 10 == 5 { format!("ERROR at {i}") } else { format!("line {i}") };
+        m.output.push(LineKind::Note, text);
+    }
+    update(&mut m, key(KeyCode::Char('2')));
+    update(&mut m, key(KeyCode::Char('/')));
+    type_text(&mut m, "error");
+    assert!(m.output_view.searching, "n and N are text while typing");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.output_view.scroll, 4, "the newest match, line 25");
+    assert!(!m.output_view.follow);
+    update(&mut m, key(KeyCode::Char('n')));
+    assert_eq!(m.output_view.scroll, 14);
+    update(&mut m, key(KeyCode::Char('n')));
+    update(&mut m, key(KeyCode::Char('n')));
+    assert_eq!(m.output_view.scroll, 24);
+    assert_eq!(m.flash.as_deref(), Some("no more matches for \"error\""));
+    update(&mut m, key(KeyCode::Char('N')));
+    assert_eq!(m.output_view.scroll, 14);
+}

@@ -20,7 +20,16 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     if !model.output_view.follow {
         extra.push_str(&format!("· ↑{} ", model.output_view.scroll));
     }
-    let block = view_block(model, &extra);
+    let search = &model.output_view.search;
+    let mut block = view_block(model, &extra);
+    if model.output_view.searching || !search.is_empty() {
+        let cursor = if model.output_view.searching { "▏" } else { "" };
+        block = block.title_bottom(Line::from(format!(" /{search}{cursor} ")).style(theme.accent));
+    }
+    let needle = search.to_lowercase();
+    let highlight = |line: Line<'static>, text: &str| {
+        if !needle.is_empty() && text.to_lowercase().contains(&needle) { line.style(theme.selected) } else { line }
+    };
     let inner_height = usize::from(area.height.saturating_sub(2));
     let width = model
         .output
@@ -40,7 +49,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         model
             .output
             .window(inner_height, model.output_view.scroll)
-            .map(|l| match &l.kind {
+            .map(|l| (l, match &l.kind {
                 LineKind::Output { host, stream } => {
                     let (sep, text_style) = match stream {
                         Stream::Stdout => ("│", ratatui::style::Style::default()),
@@ -56,7 +65,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
                 LineKind::Outcome { ok: true } => Line::styled(l.text.clone(), theme.ok),
                 LineKind::Outcome { ok: false } => Line::styled(l.text.clone(), theme.error),
                 LineKind::Note => Line::styled(l.text.clone(), theme.dim),
-            })
+            }))
+            .map(|(l, line)| highlight(line, &l.text))
             .collect()
     };
     // Long lines wrap; keep the newest row at the bottom of the pane.

@@ -83,6 +83,14 @@ fn output_after_a_fan_out() {
 }
 
 #[test]
+fn output_search_highlights_matches() {
+    let mut m = fixture_with_output();
+    m.output_view.search = "web02".into();
+    m.output_view.searching = true;
+    insta::assert_snapshot!(render(&m, 110, 24).backend());
+}
+
+#[test]
 fn inventory_filtered_while_typing() {
     let mut m = fixture_model();
     m.inventory.filtering = true;
