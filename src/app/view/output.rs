@@ -49,23 +49,28 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         model
             .output
             .window(inner_height, model.output_view.scroll)
-            .map(|l| (l, match &l.kind {
-                LineKind::Output { host, stream } => {
-                    let (sep, text_style) = match stream {
-                        Stream::Stdout => ("│", ratatui::style::Style::default()),
-                        Stream::Stderr => ("!", theme.error),
-                    };
-                    Line::from(vec![
-                        Span::styled(format!("{host:<width$}"), theme.host),
-                        Span::styled(format!(" {sep} "), theme.dim),
-                        Span::styled(l.text.clone(), text_style),
-                    ])
-                }
-                LineKind::Header => Line::styled(format!("── {} ", l.text), theme.accent),
-                LineKind::Outcome { ok: true } => Line::styled(l.text.clone(), theme.ok),
-                LineKind::Outcome { ok: false } => Line::styled(l.text.clone(), theme.error),
-                LineKind::Note => Line::styled(l.text.clone(), theme.dim),
-            }))
+            .map(|l| {
+                (
+                    l,
+                    match &l.kind {
+                        LineKind::Output { host, stream } => {
+                            let (sep, text_style) = match stream {
+                                Stream::Stdout => ("│", ratatui::style::Style::default()),
+                                Stream::Stderr => ("!", theme.error),
+                            };
+                            Line::from(vec![
+                                Span::styled(format!("{host:<width$}"), theme.host),
+                                Span::styled(format!(" {sep} "), theme.dim),
+                                Span::styled(l.text.clone(), text_style),
+                            ])
+                        }
+                        LineKind::Header => Line::styled(format!("── {} ", l.text), theme.accent),
+                        LineKind::Outcome { ok: true } => Line::styled(l.text.clone(), theme.ok),
+                        LineKind::Outcome { ok: false } => Line::styled(l.text.clone(), theme.error),
+                        LineKind::Note => Line::styled(l.text.clone(), theme.dim),
+                    },
+                )
+            })
             .map(|(l, line)| highlight(line, &l.text))
             .collect()
     };
