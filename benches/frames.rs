@@ -1,0 +1,79 @@
+//! Frame render time and memory while a 1,000,000-line flood of output goes
+//! through `update` (the bounded scrollback keeps `ui.scrollback_lines`).
+//!
+//! Run: `cargo bench --bench frames` (FLOOD_LINES=1000000 by default).
+
+use std::time::Instant;
+
+use merlya::app::model::Model;
+use merlya::app::msg::Msg;
+use merlya::app::theme::Theme;
+use merlya::app::update::update;
+use merlya::app::view::view;
+use merlya::exec::{ExecEvent, Stream};
+use merlya::inventory::Host;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn frame_median(model: &Model, terminal: &mut Terminal<TestBackend>, frames: usize) -> f64 {
+    let mut times: Vec<f64> = (0..frames)
+        .map(|_| {
+            let t = Instant::now();
+            terminal.draw(|f| view(model, f)).unwrap();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(|a, b| a.total_cmp(b));
+    times[times.len() / 2]
+}
+
+fn main() {
+    let total: usize = std::env::var("FLOOD_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let scrollback = 10_000;
+    let hosts: Vec<Host> = (0..50).map(|i| Host::new(format!("web{i:02}"), format!("10.0.0.{i}"))).collect();
+    let mut model = Model::new(hosts, false, scrollback, Theme::dark());
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
+    update(&mut model, Msg::Resize(200, 60));
+    let empty = frame_median(&model, &mut terminal, 50);
+    let rss_before = rss_kib();
+    let t = Instant::now();
+    let mut peak = rss_before;
+    for i in 0..total {
+        let line = format!("{i:>8} GET /api/v1/orders?id={i} 200 {}ms upstream=10.0.1.{} cache=MISS", i % 997, i % 250);
+        update(
+            &mut model,
+            Msg::Exec {
+                run: 1,
+                event: ExecEvent::Line { host: format!("web{:02}", i % 50), stream: Stream::Stdout, line },
+            },
+        );
+        if i % 100_000 == 0 {
+            peak = peak.max(rss_kib());
+        }
+    }
+    let ingest = t.elapsed().as_secs_f64();
+    let full = frame_median(&model, &mut terminal, 50);
+    let rss_after = rss_kib();
+    println!("{total} lines through update into a {scrollback}-line scrollback, 200x60 frame");
+    println!("ingest: {:.2} s ({:.0} lines/s)", ingest, total as f64 / ingest);
+    println!("frame with no output:        {empty:.3} ms (median of 50)");
+    println!("frame after the flood:       {full:.3} ms (median of 50) → {:.2}x", full / empty.max(1e-9));
+    println!(
+        "lines held: {} (dropped {}), RSS before {:.1} MiB, peak {:.1} MiB, after {:.1} MiB",
+        model.output.len(),
+        model.output.dropped(),
+        rss_before as f64 / 1024.0,
+        peak.max(rss_after) as f64 / 1024.0,
+        rss_after as f64 / 1024.0
+    );
+}
