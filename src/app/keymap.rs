@@ -111,6 +111,7 @@ actions! {
     Follow = "follow", "follow new output", "follow";
     Clear = "clear", "clear the output", "";
     Search = "search", "search the output", "search";
+    NextHost = "next_host", "one host at a time (cycle, then all)", "host";
     NextMatch = "next_match", "next (older) match", "";
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";

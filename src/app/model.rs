@@ -99,6 +99,8 @@ pub struct OutputView {
     pub search: String,
     /// Whether keys go to the search text.
     pub searching: bool,
+    /// Show only this host's lines.
+    pub host: Option<String>,
 }
 
 /// Who wrote a chat entry.
@@ -204,7 +206,7 @@ impl Model {
             hosts,
             inventory: InventoryState::default(),
             output: OutputBuffer::new(scrollback),
-            output_view: OutputView { scroll: 0, follow: true, search: String::new(), searching: false },
+            output_view: OutputView { scroll: 0, follow: true, search: String::new(), searching: false, host: None },
             chat,
             focus: Pane::Inventory,
             view: Pane::Output,

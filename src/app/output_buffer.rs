@@ -86,6 +86,24 @@ impl OutputBuffer {
         found.map(|i| last - i)
     }
 
+    /// Every line, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &OutputLine> {
+        self.lines.iter()
+    }
+
+    /// Hosts that produced output, in order of first appearance.
+    pub fn hosts(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for line in &self.lines {
+            if let LineKind::Output { host, .. } = &line.kind
+                && !out.contains(&host.as_str())
+            {
+                out.push(host);
+            }
+        }
+        out
+    }
+
     /// Removes everything.
     pub fn clear(&mut self) {
         self.lines.clear();

@@ -345,6 +345,19 @@ fn on_output_action(model: &mut Model, action: Action) {
             model.output_view.search.clear();
         }
         Action::NextMatch | Action::PreviousMatch => jump_to_match(model, action == Action::NextMatch),
+        Action::NextHost => {
+            let hosts = model.output.hosts();
+            let next = match &model.output_view.host {
+                None => hosts.first().map(|h| h.to_string()),
+                Some(current) => {
+                    let i = hosts.iter().position(|h| h == current);
+                    i.and_then(|i| hosts.get(i + 1)).map(|h| h.to_string())
+                }
+            };
+            model.output_view.host = next;
+            model.output_view.scroll = 0;
+            model.output_view.follow = true;
+        }
         _ => {}
     }
 }

@@ -361,3 +361,24 @@ fn output_search_jumps_between_matches() {
     update(&mut m, key(KeyCode::Char('N')));
     assert_eq!(m.output_view.scroll, 14);
 }
+
+#[test]
+fn h_cycles_through_hosts_then_back_to_all() {
+    let mut m = model();
+    for host in ["web01", "db01", "web01"] {
+        update(
+            &mut m,
+            Msg::Exec {
+                run: 1,
+                event: ExecEvent::Line { host: host.into(), stream: Stream::Stdout, line: "x".into() },
+            },
+        );
+    }
+    update(&mut m, key(KeyCode::Char('2')));
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        update(&mut m, key(KeyCode::Char('h')));
+        seen.push(m.output_view.host.clone());
+    }
+    assert_eq!(seen, [Some("web01".to_string()), Some("db01".to_string()), None]);
+}

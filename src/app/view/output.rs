@@ -20,6 +20,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     if !model.output_view.follow {
         extra.push_str(&format!("· ↑{} ", model.output_view.scroll));
     }
+    if let Some(host) = &model.output_view.host {
+        extra.push_str(&format!("· only {host} (h: next) "));
+    }
     let search = &model.output_view.search;
     let mut block = view_block(model, &extra);
     if model.output_view.searching || !search.is_empty() {
@@ -31,9 +34,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         if !needle.is_empty() && text.to_lowercase().contains(&needle) { line.style(theme.selected) } else { line }
     };
     let inner_height = usize::from(area.height.saturating_sub(2));
-    let width = model
-        .output
-        .window(inner_height, model.output_view.scroll)
+    let shown = visible_lines(model, inner_height);
+    let width = shown
+        .iter()
         .filter_map(|l| match &l.kind {
             LineKind::Output { host, .. } => Some(host.chars().count()),
             _ => None,
@@ -46,9 +49,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             Line::styled("Press ! and type a command (e.g. !uptime) to run it on the selected host.", theme.dim),
         ]
     } else {
-        model
-            .output
-            .window(inner_height, model.output_view.scroll)
+        shown
+            .iter()
             .map(|l| {
                 (
                     l,
@@ -79,4 +81,31 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let rows = paragraph.line_count(area.width);
     let scroll = u16::try_from(rows.saturating_sub(usize::from(area.height))).unwrap_or(u16::MAX);
     frame.render_widget(paragraph.scroll((scroll, 0)), area);
+}
+
+/// The lines on screen: a window of the scrollback, or of one host's lines
+/// (with the headers that frame them) when a host is picked.
+fn visible_lines(model: &Model, height: usize) -> Vec<&crate::app::output_buffer::OutputLine> {
+    let scroll = model.output_view.scroll;
+    match &model.output_view.host {
+        None => model.output.window(height, scroll).collect(),
+        Some(only) => {
+            let mut picked: Vec<_> = model
+                .output
+                .iter()
+                .rev()
+                .filter(|l| match &l.kind {
+                    LineKind::Output { host, .. } => host == only,
+                    LineKind::Outcome { .. } => {
+                        l.text.split(" · ").next().is_some_and(|head| head.ends_with(only.as_str()))
+                    }
+                    _ => true,
+                })
+                .skip(scroll)
+                .take(height)
+                .collect();
+            picked.reverse();
+            picked
+        }
+    }
 }

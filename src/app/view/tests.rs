@@ -91,6 +91,13 @@ fn output_search_highlights_matches() {
 }
 
 #[test]
+fn output_one_host_at_a_time() {
+    let mut m = fixture_with_output();
+    m.output_view.host = Some("web02".into());
+    insta::assert_snapshot!(render(&m, 110, 24).backend());
+}
+
+#[test]
 fn inventory_filtered_while_typing() {
     let mut m = fixture_model();
     m.inventory.filtering = true;
