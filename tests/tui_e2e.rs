@@ -404,3 +404,29 @@ fn a_broken_user_theme_stops_start_up_naming_the_field() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+#[test]
+fn ctrl_z_suspends_to_the_shell_and_fg_resumes() {
+    let env = TestEnv::new();
+    let socket = format!("merlya-e2e-suspend-{}", std::process::id());
+    // An interactive shell, so job control (Ctrl-Z, fg) works as it does for a person.
+    let tmux = Tmux::attach(socket, "env PS1='$ ' bash --norc -i", 100, 30);
+    tmux.type_text(&format!(
+        "MERLYA_HOME='{}' HOME='{}' LANG=C.UTF-8 '{}'",
+        env.merlya_home().display(),
+        env.home().display(),
+        env!("CARGO_BIN_EXE_merlya")
+    ));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["C-z"]);
+    let screen = tmux.wait_for("Stopped");
+    assert!(!screen.contains("Inventory · 1"), "the shell has the screen back:\n{screen}");
+    tmux.type_text("fg");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["q"]);
+    tmux.type_text("echo code=$?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("code=0");
+}

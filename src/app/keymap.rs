@@ -86,6 +86,8 @@ macro_rules! actions {
 
 actions! {
     Quit = "quit", "quit", "quit";
+    Suspend = "suspend", "suspend to the shell (fg to come back)", "";
+    Copy = "copy", "copy the lines on screen to the clipboard (OSC 52)", "";
     Help = "help", "show every key", "help";
     NextPane = "next_pane", "next pane", "pane";
     PreviousPane = "previous_pane", "previous pane", "";

@@ -98,6 +98,10 @@ pub enum Effect {
     AgentTurn(String),
     /// Reload pipeline runs and metrics.
     Refresh,
+    /// Give the terminal back to the shell until `fg`.
+    Suspend,
+    /// Put text on the clipboard through the terminal (OSC 52).
+    Copy(String),
     /// Show (`None`) or switch and save a model role.
     Model(Option<(crate::llm::ModelRole, String)>),
 }

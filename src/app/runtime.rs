@@ -140,7 +140,14 @@ async fn event_loop(
         for msg in batch {
             dirty = true;
             for effect in update(model, msg) {
-                run_effect(effect, services);
+                match effect {
+                    Effect::Suspend => suspend(terminal)?,
+                    Effect::Copy(text) => {
+                        let _ = std::io::stdout().write_all(osc52(&text).as_bytes());
+                        let _ = std::io::stdout().flush();
+                    }
+                    other => run_effect(other, services),
+                }
             }
         }
         if model.should_quit {
@@ -164,6 +171,8 @@ fn run_effect(effect: Effect, services: &Services) {
     let Services { ctx, executor, gate, sender, .. } = services;
     match effect {
         Effect::AgentTurn(text) => agent_turn(services, text),
+        // Handled by the loop, which owns the terminal.
+        Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
         Effect::Model(change) => switch_model(services, change),
         Effect::AnswerPrompt { reply, answer } => {
@@ -350,4 +359,39 @@ fn refresh_dashboard(services: &Services) {
         };
         sender.send(Msg::Dashboard(Box::new(Dashboard { pipelines, stats, spend, breaker_open })));
     });
+}
+
+/// The OSC 52 sequence that puts `text` on the clipboard (also through SSH and tmux).
+pub fn osc52(text: &str) -> String {
+    use base64::Engine;
+    format!("\x1b]52;c;{}\x07", base64::engine::general_purpose::STANDARD.encode(text))
+}
+
+/// Ctrl-Z: restores the terminal, stops the process, and takes the screen back on `fg`.
+fn suspend(terminal: &mut DefaultTerminal) -> Result<()> {
+    let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
+    ratatui::restore();
+    // SAFETY: raising SIGTSTP on ourselves is what a shell expects of a suspended program.
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+    // Resumed by SIGCONT.
+    crossterm::terminal::enable_raw_mode().wrap_err("cannot resume the terminal")?;
+    crossterm::execute!(
+        std::io::stdout(),
+        crossterm::terminal::EnterAlternateScreen,
+        EnableBracketedPaste,
+        EnableMouseCapture
+    )
+    .wrap_err("cannot resume the terminal")?;
+    terminal.clear().wrap_err("cannot redraw")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn osc52_encodes_for_the_clipboard() {
+        assert_eq!(super::osc52("hi"), "\x1b]52;c;aGk=\x07");
+    }
 }

@@ -230,6 +230,14 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     };
     match action {
         Action::Quit => model.should_quit = true,
+        Action::Suspend => return vec![Effect::Suspend],
+        Action::Copy if model.focus == Pane::Output => {
+            let height = usize::from(model.size.1.saturating_sub(2));
+            let text: Vec<&str> =
+                model.output.window(height, model.output_view.scroll).map(|l| l.text.as_str()).collect();
+            model.flash = Some(format!("copied {} lines", text.len()));
+            return vec![Effect::Copy(text.join("\n"))];
+        }
         Action::Help => model.help_open = true,
         Action::NextPane => model.set_focus(model.focus.next()),
         Action::PreviousPane => model.set_focus(model.focus.previous()),

@@ -382,3 +382,16 @@ fn h_cycles_through_hosts_then_back_to_all() {
     }
     assert_eq!(seen, [Some("web01".to_string()), Some("db01".to_string()), None]);
 }
+
+#[test]
+fn ctrl_z_suspends_and_y_copies_the_screen() {
+    let mut m = model();
+    assert!(matches!(&update(&mut m, ctrl('z'))[..], [Effect::Suspend]));
+    m.output.push(LineKind::Note, "first");
+    m.output.push(LineKind::Note, "second");
+    update(&mut m, key(KeyCode::Char('2')));
+    match &update(&mut m, key(KeyCode::Char('y')))[..] {
+        [Effect::Copy(text)] => assert_eq!(text, "first\nsecond"),
+        other => panic!("{other:?}"),
+    }
+}

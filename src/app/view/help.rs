@@ -29,7 +29,7 @@ fn section<'a>(model: &Model, contexts: &[KeyContext]) -> Vec<Line<'a>> {
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let left = section(model, &[KeyContext::Global, KeyContext::Inventory]);
-    let right = section(model, &[KeyContext::Output, KeyContext::Chat, KeyContext::Modal]);
+    let right = section(model, &[KeyContext::Output, KeyContext::Chat, KeyContext::Pipeline, KeyContext::Modal]);
     let rows = left.len().max(right.len()) + 4;
     let rect = centered(area, 118, u16::try_from(rows).unwrap_or(u16::MAX));
     frame.render_widget(Clear, rect);
