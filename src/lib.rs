@@ -13,6 +13,7 @@ pub mod config;
 pub mod context;
 pub mod exec;
 pub mod home;
+pub mod i18n;
 pub mod inventory;
 pub mod llm;
 pub mod logging;

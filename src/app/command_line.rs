@@ -21,6 +21,8 @@ pub enum CommandLine {
     Reload,
     /// `:clear`.
     Clear,
+    /// `/language CODE`: switch the console's language and save it.
+    Language(String),
     /// `/model` (show) or `/model brain|fast PROVIDER/MODEL` (switch and save).
     Model(Option<(crate::llm::ModelRole, String)>),
     /// Text for the agent.
@@ -41,6 +43,12 @@ pub fn parse(input: &str) -> Result<CommandLine, String> {
             return Err("`!` needs a command, e.g. !uptime".into());
         }
         return Ok(CommandLine::RunOnSelection(cmd.to_string()));
+    }
+    if let Some(rest) = input.strip_prefix("/language") {
+        return match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [code] => Ok(CommandLine::Language(code.to_string())),
+            _ => Err("usage: /language en|fr".into()),
+        };
     }
     if let Some(rest) = input.strip_prefix("/model") {
         let words: Vec<&str> = rest.split_whitespace().collect();

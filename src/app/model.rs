@@ -6,6 +6,7 @@ use super::keymap::Keymap;
 use super::msg::PromptRequest;
 use super::output_buffer::OutputBuffer;
 use super::theme::Theme;
+use crate::i18n::Locale;
 use crate::inventory::Host;
 
 /// The panes that take focus. Output, Pipeline, Metrics and Drift share the
@@ -56,9 +57,16 @@ impl Pane {
         }
     }
 
-    /// Name in the status bar.
-    pub fn label(self) -> String {
-        self.title().to_uppercase()
+    /// The locale key of its title.
+    pub fn key(self) -> &'static str {
+        match self {
+            Pane::Inventory => "pane.inventory",
+            Pane::Output => "pane.output",
+            Pane::Pipeline => "pane.pipeline",
+            Pane::Metrics => "pane.metrics",
+            Pane::Drift => "pane.drift",
+            Pane::Chat => "pane.chat",
+        }
     }
 }
 
@@ -183,24 +191,19 @@ pub struct Model {
     pub theme: Theme,
     /// The active key bindings.
     pub keymap: Keymap,
+    /// The strings of the chosen language.
+    pub locale: Locale,
     pub should_quit: bool,
     /// Terminal size, for paging.
     pub size: (u16, u16),
 }
-
-/// Shown in the chat pane when no LLM is configured.
-pub const NO_MODEL_BANNER: &str = "No model is configured, so the agent is off. Everything else works: \
-run commands with !CMD on the marked hosts or :exec TARGETS -- CMD.\n\
-To add a model, run `merlya config init`, then in config.yaml set model.brain (e.g. openai/gpt-4o) \
-and model.api_key_env (the NAME of the variable holding your key), or point model.base_url at an \
-OpenAI-compatible server such as Ollama.";
 
 impl Model {
     /// A model showing `hosts`, keeping `scrollback` output lines.
     pub fn new(hosts: Vec<Host>, model_configured: bool, scrollback: usize, theme: Theme) -> Self {
         let mut chat = Vec::new();
         if !model_configured {
-            chat.push(ChatEntry { role: ChatRole::System, text: NO_MODEL_BANNER.into() });
+            chat.push(ChatEntry { role: ChatRole::System, text: Locale::default().t("banner.no_model").into() });
         }
         Self {
             hosts,
@@ -222,9 +225,19 @@ impl Model {
             agent_busy: false,
             theme,
             keymap: Keymap::default(),
+            locale: Locale::default(),
             should_quit: false,
             size: (80, 24),
         }
+    }
+
+    /// Switches the language, translating the no-model banner if it is shown.
+    pub fn set_locale(&mut self, locale: Locale) {
+        let old = self.locale.t("banner.no_model").to_string();
+        for entry in self.chat.iter_mut().filter(|e| e.role == ChatRole::System && e.text == old) {
+            entry.text = locale.t("banner.no_model").to_string();
+        }
+        self.locale = locale;
     }
 
     /// Moves focus; a top-right tab also becomes the one shown.

@@ -98,6 +98,8 @@ pub enum Effect {
     AgentTurn(String),
     /// Reload pipeline runs and metrics.
     Refresh,
+    /// Save one setting to config.yaml (`ui.language`, ...).
+    SaveSetting { key: String, value: String },
     /// Give the terminal back to the shell until `fg`.
     Suspend,
     /// Put text on the clipboard through the terminal (OSC 52).

@@ -48,6 +48,14 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
         model.input.history = load_history(&ctx.home);
         model.keymap = Keymap::load(&ctx.config.ui.keymap, &ctx.home.keymaps_dir())?;
+        let locale = crate::i18n::Locale::new(&ctx.config.ui.language).map_err(|code| {
+            color_eyre::eyre::eyre!(
+                "{}: ui.language: unknown language {code:?}; expected one of {}",
+                ctx.home.config_file().display(),
+                crate::i18n::languages().join(", ")
+            )
+        })?;
+        model.set_locale(locale);
         let llm = if ctx.config.has_model() {
             match LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref()) {
                 Ok(client) => Some(Arc::new(client)),
@@ -174,6 +182,11 @@ fn run_effect(effect: Effect, services: &Services) {
         // Handled by the loop, which owns the terminal.
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
+        Effect::SaveSetting { key, value } => {
+            if let Err(e) = crate::config::set_value(&ctx.home.config_file(), &key, &value) {
+                sender.send(Msg::Error(format!("{key} not saved: {e}")));
+            }
+        }
         Effect::Model(change) => switch_model(services, change),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);

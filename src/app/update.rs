@@ -491,6 +491,14 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         Ok(CommandLine::Help) => model.help_open = true,
         Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
         Ok(CommandLine::Clear) => model.output.clear(),
+        Ok(CommandLine::Language(code)) => match crate::i18n::Locale::new(&code) {
+            Ok(locale) => {
+                model.set_locale(locale);
+                model.chat.push(ChatEntry { role: ChatRole::System, text: model.locale.t("language.switched").into() });
+                effects.push(Effect::SaveSetting { key: "ui.language".into(), value: code });
+            }
+            Err(_) => model.flash = Some(model.locale.tf("language.unknown", &[("code", &code)])),
+        },
         Ok(CommandLine::Model(change)) => {
             if change.is_some() {
                 model.model_configured = true;
@@ -517,12 +525,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
                 model.agent_busy = true;
                 effects.push(Effect::AgentTurn(text));
             } else {
-                model.chat.push(ChatEntry {
-                    role: ChatRole::System,
-                    text: "No model is configured, so nobody can answer yet; see the note above. \
-                           Commands still work: try !uptime."
-                        .into(),
-                });
+                model.chat.push(ChatEntry { role: ChatRole::System, text: model.locale.t("chat.no_answer").into() });
             }
             model.focus = Pane::Chat;
         }

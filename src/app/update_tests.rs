@@ -308,6 +308,26 @@ fn history_is_saved_with_secrets_masked() {
 }
 
 #[test]
+fn language_switches_live_and_is_saved() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "/language fr");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.locale.code(), "fr");
+    assert!(m.chat[0].text.starts_with("Aucun modèle"), "the banner is translated");
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::SaveSetting { key, value } if key == "ui.language" && value == "fr"))
+    );
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "/language de");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.flash.as_deref(), Some("langue inconnue de : en ou fr attendu"));
+}
+
+#[test]
 fn quit_keys_and_help() {
     let mut m = model();
     update(&mut m, key(KeyCode::Char('?')));

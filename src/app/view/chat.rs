@@ -10,8 +10,13 @@ use crate::app::model::{ChatRole, Model, Pane};
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
-    let title = if model.model_configured { " Chat " } else { " Chat · no model " };
-    let block = pane_block(model, Pane::Chat, title.to_string());
+    let chat = model.locale.t("pane.chat");
+    let title = if model.model_configured {
+        format!(" {chat} ")
+    } else {
+        format!(" {chat} · {} ", model.locale.t("chat.no_model"))
+    };
+    let block = pane_block(model, Pane::Chat, title);
     let mut lines: Vec<Line> = Vec::new();
     for (i, entry) in model.chat.iter().enumerate() {
         if entry.role == ChatRole::Tool {
@@ -20,9 +25,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             continue;
         }
         let (who, style) = match entry.role {
-            ChatRole::User => ("you", theme.accent),
-            ChatRole::Assistant => ("merlya", theme.ok),
-            _ => ("note", theme.warn),
+            ChatRole::User => (model.locale.t("chat.you").to_string(), theme.accent),
+            ChatRole::Assistant => (model.locale.t("chat.merlya").to_string(), theme.ok),
+            _ => (model.locale.t("chat.note").to_string(), theme.warn),
         };
         if i > 0 {
             lines.push(Line::raw(""));
@@ -31,7 +36,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         lines.extend(entry.text.lines().map(|text| Line::raw(format!("  {text}"))));
     }
     if model.agent_busy {
-        lines.push(Line::styled("  … working", theme.dim));
+        lines.push(Line::styled(format!("  {}", model.locale.t("chat.working")), theme.dim));
     }
     // Show the end of the conversation: scroll past what does not fit.
     let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });

@@ -11,13 +11,9 @@ use crate::app::model::Model;
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let lines = vec![
-        Line::styled("No provisioned resources are tracked yet.", model.theme.dim),
+        Line::styled(model.locale.t("drift.empty").to_string(), model.theme.dim),
         Line::raw(""),
-        Line::styled(
-            "Resources created from templates (Terraform, MCP provisioners) will be listed here with their status \
-             and drift, and the expected-vs-actual diff of the selected one.",
-            model.theme.dim,
-        ),
+        Line::styled(model.locale.t("drift.hint").to_string(), model.theme.dim),
     ];
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(view_block(model, "")), area);
 }

@@ -17,8 +17,8 @@ fn section<'a>(model: &Model, contexts: &[KeyContext]) -> Vec<Line<'a>> {
         if bindings.is_empty() {
             continue;
         }
-        let title = context.name();
-        lines.push(Line::styled(format!("{}{}", title[..1].to_uppercase(), &title[1..]), theme.accent));
+        let title = model.locale.t(&format!("context.{}", context.name())).to_string();
+        lines.push(Line::styled(title, theme.accent));
         for (action, keys) in bindings {
             lines.push(Line::from(vec![Span::raw(format!("  {keys:<16}")), Span::styled(action.help(), theme.dim)]));
         }
@@ -33,13 +33,16 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let rows = left.len().max(right.len()) + 4;
     let rect = centered(area, 118, u16::try_from(rows).unwrap_or(u16::MAX));
     frame.render_widget(Clear, rect);
-    let block = Block::default().borders(Borders::ALL).border_style(theme.accent).title(" Keys ");
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent)
+        .title(format!(" {} ", model.locale.t("help.title")));
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
     let [body, footer] = Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
     let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
     frame.render_widget(Paragraph::new(left), l);
     frame.render_widget(Paragraph::new(right), r);
-    let note = "Text input: Enter submits, Esc leaves, ↑/↓ history, Ctrl-U clears · Esc or ? to close";
+    let note = model.locale.t("help.footer").to_string();
     frame.render_widget(Paragraph::new(vec![Line::raw(""), Line::styled(note, theme.dim)]), footer);
 }

@@ -10,7 +10,7 @@ use crate::app::model::{Model, Pane};
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let hosts = model.visible_hosts();
-    let mut title = format!(" Inventory · {} ", hosts.len());
+    let mut title = format!(" {} · {} ", model.locale.t("pane.inventory"), hosts.len());
     if !model.inventory.marked.is_empty() {
         title.push_str(&format!("· {} marked ", model.inventory.marked.len()));
     }

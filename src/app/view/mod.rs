@@ -51,7 +51,7 @@ fn view_block<'a>(model: &Model, extra: &str) -> Block<'a> {
             spans.push(Span::styled(" │ ", model.theme.dim));
         }
         let style = if *pane == model.view { model.theme.accent.add_modifier(Modifier::BOLD) } else { model.theme.dim };
-        spans.push(Span::styled(pane.title(), style));
+        spans.push(Span::styled(model.locale.t(pane.key()).to_string(), style));
     }
     spans.push(Span::raw(format!(" {extra}")));
     pane_block(model, model.view, String::new()).title(Line::from(spans))

@@ -45,8 +45,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         .unwrap_or(0);
     let lines: Vec<Line> = if model.output.is_empty() {
         vec![
-            Line::styled("Nothing has run yet.", theme.dim),
-            Line::styled("Press ! and type a command (e.g. !uptime) to run it on the selected host.", theme.dim),
+            Line::styled(model.locale.t("output.empty").to_string(), theme.dim),
+            Line::styled(model.locale.t("output.empty_hint").to_string(), theme.dim),
         ]
     } else {
         shown

@@ -33,8 +33,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if runs.is_empty() {
-        let hint = "No change has run yet. Changes proposed by the agent (delegate_execution) appear here \
-                    stage by stage: Plan, Diff, Summary, HITL, Apply, Post-check, Rollback.";
+        let hint = model.locale.t("pipeline.empty").to_string();
         frame.render_widget(Paragraph::new(Line::styled(hint, model.theme.dim)).wrap(Wrap { trim: true }), inner);
         return;
     }

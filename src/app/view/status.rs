@@ -24,7 +24,7 @@ pub fn draw_input(model: &Model, frame: &mut Frame, area: Rect) {
     } else if let Some(flash) = &model.flash {
         Line::from(Span::styled(flash.clone(), theme.warn))
     } else {
-        Line::styled("press ! to run a command, : for the command line, ? for help", theme.dim)
+        Line::styled(model.locale.t("input.placeholder").to_string(), theme.dim)
     };
     frame.render_widget(Paragraph::new(line), area);
 }
@@ -33,14 +33,15 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
     let mut spans = vec![
-        Span::styled(format!(" {} ", model.focus.label()), theme.selected),
-        Span::raw(format!(" {} hosts", model.hosts.len())),
+        Span::styled(format!(" {} ", model.locale.t(model.focus.key()).to_uppercase()), theme.selected),
+        Span::raw(format!(" {} {}", model.hosts.len(), model.locale.t("status.hosts"))),
     ];
     if running > 0 {
-        spans.push(Span::styled(format!(" · {running} running"), theme.warn));
+        spans.push(Span::styled(format!(" · {running} {}", model.locale.t("status.running")), theme.warn));
     }
     if !model.prompts.is_empty() {
-        spans.push(Span::styled(format!(" · {} waiting for you", model.prompts.len()), theme.warn));
+        spans
+            .push(Span::styled(format!(" · {} {}", model.prompts.len(), model.locale.t("status.waiting")), theme.warn));
     }
     spans.push(Span::styled(" │ ", theme.dim));
     let hints = model.keymap.hints(model.focus);

@@ -260,6 +260,15 @@ fn drift_pane_empty_state() {
 }
 
 #[test]
+fn french_console_with_output_and_help() {
+    let mut m = fixture_with_output();
+    m.set_locale(crate::i18n::Locale::new("fr").unwrap());
+    insta::assert_snapshot!("french_output", render(&m, 110, 30).backend());
+    m.help_open = true;
+    insta::assert_snapshot!("french_help", render(&m, 120, 34).backend());
+}
+
+#[test]
 fn help_overlay() {
     let mut m = fixture_model();
     m.help_open = true;

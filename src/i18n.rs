@@ -1,0 +1,105 @@
+//! User-visible strings of the console, per language (`locales/*.yaml`,
+//! embedded). A key missing from a locale falls back to English; a test
+//! reports every such key so translations do not silently fall behind.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const BUILTIN: [(&str, &str); 2] =
+    [("en", include_str!("../locales/en.yaml")), ("fr", include_str!("../locales/fr.yaml"))];
+
+/// The strings of one language, with English behind them.
+#[derive(Debug, Clone)]
+pub struct Locale {
+    code: String,
+    strings: Arc<HashMap<String, String>>,
+    english: Arc<HashMap<String, String>>,
+}
+
+impl PartialEq for Locale {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+    }
+}
+
+fn parse(code: &str) -> Result<HashMap<String, String>, String> {
+    let text = BUILTIN.iter().find(|(c, _)| *c == code).map(|(_, t)| *t).ok_or_else(|| code.to_string())?;
+    yaml_serde::from_str(text).map_err(|e| format!("locales/{code}.yaml: {e}"))
+}
+
+impl Default for Locale {
+    fn default() -> Self {
+        Self::new("en").unwrap_or_else(|_| Self {
+            code: "en".into(),
+            strings: Arc::new(HashMap::new()),
+            english: Arc::new(HashMap::new()),
+        })
+    }
+}
+
+impl Locale {
+    /// The built-in locale `code` (`en`, `fr`).
+    pub fn new(code: &str) -> Result<Self, String> {
+        let english = Arc::new(parse("en")?);
+        let strings = if code == "en" { english.clone() } else { Arc::new(parse(code)?) };
+        Ok(Self { code: code.to_string(), strings, english })
+    }
+
+    /// The language code.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The text of `key`: this language, else English, else the key itself.
+    pub fn t<'a>(&'a self, key: &'a str) -> &'a str {
+        self.strings.get(key).or_else(|| self.english.get(key)).map(String::as_str).unwrap_or(key)
+    }
+
+    /// `t` with `{name}` placeholders filled.
+    pub fn tf(&self, key: &str, args: &[(&str, &str)]) -> String {
+        let mut out = self.t(key).to_string();
+        for (name, value) in args {
+            out = out.replace(&format!("{{{name}}}"), value);
+        }
+        out
+    }
+
+    /// English keys this language lacks.
+    pub fn missing_keys(&self) -> Vec<String> {
+        let mut missing: Vec<String> =
+            self.english.keys().filter(|k| !self.strings.contains_key(*k)).cloned().collect();
+        missing.sort();
+        missing
+    }
+}
+
+/// The languages built in.
+pub fn languages() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(c, _)| *c).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_locale_covers_every_english_key() {
+        for code in languages() {
+            let locale = Locale::new(code).unwrap();
+            assert!(locale.missing_keys().is_empty(), "locales/{code}.yaml lacks {:?}", locale.missing_keys());
+        }
+    }
+
+    #[test]
+    fn lookup_falls_back_to_english_then_the_key() {
+        let fr = Locale::new("fr").unwrap();
+        assert_eq!(fr.t("pane.output"), "Sortie");
+        let mut partial = fr.clone();
+        partial.strings = Arc::new(HashMap::new());
+        assert_eq!(partial.t("pane.output"), "Output", "missing French falls back to English");
+        assert_eq!(partial.t("no.such.key"), "no.such.key");
+        assert_eq!(partial.missing_keys().len(), partial.english.len());
+        assert_eq!(fr.tf("language.unknown", &[("code", "de")]), "langue inconnue de : en ou fr attendu");
+        assert!(Locale::new("de").is_err());
+    }
+}
