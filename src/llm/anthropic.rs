@@ -212,15 +212,7 @@ impl Provider for Anthropic {
         let response = super::client::check_status("anthropic", response).await?;
         // Some compatible servers ignore `stream` and answer with JSON: accept it.
         if !self.stream || super::client::is_json(&response) {
-            let v: Value = response.json().await.map_err(|e| malformed(format!("bad JSON: {e}")))?;
-            let mut answer = parse_json(&v)?;
-            if v.get("usage").is_none() {
-                answer.usage = Usage::estimate(request, &answer.content, &answer.tool_calls);
-            }
-            if !answer.content.is_empty() {
-                on_delta(&answer.content);
-            }
-            return Ok(answer);
+            return super::client::json_answer("anthropic", response, request, parse_json, on_delta).await;
         }
         let mut state = StreamState::default();
         for_each_event("anthropic", response, |event| {

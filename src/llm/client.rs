@@ -66,6 +66,29 @@ pub(crate) async fn check_status(provider: &str, response: reqwest::Response) ->
     Err(LlmError::Status { provider: provider.to_string(), status: status.as_u16(), body, retry_after })
 }
 
+/// Reads a whole JSON answer with `parse`, estimating usage when the provider
+/// sent none, and shows its text as one delta.
+pub(crate) async fn json_answer(
+    provider: &str,
+    response: reqwest::Response,
+    request: &ChatRequest,
+    parse: impl Fn(&serde_json::Value) -> Result<ChatResponse, LlmError>,
+    on_delta: DeltaSink<'_>,
+) -> Result<ChatResponse, LlmError> {
+    let v: serde_json::Value = response
+        .json()
+        .await
+        .map_err(|e| LlmError::Malformed { provider: provider.to_string(), detail: format!("bad JSON: {e}") })?;
+    let mut answer = parse(&v)?;
+    if v.get("usage").is_none() {
+        answer.usage = Usage::estimate(request, &answer.content, &answer.tool_calls);
+    }
+    if !answer.content.is_empty() {
+        on_delta(&answer.content);
+    }
+    Ok(answer)
+}
+
 /// Whether the response body is JSON (rather than an event stream).
 pub(crate) fn is_json(response: &reqwest::Response) -> bool {
     response

@@ -171,15 +171,8 @@ impl Provider for OpenAi {
         let response = super::client::check_status(&self.name, response).await?;
         // Some compatible servers ignore `stream` and answer with JSON: accept it.
         if !self.stream || super::client::is_json(&response) {
-            let v: Value = response.json().await.map_err(|e| malformed(&self.name, format!("bad JSON: {e}")))?;
-            let mut answer = parse_json(&self.name, &v)?;
-            if v.get("usage").is_none() {
-                answer.usage = Usage::estimate(request, &answer.content, &answer.tool_calls);
-            }
-            if !answer.content.is_empty() {
-                on_delta(&answer.content);
-            }
-            return Ok(answer);
+            let parse = |v: &Value| parse_json(&self.name, v);
+            return super::client::json_answer(&self.name, response, request, parse, on_delta).await;
         }
         let mut state = StreamState::default();
         for_each_event(&self.name, response, |event| {
