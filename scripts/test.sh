@@ -21,4 +21,4 @@ export LANG=C.UTF-8
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --all-targets
+cargo test --locked --lib --bins --tests
