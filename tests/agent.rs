@@ -493,17 +493,7 @@ fn sudo_password_reaches_sudo_but_no_request_log_or_row() {
         "printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:web01:password >/dev/null && '{merlya}' run --format json 'check web01'",
         pw = support::TEST_PASSWORD
     );
-    let out = std::process::Command::new("keyctl")
-        .args(["session", "-", "sh", "-c", &script])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env("USER", "tester")
-        .env("MERLYA_TEST_LLM_KEY", KEY)
-        .env_remove("SSH_AUTH_SOCK")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = env.keyring_session(&script).env("MERLYA_TEST_LLM_KEY", KEY).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     let report = json_out(&out);
     assert_eq!(report["tool_calls"][0]["exit_code"], 0);
@@ -597,15 +587,7 @@ fn the_api_key_can_come_from_the_keyring() {
     let script = format!(
         "printf 'sk-from-keyring\\n' | '{m}' secret set llm:openai:api_key >/dev/null && '{m}' run --format json hello"
     );
-    let out = std::process::Command::new("keyctl")
-        .args(["session", "-", "sh", "-c", &script])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = env.keyring_session(&script).env_remove("OPENAI_API_KEY").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(llm.requests()[0].header("authorization"), Some("Bearer sk-from-keyring"));
     let config = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();

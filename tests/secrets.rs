@@ -56,14 +56,7 @@ fn kernel_keyring_round_trip_across_processes() {
         "printf 'hunter2\\n' | '{m}' secret set sudo:web01:password && '{m}' secret get sudo:web01:password && \
          '{m}' secret list --format json && '{m}' secret rm sudo:web01:password"
     );
-    let out = Command::new("keyctl")
-        .args(["session", "-", "sh", "-c", &script])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env("MERLYA_SECRETS_BACKEND", "keyring")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = env.keyring_session(&script).env("MERLYA_SECRETS_BACKEND", "keyring").output().unwrap();
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("stored sudo:web01:password in the kernel keyring\nhunter2\n"),

@@ -106,12 +106,7 @@ fn wrong_key_is_refused_with_what_was_tried() {
 
 #[test]
 fn encrypted_key_without_a_terminal_fails_cleanly() {
-    let key = TestKey::generate("correct horse");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("web01", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host_with_passphrase("web01", "correct horse", &[]);
     let out = env.run(&["exec", "web01", "--format", "json", "--", "true"]);
     let records = json_lines(&text(&out.stdout));
     let error = records[0]["error"].as_str().unwrap();
@@ -444,12 +439,7 @@ async fn key_then_keyboard_interactive_mfa_through_pam() {
 
 #[test]
 fn encrypted_key_passphrase_comes_from_the_kernel_keyring() {
-    let key = TestKey::generate("from the keyring");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("locked", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host_with_passphrase("locked", "from the keyring", &[]);
     let key_path = env.home().join(".ssh/id_ed25519");
     let secret = format!("ssh-key:{}:passphrase", key_path.display());
     let merlya = env!("CARGO_BIN_EXE_merlya");
@@ -457,15 +447,7 @@ fn encrypted_key_passphrase_comes_from_the_kernel_keyring() {
     let script = format!(
         "printf '%s\\n' 'from the keyring' | '{merlya}' secret set '{secret}' && '{merlya}' exec locked --format json -- echo keyring-ok"
     );
-    let out = std::process::Command::new("keyctl")
-        .args(["session", "-", "sh", "-c", &script])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env_remove("SSH_AUTH_SOCK")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("keyctl is installed (scripts/test.sh installs keyutils)");
+    let out = env.keyring_session(&script).output().expect("keyctl is installed (scripts/test.sh installs keyutils)");
     let stdout = text(&out.stdout);
     assert!(stdout.contains("stored") && stdout.contains("kernel keyring"), "{stdout}{}", text(&out.stderr));
     let records = json_lines(&stdout);
@@ -506,20 +488,6 @@ fn exec_of_a_change_needs_an_approval_decision() {
     // Paranoid mode asks even for read-only commands.
     let out = env.merlya(&["exec", "web01", "--", "uptime"]).env("MERLYA_POLICY_CONFIRM_ALL", "true").output().unwrap();
     assert_eq!(out.status.code(), Some(3));
-}
-
-/// Runs a shell script (merlya invocations inside) under one new session keyring.
-fn in_keyring_session(env: &TestEnv, script: &str) -> std::process::Output {
-    std::process::Command::new("keyctl")
-        .args(["session", "-", "sh", "-c", script])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env("USER", "tester")
-        .env_remove("SSH_AUTH_SOCK")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("keyctl is installed (scripts/test.sh installs keyutils)")
 }
 
 #[test]
@@ -581,7 +549,7 @@ fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
         "printf '%s\\n' '{TEST_PASSWORD}' | '{merlya}' secret set sudo:web01:password >/dev/null && \
          '{merlya}' exec web01 --format json -- 'sudo id -u; cat {leak_file}'"
     );
-    let out = in_keyring_session(&env, &script);
+    let out = env.keyring_session(&script).output().expect("keyctl (scripts/test.sh installs keyutils)");
     let stdout = text(&out.stdout);
     let records = json_lines(&stdout);
     assert_eq!(records.len(), 1, "{stdout}{}", text(&out.stderr));

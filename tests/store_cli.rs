@@ -336,15 +336,7 @@ fn exec_resolves_secret_references_and_masks_them() {
          '{m}' exec localhost --format json -- 'echo token=@api:localhost:token; echo missing=@api:localhost:other'; \
          '{m}' exec localhost --format json -- 'echo token=@api:localhost:token'"
     );
-    let out = std::process::Command::new("keyctl")
-        .args(["session", "-", "sh", "-c", &script])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env("USER", "tester")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = env.keyring_session(&script).output().unwrap();
     let lines: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines[0]["error"].as_str().unwrap().contains("secret @api:localhost:other is not stored"), "{lines:?}");
     assert_eq!(lines[1]["stdout"], "token=***\n", "the value ran but is masked in output");

@@ -217,12 +217,7 @@ fn console_asks_for_a_key_passphrase_in_a_modal() {
 
 #[test]
 fn cli_exec_asks_for_a_passphrase_on_the_terminal() {
-    let key = TestKey::generate("open sesame");
-    let sshd = Sshd::start(SshdOptions::allowing(&key));
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("locked", &sshd, &[]);
+    let (_key, _sshd, env) = support::one_trusted_host_with_passphrase("locked", "open sesame", &[]);
     let socket = format!("merlya-e2e-cli-{}", std::process::id());
     let cmd = format!(
         "MERLYA_HOME='{}' HOME='{}' USER=tester '{}' exec locked -- echo cli-unlocked; echo EXITED $?; sleep 60",

@@ -374,7 +374,6 @@ fn read_only_rule(name: &str, args: &[Word]) -> Option<Result<(), String>> {
             "nc without -z sends data or listens",
         ),
         "base64" | "xxd" => check(!has_opt(args, Some('o'), &["output"]), "writes an output file"),
-        "tail" | "head" | "cat" | "grep" | "egrep" | "fgrep" | "rg" | "ls" => Some(Ok(())),
         n if ALWAYS_READ_ONLY.contains(&n) => Some(Ok(())),
         "find" => {
             let bad = ["-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"];
@@ -733,7 +732,7 @@ fn read_only_rule(name: &str, args: &[Word]) -> Option<Result<(), String>> {
         "visudo" => check(texts.contains(&"-c"), "visudo edits sudoers"),
         "named-checkconf" | "named-checkzone" | "haproxy" if name != "haproxy" || texts.contains(&"-c") => Some(Ok(())),
         "certbot" => subcommand(sub, &["certificates"], "certbot", false),
-        "stat" | "file" | "lsattr" => Some(Ok(())),
+        "lsattr" => Some(Ok(())),
         _ => None,
     }
 }

@@ -66,6 +66,20 @@ impl TestEnv {
         cmd
     }
 
+    /// `sh -c script` (merlya invocations inside) under a new session keyring
+    /// of its own, as a login session would provide, with this environment.
+    pub fn keyring_session(&self, script: &str) -> Command {
+        let mut cmd = Command::new("keyctl");
+        cmd.args(["session", "-", "sh", "-c", script])
+            .env("MERLYA_HOME", self.merlya_home())
+            .env("HOME", self.home())
+            .env("USER", "tester")
+            .env_remove("SSH_AUTH_SOCK")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .stdin(Stdio::null());
+        cmd
+    }
+
     /// Runs merlya and returns its output.
     pub fn run(&self, args: &[&str]) -> Output {
         self.merlya(args).output().expect("run merlya")
@@ -138,7 +152,12 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
 /// The usual set-up: a key, an sshd that accepts it, a home whose default key
 /// it is and whose known_hosts trusts the daemon, and a host `name` for it.
 pub fn one_trusted_host(name: &str, extra: &[&str]) -> (TestKey, Sshd, TestEnv) {
-    let key = TestKey::generate("");
+    one_trusted_host_with_passphrase(name, "", extra)
+}
+
+/// [`one_trusted_host`] with the login key protected by `passphrase`.
+pub fn one_trusted_host_with_passphrase(name: &str, passphrase: &str, extra: &[&str]) -> (TestKey, Sshd, TestEnv) {
+    let key = TestKey::generate(passphrase);
     let sshd = Sshd::start(SshdOptions::allowing(&key));
     let env = TestEnv::new();
     env.install_default_key(&key);
