@@ -130,7 +130,7 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     let _ = std::fs::remove_file(&marker);
     let touch = format!("touch {marker}");
     tmux.command(&format!(":exec web01 -- {touch}"));
-    let screen = tmux.wait_for("[o] once");
+    let screen = tmux.wait_for("once   [a] always");
     assert!(screen.contains("risk") && screen.contains("mutating") && screen.contains("always `touch"), "{screen}");
     assert!(!std::path::Path::new(&marker).exists(), "nothing runs before the decision");
     tmux.keys(&["o"]);
@@ -318,7 +318,7 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     tmux.keys(&["i"]);
     tmux.type_text("please create the marker");
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("[o] once");
+    let screen = tmux.wait_for("once   [a] always");
     assert!(screen.contains("Approve: create the marker") && screen.contains("mutating"), "{screen}");
     assert!(!std::path::Path::new(&marker).exists());
     tmux.keys(&["o"]);

@@ -101,6 +101,8 @@ pub struct Agent {
     pub role: ModelRole,
     pub command_timeout: std::time::Duration,
     pub observer: Observer,
+    /// Earlier turns of the conversation, given to the main agent before the task.
+    pub history: Vec<Message>,
     state: Mutex<RunState>,
 }
 
@@ -159,8 +161,20 @@ impl Agent {
             role,
             command_timeout,
             observer,
+            history: Vec::new(),
             state: Mutex::new(RunState::default()),
         }
+    }
+
+    /// The same agent continuing a conversation: `(operator, agent)` pairs, oldest first.
+    pub fn with_history(mut self, turns: &[(String, String)]) -> Self {
+        self.history = turns
+            .iter()
+            .flat_map(|(question, answer)| {
+                [Message::user(question.clone()), Message::assistant(answer.clone(), Vec::new())]
+            })
+            .collect();
+        self
     }
 
     /// Runs one task to an answer or an error.
@@ -211,7 +225,11 @@ impl Agent {
     ) -> Result<String, AgentError> {
         let specs = toolbox.specs();
         let names: Vec<String> = specs.iter().map(|t| t.name.clone()).collect();
-        let mut messages = vec![Message::system(system), Message::user(user)];
+        let mut messages = vec![Message::system(system)];
+        if agent == "main" {
+            messages.extend(self.history.iter().cloned());
+        }
+        messages.push(Message::user(user));
         let mut loops = LoopDetector::default();
         let mut malformed: HashMap<String, u32> = HashMap::new();
         let observer = self.observer.clone();

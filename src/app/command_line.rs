@@ -1,10 +1,68 @@
 //! What the bottom command line understands. Parsing is pure; `update` turns
-//! the result into effects.
+//! the result into effects. The tables here also feed the completion popup,
+//! so what is suggested is exactly what is understood.
 //!
 //! - `!CMD` runs CMD on the marked hosts (or the one under the cursor).
 //! - `:exec TARGETS -- CMD` runs CMD on targets (names, @tags, globs, lists, all).
-//! - `:q` / `:quit`, `:help`, `:reload`, `:clear`.
+//! - `:` palette words ([`PALETTE`]): panes, host actions, `:reload`, `:clear`, `:q`.
+//! - `/` slash commands ([`SLASH`]): `/hosts`, `/model`, `/metrics`, `/secret`, `/mcp`,
+//!   `/conv`, `/audit`, `/language`, `/help`, `/new`, `/exit`.
 //! - Anything else is a message to the agent.
+
+use super::keymap::Action;
+
+/// Slash commands: the word, whether it takes arguments, and its locale help key.
+pub const SLASH: [(&str, bool, &str); 11] = [
+    ("/hosts", true, "slash.hosts"),
+    ("/model", true, "slash.model"),
+    ("/metrics", false, "slash.metrics"),
+    ("/secret", true, "slash.secret"),
+    ("/mcp", false, "slash.mcp"),
+    ("/conv", true, "slash.conv"),
+    ("/audit", true, "slash.audit"),
+    ("/language", true, "slash.language"),
+    ("/help", false, "slash.help"),
+    ("/new", false, "slash.new"),
+    ("/exit", false, "slash.exit"),
+];
+
+/// Palette words that do what a key does, anywhere.
+pub const PALETTE: [(&str, Action); 19] = [
+    (":inventory", Action::FocusInventory),
+    (":output", Action::FocusOutput),
+    (":chat", Action::FocusChat),
+    (":pipeline", Action::FocusPipeline),
+    (":metrics", Action::FocusMetrics),
+    (":drift", Action::FocusDrift),
+    (":add", Action::Add),
+    (":edit", Action::Edit),
+    (":delete", Action::Delete),
+    (":check", Action::Check),
+    (":details", Action::Details),
+    (":tags", Action::Tags),
+    (":follow", Action::Follow),
+    (":search", Action::Search),
+    (":copy", Action::Copy),
+    (":split", Action::SideBySide),
+    (":help", Action::Help),
+    (":suspend", Action::Suspend),
+    (":quit", Action::Quit),
+];
+
+/// Palette words with their own syntax, and their locale help keys.
+pub const PALETTE_COMMANDS: [(&str, bool, &str); 3] =
+    [(":exec", true, "palette.exec"), (":reload", false, "palette.reload"), (":clear", false, "palette.clear")];
+
+/// `/secret` sub-commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretCommand {
+    /// Names of stored secrets (never values).
+    List,
+    /// Ask for a value (hidden) and store it.
+    Set(String),
+    /// Delete one.
+    Remove(String),
+}
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,10 +71,24 @@ pub enum CommandLine {
     RunOnSelection(String),
     /// `:exec TARGETS -- CMD`.
     Exec { targets: String, command: String },
-    /// `:q`.
+    /// `:q`, `/exit`.
     Quit,
-    /// `:help`.
+    /// `/help`.
     Help,
+    /// A palette word that does what a key does.
+    Action(Action),
+    /// `/hosts [FILTER]`: focus the inventory, filtered.
+    Hosts(String),
+    /// `/secret list|set NAME|rm NAME`.
+    Secret(SecretCommand),
+    /// `/mcp`: the MCP servers configured.
+    Mcp,
+    /// `/conv` (list) or `/conv ID` (show one).
+    Conv(Option<String>),
+    /// `/audit [N]`: the last N audit entries.
+    Audit(usize),
+    /// `/new`: start a new conversation.
+    New,
     /// `:reload`.
     Reload,
     /// `:clear`.
@@ -44,8 +116,65 @@ pub fn parse(input: &str) -> Result<CommandLine, String> {
         }
         return Ok(CommandLine::RunOnSelection(cmd.to_string()));
     }
+    if input.starts_with('/') {
+        return parse_slash(input);
+    }
+    let Some(rest) = input.strip_prefix(':') else { return Ok(CommandLine::Chat(input.to_string())) };
+    let (word, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if let Some((_, action)) = PALETTE.iter().find(|(w, _)| w[1..] == *word) {
+        return Ok(CommandLine::Action(*action));
+    }
+    match word {
+        "q" | "exit" => Ok(CommandLine::Quit),
+        "h" => Ok(CommandLine::Action(Action::Help)),
+        "reload" => Ok(CommandLine::Reload),
+        "clear" => Ok(CommandLine::Clear),
+        "exec" => {
+            let (targets, command) =
+                args.split_once(" -- ").ok_or("usage: :exec TARGETS -- COMMAND (e.g. :exec @web -- uptime)")?;
+            let (targets, command) = (targets.trim(), command.trim());
+            if targets.is_empty() || command.is_empty() {
+                return Err("usage: :exec TARGETS -- COMMAND (e.g. :exec @web -- uptime)".into());
+            }
+            Ok(CommandLine::Exec { targets: targets.into(), command: command.into() })
+        }
+        other => Err(format!("unknown command :{other} (type : to see the palette)")),
+    }
+}
+
+fn parse_slash(input: &str) -> Result<CommandLine, String> {
+    let (word, rest) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
+    let args: Vec<&str> = rest.split_whitespace().collect();
+    match word {
+        "/hosts" => return Ok(CommandLine::Hosts(args.join(" "))),
+        "/metrics" => return Ok(CommandLine::Action(Action::FocusMetrics)),
+        "/help" => return Ok(CommandLine::Help),
+        "/exit" | "/quit" => return Ok(CommandLine::Quit),
+        "/new" => return Ok(CommandLine::New),
+        "/mcp" => return Ok(CommandLine::Mcp),
+        "/conv" => return Ok(CommandLine::Conv(args.first().map(|s| s.to_string()))),
+        "/audit" => {
+            return match args.as_slice() {
+                [] => Ok(CommandLine::Audit(20)),
+                [n] => {
+                    n.parse().map(CommandLine::Audit).map_err(|_| format!("/audit {n}: expected a number of entries"))
+                }
+                _ => Err("usage: /audit [N]".into()),
+            };
+        }
+        "/secret" => {
+            return match args.as_slice() {
+                [] | ["list"] => Ok(CommandLine::Secret(SecretCommand::List)),
+                ["set", name] => Ok(CommandLine::Secret(SecretCommand::Set(name.to_string()))),
+                ["rm", name] => Ok(CommandLine::Secret(SecretCommand::Remove(name.to_string()))),
+                _ => Err("usage: /secret list | set NAME | rm NAME (the value is asked for, hidden)".into()),
+            };
+        }
+        _ => {}
+    }
     if let Some(rest) = input.strip_prefix("/language") {
         return match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [] => Ok(CommandLine::Language(String::new())),
             [code] => Ok(CommandLine::Language(code.to_string())),
             _ => Err("usage: /language en|fr".into()),
         };
@@ -65,24 +194,7 @@ pub fn parse(input: &str) -> Result<CommandLine, String> {
             _ => Err("usage: /model, or /model brain|fast PROVIDER/MODEL".into()),
         };
     }
-    let Some(rest) = input.strip_prefix(':') else { return Ok(CommandLine::Chat(input.to_string())) };
-    let (word, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    match word {
-        "q" | "quit" | "exit" => Ok(CommandLine::Quit),
-        "help" | "h" => Ok(CommandLine::Help),
-        "reload" => Ok(CommandLine::Reload),
-        "clear" => Ok(CommandLine::Clear),
-        "exec" => {
-            let (targets, command) =
-                args.split_once(" -- ").ok_or("usage: :exec TARGETS -- COMMAND (e.g. :exec @web -- uptime)")?;
-            let (targets, command) = (targets.trim(), command.trim());
-            if targets.is_empty() || command.is_empty() {
-                return Err("usage: :exec TARGETS -- COMMAND (e.g. :exec @web -- uptime)".into());
-            }
-            Ok(CommandLine::Exec { targets: targets.into(), command: command.into() })
-        }
-        other => Err(format!("unknown command :{other} (try :exec, :reload, :clear, :help, :q)")),
-    }
+    Err(format!("unknown command {word} (type / to see the commands)"))
 }
 
 #[cfg(test)]
@@ -97,6 +209,20 @@ mod tests {
             Ok(CommandLine::Exec { targets: "@web,db1".into(), command: "df -h".into() })
         );
         assert_eq!(parse(":q"), Ok(CommandLine::Quit));
+        assert_eq!(parse(":quit"), Ok(CommandLine::Action(Action::Quit)));
+        assert_eq!(parse(":check"), Ok(CommandLine::Action(Action::Check)));
+        assert_eq!(parse("/hosts @web"), Ok(CommandLine::Hosts("@web".into())));
+        assert_eq!(parse("/secret set db_pw"), Ok(CommandLine::Secret(SecretCommand::Set("db_pw".into()))));
+        assert_eq!(parse("/audit 5"), Ok(CommandLine::Audit(5)));
+        assert_eq!(parse("/exit"), Ok(CommandLine::Quit));
+        assert_eq!(parse("/new"), Ok(CommandLine::New));
+        assert_eq!(parse("/metrics"), Ok(CommandLine::Action(Action::FocusMetrics)));
+        for (word, _, _) in SLASH {
+            assert!(parse(word).is_ok(), "{word} alone is understood");
+        }
+        for (word, _) in PALETTE {
+            assert!(parse(word).is_ok(), "{word} is understood");
+        }
         assert_eq!(parse("why is web01 slow?"), Ok(CommandLine::Chat("why is web01 slow?".into())));
         assert_eq!(parse("   "), Ok(CommandLine::Nothing));
         assert_eq!(parse("/model"), Ok(CommandLine::Model(None)));
@@ -112,5 +238,8 @@ mod tests {
         assert!(parse("!").unwrap_err().contains("needs a command"));
         assert!(parse(":exec web01 uptime").unwrap_err().contains("usage"));
         assert!(parse(":frobnicate").unwrap_err().contains("unknown command"));
+        assert!(parse("/frobnicate").unwrap_err().contains("unknown command /frobnicate"));
+        assert!(parse("/secret set").unwrap_err().contains("usage"));
+        assert!(parse("/audit many").unwrap_err().contains("expected a number"));
     }
 }

@@ -77,6 +77,10 @@ macro_rules! actions {
             pub fn name(self) -> &'static str { match self { $(Action::$variant => $name),* } }
             /// What it does, for the help overlay.
             pub fn help(self) -> &'static str { match self { $(Action::$variant => $help),* } }
+            /// The locale key of its help text (`action.<name>`).
+            pub fn help_key(self) -> &'static str { match self { $(Action::$variant => concat!("action.", $name)),* } }
+            /// The locale key of its status-bar label (`hint.<name>`).
+            pub fn hint_key(self) -> &'static str { match self { $(Action::$variant => concat!("hint.", $name)),* } }
             /// Short label for the status bar; empty when not shown there.
             pub fn hint(self) -> &'static str { match self { $(Action::$variant => $hint),* } }
             fn from_name(name: &str) -> Option<Self> { Self::ALL.iter().copied().find(|a| a.name() == name) }
@@ -87,7 +91,8 @@ macro_rules! actions {
 actions! {
     Quit = "quit", "quit", "quit";
     Suspend = "suspend", "suspend to the shell (fg to come back)", "";
-    Copy = "copy", "copy the lines on screen to the clipboard (OSC 52)", "";
+    Copy = "copy", "copy the selection (or the lines on screen) to the clipboard (OSC 52)", "copy";
+    Select = "select", "start or end a line selection (then move, then copy)", "select";
     Help = "help", "show every key", "help";
     NextPane = "next_pane", "next pane", "pane";
     PreviousPane = "previous_pane", "previous pane", "";
@@ -108,7 +113,13 @@ actions! {
     Mark = "mark", "mark the host", "mark";
     MarkAll = "mark_all", "mark all shown / none", "";
     Filter = "filter", "filter hosts", "filter";
-    Open = "open", "run a command on the selection", "";
+    Open = "open", "open an exec prompt on the selection", "exec";
+    Details = "details", "show or hide the host's details", "details";
+    Tags = "tags", "filter by tag", "tags";
+    Check = "check", "check reachability of the selection", "check";
+    Add = "add", "add a host", "add";
+    Edit = "edit", "edit the host", "edit";
+    Delete = "delete", "delete the selection (asks first)", "";
     Reset = "reset", "clear filter and marks", "";
     Follow = "follow", "follow new output", "follow";
     Clear = "clear", "clear the output", "";
@@ -117,6 +128,12 @@ actions! {
     NextMatch = "next_match", "next (older) match", "";
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";
+    Expand = "expand", "expand or collapse the selected tool call's output", "expand";
+    ScrollDiffDown = "scroll_diff_down", "scroll the diff down", "";
+    ScrollDiffUp = "scroll_diff_up", "scroll the diff up", "";
+    NextHunk = "next_hunk", "next hunk of the diff", "hunk";
+    PreviousHunk = "previous_hunk", "previous hunk of the diff", "";
+    SideBySide = "side_by_side", "unified or side-by-side diff", "split";
     Yes = "yes", "approve once / yes", "yes";
     No = "no", "deny / no", "no";
     Always = "always", "always allow this prefix on these hosts", "always";
@@ -162,6 +179,7 @@ impl KeySpec {
             "home" => KeyCode::Home,
             "end" => KeyCode::End,
             "pageup" => KeyCode::PageUp,
+            "delete" => KeyCode::Delete,
             "pagedown" => KeyCode::PageDown,
             f if f.starts_with('f') && f.len() > 1 && f[1..].parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)) => {
                 KeyCode::F(f[1..].parse().unwrap_or(1))
@@ -198,6 +216,7 @@ impl fmt::Display for KeySpec {
             KeyCode::BackTab => write!(f, "S-Tab"),
             KeyCode::Enter => write!(f, "Enter"),
             KeyCode::Esc => write!(f, "Esc"),
+            KeyCode::Delete => write!(f, "Del"),
             KeyCode::Up => write!(f, "↑"),
             KeyCode::Down => write!(f, "↓"),
             KeyCode::Left => write!(f, "←"),
@@ -333,13 +352,14 @@ impl Keymap {
             .unwrap_or_default()
     }
 
-    /// Status-bar hints for the focused pane: the first key of each hinted action and its label.
-    pub fn hints(&self, pane: Pane) -> Vec<String> {
+    /// Status-bar hints for the focused pane: the first key of each hinted
+    /// action, with the action (its label comes from the locale).
+    pub fn hints(&self, pane: Pane) -> Vec<(String, Action)> {
         let mut out = Vec::new();
         for context in [KeyContext::Global, KeyContext::of(pane)] {
             for (action, keys) in self.table.get(&context).into_iter().flatten() {
                 if let (false, Some(first)) = (action.hint().is_empty(), keys.first()) {
-                    out.push(format!("{first} {}", action.hint()));
+                    out.push((first.to_string(), *action));
                 }
             }
         }
@@ -394,7 +414,8 @@ mod tests {
         );
         assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('q'), KeyModifiers::NONE)), None);
         assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('?'), KeyModifiers::NONE)), Some(Action::Help));
-        let hints = map.hints(Pane::Inventory);
+        let hints: Vec<String> =
+            map.hints(Pane::Inventory).into_iter().map(|(k, a)| format!("{k} {}", a.hint())).collect();
         assert!(hints.contains(&"Ctrl-q quit".to_string()) && hints.contains(&"/ filter".to_string()), "{hints:?}");
     }
 

@@ -17,10 +17,11 @@ pub struct Areas {
 }
 
 impl Areas {
-    /// The layout of a screen of `area`.
-    pub fn of(area: Rect) -> Self {
+    /// The layout of a screen of `area` with an input `input_rows` high.
+    pub fn of(area: Rect, input_rows: u16) -> Self {
         let [body, input, status] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(1), Constraint::Length(1)]).areas(area);
+            Layout::vertical([Constraint::Min(3), Constraint::Length(input_rows.max(1)), Constraint::Length(1)])
+                .areas(area);
         let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 56);
         let [inventory, right] = Layout::horizontal([Constraint::Length(left_width), Constraint::Min(10)]).areas(body);
         let [view, chat] = Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(right);
@@ -48,7 +49,7 @@ mod tests {
 
     #[test]
     fn clicks_land_on_panes() {
-        let a = Areas::of(Rect::new(0, 0, 120, 40));
+        let a = Areas::of(Rect::new(0, 0, 120, 40), 1);
         assert_eq!(a.pane_at(2, 2, Pane::Output), Some(Pane::Inventory));
         assert_eq!(a.pane_at(100, 3, Pane::Metrics), Some(Pane::Metrics));
         assert_eq!(a.pane_at(100, 35, Pane::Output), Some(Pane::Chat));

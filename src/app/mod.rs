@@ -14,8 +14,12 @@
 //! a prompt carrying a `oneshot` reply; prompts queue while one is on screen.
 
 pub mod command_line;
+pub mod completion;
+pub mod diff_view;
+pub mod highlight;
 pub mod keymap;
 pub mod layout;
+pub mod markdown;
 pub mod model;
 pub mod msg;
 pub mod output_buffer;
@@ -25,5 +29,6 @@ pub mod sender;
 pub mod theme;
 pub mod update;
 pub mod view;
+mod workers;
 
 pub use runtime::run_console;

@@ -94,6 +94,113 @@ pub struct InventoryState {
     pub filter: String,
     /// Whether keys go to the filter.
     pub filtering: bool,
+    /// Whether the detail panel of the host under the cursor is open.
+    pub details: bool,
+    /// The tag picker, open with its cursor.
+    pub tag_picker: Option<usize>,
+}
+
+/// The add/edit host form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostForm {
+    /// The host being edited (`None` when adding).
+    pub original: Option<String>,
+    /// Field values, in [`HostForm::FIELDS`] order.
+    pub values: Vec<String>,
+    /// The field being typed in.
+    pub focus: usize,
+    /// Why the last save was refused.
+    pub error: Option<String>,
+}
+
+impl HostForm {
+    /// Locale keys of the fields: name, address, port, user, tags, jump, elevation.
+    pub const FIELDS: [&'static str; 7] =
+        ["form.name", "form.address", "form.port", "form.user", "form.tags", "form.jump", "form.elevation"];
+
+    /// An empty form (adding) or one filled from `host` (editing).
+    pub fn new(host: Option<&Host>) -> Self {
+        let values = match host {
+            None => vec![
+                String::new(),
+                String::new(),
+                "22".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                "none".into(),
+            ],
+            Some(h) => vec![
+                h.name.clone(),
+                h.hostname.clone(),
+                h.port.to_string(),
+                h.username.clone().unwrap_or_default(),
+                h.tags.join(","),
+                h.jump.clone().unwrap_or_default(),
+                h.elevation.as_str().to_string(),
+            ],
+        };
+        Self { original: host.map(|h| h.name.clone()), values, focus: 0, error: None }
+    }
+
+    /// The host the form describes, or which field is wrong and why.
+    pub fn to_host(&self) -> Result<Host, String> {
+        let v = |i: usize| self.values.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
+        crate::inventory::host::validate_name(&v(0)).map_err(|e| format!("name: {e}"))?;
+        if v(1).is_empty() {
+            return Err("address: enter an IP address or a DNS name".into());
+        }
+        let port: u16 = v(2).parse().map_err(|_| format!("port: {:?} is not a port number (1-65535)", v(2)))?;
+        if port == 0 {
+            return Err("port: 0 is not a port number (1-65535)".into());
+        }
+        let elevation = v(6).parse().map_err(|e| format!("elevation: {e}"))?;
+        let mut host = Host::new(v(0), v(1));
+        host.port = port;
+        host.username = Some(v(3)).filter(|u| !u.is_empty());
+        for tag in v(4).split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            host.add_tag(tag);
+        }
+        host.jump = Some(v(5)).filter(|j| !j.is_empty());
+        host.elevation = elevation;
+        Ok(host)
+    }
+}
+
+/// Pipeline pane: the diff viewer's position and layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiffView {
+    /// First row shown.
+    pub scroll: usize,
+    /// Side by side instead of unified.
+    pub side_by_side: bool,
+}
+
+/// Chat pane scrolling and the selected tool cell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatView {
+    /// Rows scrolled up from the newest.
+    pub scroll: usize,
+    /// Index (in `Model::chat`) of the selected tool cell.
+    pub selected: Option<usize>,
+}
+
+/// How a toast looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToastLevel {
+    Info,
+    Success,
+    Error,
+}
+
+/// A short notice in the corner about something that happened in the
+/// background; it fades after a few seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toast {
+    pub level: ToastLevel,
+    pub text: String,
+    /// Ticks (half-seconds) left on screen.
+    pub ticks_left: u16,
 }
 
 /// Output pane scroll and search state.
@@ -109,6 +216,8 @@ pub struct OutputView {
     pub searching: bool,
     /// Show only this host's lines.
     pub host: Option<String>,
+    /// Where a line selection started (lines from the newest); the other end is `scroll`.
+    pub anchor: Option<usize>,
 }
 
 /// Who wrote a chat entry.
@@ -129,21 +238,52 @@ pub enum ChatRole {
 pub struct ChatEntry {
     pub role: ChatRole,
     pub text: String,
+    /// Output of a tool call (its cell shows it when expanded).
+    pub detail: Vec<String>,
+    /// Whether the detail is shown.
+    pub expanded: bool,
 }
 
-/// The single-line editor at the bottom.
+impl ChatEntry {
+    /// An entry with no detail.
+    pub fn new(role: ChatRole, text: impl Into<String>) -> Self {
+        Self { role, text: text.into(), detail: Vec::new(), expanded: false }
+    }
+}
+
+/// The editor at the bottom: a multi-line text area (Alt-Enter or Ctrl-J
+/// for a new line), its history, and the completion popup's state.
 #[derive(Debug, Clone, Default)]
 pub struct InputLine {
     /// Whether keys go here.
     pub active: bool,
-    /// The text.
-    pub text: String,
-    /// Cursor position in characters.
-    pub cursor: usize,
+    /// The text being typed.
+    pub editor: ratatui_textarea::TextArea<'static>,
     /// Submitted lines, oldest first.
     pub history: Vec<String>,
     /// Position while browsing history with Up/Down.
     pub history_pos: Option<usize>,
+    /// The highlighted suggestion of the completion popup.
+    pub completion: usize,
+    /// The popup was closed with Esc for this text.
+    pub completion_closed: bool,
+}
+
+impl InputLine {
+    /// The text, lines joined with newlines.
+    pub fn text(&self) -> String {
+        self.editor.lines().join("\n")
+    }
+
+    /// Replaces the text, cursor at the end.
+    pub fn set_text(&mut self, text: &str) {
+        let lines: Vec<String> = text.split('\n').map(String::from).collect();
+        self.editor = ratatui_textarea::TextArea::new(lines);
+        self.editor.move_cursor(ratatui_textarea::CursorMove::Bottom);
+        self.editor.move_cursor(ratatui_textarea::CursorMove::End);
+        self.completion = 0;
+        self.completion_closed = false;
+    }
 }
 
 /// A run in progress.
@@ -160,6 +300,17 @@ pub struct RunProgress {
 pub struct PendingPrompt {
     pub request: PromptRequest,
     pub typed: String,
+    /// Rows the body is scrolled (long diffs).
+    pub scroll: usize,
+    /// Work to do when the console's own question is answered yes (deleting hosts).
+    pub on_yes: Option<super::msg::Effect>,
+}
+
+impl PendingPrompt {
+    /// A worker's request.
+    pub fn new(request: PromptRequest) -> Self {
+        Self { request, typed: String::new(), scroll: 0, on_yes: None }
+    }
 }
 
 /// Everything the console shows.
@@ -178,6 +329,16 @@ pub struct Model {
     /// Selected pipeline run.
     pub pipeline_cursor: usize,
     pub input: InputLine,
+    /// Diff viewer state of the pipeline pane.
+    pub diff_view: DiffView,
+    /// Chat scrolling and tool-cell selection.
+    pub chat_view: ChatView,
+    /// Output of agent commands still running, per host (moved into the tool cell when done).
+    pub agent_output: BTreeMap<String, Vec<String>>,
+    /// The add/edit host form, when open.
+    pub form: Option<HostForm>,
+    /// Background notices, newest last.
+    pub toasts: VecDeque<Toast>,
     /// Front is on screen; the rest wait.
     pub prompts: VecDeque<PendingPrompt>,
     pub help_open: bool,
@@ -203,19 +364,31 @@ impl Model {
     pub fn new(hosts: Vec<Host>, model_configured: bool, scrollback: usize, theme: Theme) -> Self {
         let mut chat = Vec::new();
         if !model_configured {
-            chat.push(ChatEntry { role: ChatRole::System, text: Locale::default().t("banner.no_model").into() });
+            chat.push(ChatEntry::new(ChatRole::System, Locale::default().t("banner.no_model")));
         }
         Self {
             hosts,
             inventory: InventoryState::default(),
             output: OutputBuffer::new(scrollback),
-            output_view: OutputView { scroll: 0, follow: true, search: String::new(), searching: false, host: None },
+            output_view: OutputView {
+                scroll: 0,
+                follow: true,
+                search: String::new(),
+                searching: false,
+                host: None,
+                anchor: None,
+            },
             chat,
             focus: Pane::Inventory,
             view: Pane::Output,
             dashboard: Dashboard::default(),
             pipeline_cursor: 0,
             input: InputLine::default(),
+            diff_view: DiffView::default(),
+            chat_view: ChatView::default(),
+            agent_output: BTreeMap::new(),
+            form: None,
+            toasts: VecDeque::new(),
             prompts: VecDeque::new(),
             help_open: false,
             runs: BTreeMap::new(),
@@ -238,6 +411,40 @@ impl Model {
             entry.text = locale.t("banner.no_model").to_string();
         }
         self.locale = locale;
+    }
+
+    /// Shows a toast for about four seconds (at most five on screen).
+    pub fn toast(&mut self, level: ToastLevel, text: impl Into<String>) {
+        if self.toasts.len() == 5 {
+            self.toasts.pop_front();
+        }
+        self.toasts.push_back(Toast { level, text: text.into(), ticks_left: 8 });
+    }
+
+    /// Every tag in the inventory with its host count, by name.
+    pub fn tags(&self) -> Vec<(String, usize)> {
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for tag in self.hosts.iter().flat_map(|h| h.tags.iter()) {
+            *counts.entry(tag.clone()).or_default() += 1;
+        }
+        counts.into_iter().collect()
+    }
+
+    /// The host under the inventory cursor.
+    pub fn current_host(&self) -> Option<&Host> {
+        self.visible_hosts().get(self.inventory.cursor).copied()
+    }
+
+    /// The diff of the selected pipeline run, parsed.
+    pub fn selected_diff(&self) -> Option<super::diff_view::Diff> {
+        let run = self.dashboard.pipelines.get(self.pipeline_cursor)?;
+        let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
+        (!diff.is_empty()).then(|| super::diff_view::Diff::parse(diff))
+    }
+
+    /// Rows the input line takes: one, or up to six while a multi-line message is typed.
+    pub fn input_rows(&self) -> u16 {
+        if self.input.active { u16::try_from(self.input.editor.lines().len().clamp(1, 6)).unwrap_or(6) } else { 1 }
     }
 
     /// Moves focus; a top-right tab also becomes the one shown.

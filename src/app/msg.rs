@@ -79,13 +79,21 @@ pub enum Msg {
     Note(String),
     /// Fresh pipeline runs and metrics.
     Dashboard(Box<super::model::Dashboard>),
+    /// A background event worth a toast.
+    Toast { level: super::model::ToastLevel, text: String },
+    /// Half a second passed (toasts fade).
+    Tick,
+    /// A reachability check ended.
+    HostChecked { host: String, reachable: bool, at: String, error: Option<String> },
+    /// A saved conversation to show (`/conv ID`).
+    ConversationLoaded(Vec<super::model::ChatEntry>),
 }
 
 /// Work for the runtime, returned by `update`.
 #[derive(Debug)]
 pub enum Effect {
     /// Run `command` on `hosts` as run number `run`.
-    RunCommand { run: u64, hosts: Vec<crate::inventory::Host>, command: String },
+    RunCommand { run: u64, hosts: Vec<Host>, command: String },
     /// Answer a worker's prompt.
     AnswerPrompt { reply: oneshot::Sender<PromptAnswer>, answer: PromptAnswer },
     /// Reload the inventory from the database.
@@ -106,4 +114,20 @@ pub enum Effect {
     Copy(String),
     /// Show (`None`) or switch and save a model role.
     Model(Option<(crate::llm::ModelRole, String)>),
+    /// Check that these hosts answer (connect and run `true`), recording the result.
+    CheckHosts(Vec<Host>),
+    /// Add a host, or replace `original` with it.
+    SaveHost { original: Option<String>, host: Host },
+    /// Delete these hosts (the person confirmed).
+    DeleteHosts(Vec<String>),
+    /// `/secret list|set|rm`.
+    Secret(super::command_line::SecretCommand),
+    /// `/audit N`: show the newest entries in the chat.
+    ShowAudit(usize),
+    /// `/conv`: list conversations, or load one.
+    Conversations(Option<String>),
+    /// `/new`: the next message starts a new conversation.
+    NewConversation,
+    /// `/mcp`: show the configured MCP servers.
+    ShowMcp,
 }

@@ -1,7 +1,11 @@
-//! Bounded scrollback for the output pane: a ring buffer that drops the
-//! oldest lines, so a flood of output never grows memory without bound.
+//! Bounded scrollback for the output pane: one ring buffer per host (and one
+//! for headers and notes), each dropping its oldest lines when full, so a
+//! flood from one host neither grows memory without bound nor pushes the
+//! other hosts' lines out. Every line carries a sequence number; the
+//! interleaved view merges the rings by it, and a window is found by binary
+//! search, so drawing costs the same with ten lines held or a million pushed.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::exec::Stream;
 
@@ -12,10 +16,20 @@ pub enum LineKind {
     Output { host: String, stream: Stream },
     /// `── $ command · N hosts ──`.
     Header,
-    /// Per-host outcome: success or not.
-    Outcome { ok: bool },
+    /// A host's outcome: success or not.
+    Outcome { host: String, ok: bool },
     /// A note from merlya itself.
     Note,
+}
+
+impl LineKind {
+    /// The host a line belongs to, if any.
+    pub fn host(&self) -> Option<&str> {
+        match self {
+            LineKind::Output { host, .. } | LineKind::Outcome { host, .. } => Some(host),
+            _ => None,
+        }
+    }
 }
 
 /// One line in the pane.
@@ -25,88 +39,177 @@ pub struct OutputLine {
     pub kind: LineKind,
     /// Its text.
     pub text: String,
+    /// Order of arrival across all hosts.
+    pub seq: u64,
 }
 
-/// The ring buffer.
+#[derive(Debug, Clone, Default)]
+struct Ring {
+    lines: VecDeque<OutputLine>,
+}
+
+impl Ring {
+    /// Lines with a sequence number below `seq`.
+    fn below(&self, seq: u64) -> usize {
+        self.lines.partition_point(|l| l.seq < seq)
+    }
+}
+
+/// The scrollback: rings by host plus the shared one (index 0).
 #[derive(Debug, Clone)]
 pub struct OutputBuffer {
-    lines: VecDeque<OutputLine>,
+    rings: Vec<Ring>,
+    /// Host name → ring index, in order of first output.
+    hosts: Vec<String>,
+    index: HashMap<String, usize>,
     capacity: usize,
+    next_seq: u64,
     dropped: u64,
 }
 
 impl OutputBuffer {
-    /// Keeps at most `capacity` lines (at least 1).
+    /// Keeps at most `capacity` lines (at least 1) per host.
     pub fn new(capacity: usize) -> Self {
-        Self { lines: VecDeque::with_capacity(capacity.min(4096)), capacity: capacity.max(1), dropped: 0 }
+        Self {
+            rings: vec![Ring::default()],
+            hosts: Vec::new(),
+            index: HashMap::new(),
+            capacity: capacity.max(1),
+            next_seq: 0,
+            dropped: 0,
+        }
     }
 
-    /// Appends, dropping the oldest line when full.
+    /// Appends to the line's host ring, dropping that host's oldest line when full.
     pub fn push(&mut self, kind: LineKind, text: impl Into<String>) {
-        if self.lines.len() == self.capacity {
-            self.lines.pop_front();
+        let ring = match kind.host() {
+            None => 0,
+            Some(host) => match self.index.get(host) {
+                Some(i) => *i,
+                None => {
+                    self.rings.push(Ring::default());
+                    self.hosts.push(host.to_string());
+                    self.index.insert(host.to_string(), self.rings.len() - 1);
+                    self.rings.len() - 1
+                }
+            },
+        };
+        let lines = &mut self.rings[ring].lines;
+        if lines.len() == self.capacity {
+            lines.pop_front();
             self.dropped += 1;
         }
-        self.lines.push_back(OutputLine { kind, text: text.into() });
+        lines.push_back(OutputLine { kind, text: text.into(), seq: self.next_seq });
+        self.next_seq += 1;
+    }
+
+    /// The rings in a view: all, or the shared one and one host's.
+    fn rings(&self, only: Option<&str>) -> Vec<&Ring> {
+        match only {
+            None => self.rings.iter().collect(),
+            Some(host) => {
+                let mut picked = vec![&self.rings[0]];
+                picked.extend(self.index.get(host).map(|i| &self.rings[*i]));
+                picked
+            }
+        }
+    }
+
+    /// Lines held in a view.
+    pub fn count(&self, only: Option<&str>) -> usize {
+        self.rings(only).iter().map(|r| r.lines.len()).sum()
     }
 
     /// Lines held.
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.count(None)
     }
 
     /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.len() == 0
     }
 
-    /// Lines dropped because the buffer was full.
+    /// Lines dropped because a ring was full.
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
 
-    /// The `count` lines ending `from_bottom` lines above the newest.
-    pub fn window(&self, count: usize, from_bottom: usize) -> impl Iterator<Item = &OutputLine> {
-        let end = self.lines.len().saturating_sub(from_bottom);
-        let start = end.saturating_sub(count);
-        self.lines.range(start..end)
-    }
-
-    /// The scroll position (lines from the newest) of the next line matching
-    /// `needle` (case-insensitive) beyond `from_bottom`: older when `older`, else newer.
-    pub fn find(&self, needle: &str, from_bottom: usize, older: bool) -> Option<usize> {
-        if needle.is_empty() || self.lines.is_empty() {
-            return None;
+    /// The sequence number of the line at `rank` (0 = oldest) of a view.
+    fn seq_at(rings: &[&Ring], rank: usize, next_seq: u64) -> u64 {
+        let (mut low, mut high) = (0u64, next_seq);
+        // The smallest seq with more than `rank` lines at or below it.
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let upto: usize = rings.iter().map(|r| r.below(mid + 1)).sum();
+            if upto > rank { high = mid } else { low = mid + 1 }
         }
-        let needle = needle.to_lowercase();
-        let last = self.lines.len() - 1;
-        let current = last.saturating_sub(from_bottom);
-        let hit = |i: &usize| self.lines[*i].text.to_lowercase().contains(&needle);
-        let found = if older { (0..current).rev().find(hit) } else { (current + 1..=last).find(hit) };
-        found.map(|i| last - i)
+        low
     }
 
-    /// Every line, oldest first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &OutputLine> {
-        self.lines.iter()
-    }
-
-    /// Hosts that produced output, in order of first appearance.
-    pub fn hosts(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = Vec::new();
-        for line in &self.lines {
-            if let LineKind::Output { host, .. } = &line.kind
-                && !out.contains(&host.as_str())
-            {
-                out.push(host);
-            }
+    /// Up to `count` lines of a view starting at sequence number `from`, in order.
+    fn merge_from<'a>(rings: &[&'a Ring], from: u64, count: usize) -> Vec<&'a OutputLine> {
+        let mut cursors: Vec<usize> = rings.iter().map(|r| r.below(from)).collect();
+        let held: usize = rings.iter().map(|r| r.lines.len()).sum();
+        let mut out = Vec::with_capacity(count.min(held));
+        while out.len() < count {
+            let next = rings
+                .iter()
+                .zip(&cursors)
+                .enumerate()
+                .filter_map(|(i, (r, c))| r.lines.get(*c).map(|l| (l.seq, i)))
+                .min();
+            let Some((_, i)) = next else { break };
+            out.push(&rings[i].lines[cursors[i]]);
+            cursors[i] += 1;
         }
         out
     }
 
+    /// The `count` lines of a view ending `from_bottom` lines above its newest.
+    pub fn window(&self, count: usize, from_bottom: usize, only: Option<&str>) -> Vec<&OutputLine> {
+        let rings = self.rings(only);
+        let total: usize = rings.iter().map(|r| r.lines.len()).sum();
+        let end = total.saturating_sub(from_bottom);
+        let start = end.saturating_sub(count);
+        if start == end {
+            return Vec::new();
+        }
+        let from = Self::seq_at(&rings, start, self.next_seq);
+        Self::merge_from(&rings, from, end - start)
+    }
+
+    /// Every line of a view, oldest first.
+    pub fn lines(&self, only: Option<&str>) -> Vec<&OutputLine> {
+        Self::merge_from(&self.rings(only), 0, usize::MAX)
+    }
+
+    /// The scroll position (lines from the newest) of the next line matching
+    /// `needle` (case-insensitive) beyond `from_bottom`: older when `older`, else newer.
+    pub fn find(&self, needle: &str, from_bottom: usize, older: bool, only: Option<&str>) -> Option<usize> {
+        let lines = self.lines(only);
+        if needle.is_empty() || lines.is_empty() {
+            return None;
+        }
+        let needle = needle.to_lowercase();
+        let last = lines.len() - 1;
+        let current = last.saturating_sub(from_bottom);
+        let hit = |i: &usize| lines[*i].text.to_lowercase().contains(&needle);
+        let found = if older { (0..current).rev().find(hit) } else { (current + 1..=last).find(hit) };
+        found.map(|i| last - i)
+    }
+
+    /// Hosts that produced output, in order of first appearance.
+    pub fn hosts(&self) -> Vec<&str> {
+        self.hosts.iter().map(String::as_str).collect()
+    }
+
     /// Removes everything.
     pub fn clear(&mut self) {
-        self.lines.clear();
+        let capacity = self.capacity;
+        let dropped = self.dropped;
+        *self = Self::new(capacity);
+        self.dropped = dropped;
     }
 }
 
@@ -114,20 +217,55 @@ impl OutputBuffer {
 mod tests {
     use super::*;
 
+    fn out(host: &str) -> LineKind {
+        LineKind::Output { host: host.into(), stream: Stream::Stdout }
+    }
+
+    fn texts(lines: Vec<&OutputLine>) -> Vec<&str> {
+        lines.into_iter().map(|l| l.text.as_str()).collect()
+    }
+
     #[test]
-    fn drops_oldest_when_full_and_windows_from_the_bottom() {
+    fn each_host_keeps_its_own_bounded_ring() {
         let mut b = OutputBuffer::new(3);
-        for i in 0..5 {
-            b.push(LineKind::Note, i.to_string());
+        b.push(LineKind::Header, "h");
+        b.push(out("a"), "a0");
+        for i in 0..10 {
+            b.push(out("b"), format!("b{i}"));
         }
-        assert_eq!(b.len(), 3);
-        assert_eq!(b.dropped(), 2);
-        let all: Vec<&str> = b.window(10, 0).map(|l| l.text.as_str()).collect();
-        assert_eq!(all, ["2", "3", "4"]);
-        let scrolled: Vec<&str> = b.window(2, 1).map(|l| l.text.as_str()).collect();
-        assert_eq!(scrolled, ["2", "3"]);
-        assert_eq!(b.find("2", 0, true), Some(2));
-        assert_eq!(b.find("4", 2, false), Some(0));
-        assert_eq!(b.find("9", 0, true), None);
+        b.push(out("a"), "a1");
+        assert_eq!(b.len(), 1 + 2 + 3, "the flood of b did not push out a's lines");
+        assert_eq!(b.dropped(), 7);
+        assert_eq!(texts(b.window(10, 0, None)), ["h", "a0", "b7", "b8", "b9", "a1"]);
+        assert_eq!(texts(b.window(2, 1, None)), ["b8", "b9"]);
+        assert_eq!(texts(b.window(10, 0, Some("a"))), ["h", "a0", "a1"]);
+        assert_eq!(b.hosts(), ["a", "b"]);
+        assert_eq!(b.find("b8", 0, true, None), Some(2));
+        assert_eq!(b.find("a0", 3, false, None), None, "nothing newer matches");
+        assert_eq!(b.find("a1", 4, false, None), Some(0));
+        assert_eq!(b.find("zz", 0, true, None), None);
+    }
+
+    #[test]
+    fn windows_are_exact_across_many_interleaved_hosts() {
+        let mut b = OutputBuffer::new(1000);
+        let mut expected = Vec::new();
+        for i in 0..600 {
+            let host = format!("h{}", i % 7);
+            b.push(out(&host), i.to_string());
+            expected.push(i.to_string());
+        }
+        for (count, from_bottom) in [(10, 0), (25, 17), (600, 0), (5, 598), (3, 700)] {
+            let end = 600usize.saturating_sub(from_bottom);
+            let start = end.saturating_sub(count);
+            assert_eq!(
+                texts(b.window(count, from_bottom, None)),
+                expected[start..end].to_vec(),
+                "{count} {from_bottom}"
+            );
+        }
+        b.clear();
+        assert!(b.is_empty());
+        assert!(b.window(5, 0, None).is_empty());
     }
 }

@@ -14,20 +14,19 @@ use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::keymap::Keymap;
-use super::model::{ChatEntry, ChatRole, Dashboard, Model};
+use super::model::{ChatEntry, ChatRole, Model};
 use super::msg::{Effect, Msg};
 use super::prompter::TuiPrompter;
 use super::sender::AppSender;
 use super::theme::{ColorDepth, Theme};
 use super::update::update;
 use super::view::view;
-use crate::agent::{Agent, Limits, Observer};
+use super::workers::{self, Services, agent_turn, refresh_dashboard, switch_model};
 use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
 use crate::context::{Context, record_result};
-use crate::exec::Executor;
 use crate::exec::fanout::fan_out;
 use crate::home::MerlyaHome;
-use crate::llm::{LlmClient, ModelRole};
+use crate::llm::LlmClient;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
 
@@ -61,9 +60,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
                 Ok(client) => Some(Arc::new(client)),
                 Err(e) => {
                     model.model_configured = false;
-                    model
-                        .chat
-                        .push(ChatEntry { role: ChatRole::System, text: format!("The model cannot be used: {e}") });
+                    model.chat.push(ChatEntry::new(ChatRole::System, format!("The model cannot be used: {e}")));
                     None
                 }
             }
@@ -78,7 +75,9 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             llm: std::sync::RwLock::new(llm),
             model_config: std::sync::RwLock::new(ctx.config.model.clone()),
             sender: sender.clone(),
+            conversation: Default::default(),
         };
+        super::highlight::warm_up();
 
         // ratatui::try_init installs a panic hook that restores the terminal before the report.
         let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;
@@ -89,18 +88,6 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         ctx.store.close().await;
         outcome.map(|()| 0)
     })
-}
-
-/// What workers share.
-struct Services {
-    ctx: Arc<Context>,
-    executor: Arc<Executor>,
-    gate: ApprovalGate,
-    prompter: Arc<TuiPrompter>,
-    llm: std::sync::RwLock<Option<Arc<LlmClient>>>,
-    /// The model settings in force (changed by `/model`).
-    model_config: std::sync::RwLock<crate::config::ModelConfig>,
-    sender: AppSender,
 }
 
 async fn event_loop(
@@ -118,6 +105,7 @@ async fn event_loop(
     update(model, Msg::Resize(size.width, size.height));
     refresh_dashboard(services);
     let mut refresh = tokio::time::interval(Duration::from_secs(2));
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         if dirty && last_draw.elapsed() >= frame_interval {
             terminal.draw(|frame| view(model, frame)).wrap_err("cannot draw")?;
@@ -136,6 +124,8 @@ async fn event_loop(
                 refresh_dashboard(services);
                 None
             }
+            // Toasts fade; an idle console with none does not redraw.
+            _ = tick.tick(), if !model.toasts.is_empty() => Some(Msg::Tick),
             _ = tokio::time::sleep(wait) => None,
         };
         let mut batch: Vec<Msg> = first.into_iter().collect();
@@ -188,6 +178,16 @@ fn run_effect(effect: Effect, services: &Services) {
             }
         }
         Effect::Model(change) => switch_model(services, change),
+        Effect::CheckHosts(hosts) => workers::check_hosts(services, hosts),
+        Effect::SaveHost { original, host } => workers::save_host(services, original, host),
+        Effect::DeleteHosts(names) => workers::delete_hosts(services, names),
+        Effect::Secret(command) => workers::secret(services, command),
+        Effect::ShowAudit(count) => workers::show_audit(services, count),
+        Effect::Conversations(id) => workers::conversations(services, id),
+        Effect::NewConversation => workers::new_conversation(services),
+        Effect::ShowMcp => sender.send(Msg::Note(
+            "No MCP servers are configured. MCP servers (stdio or HTTP) are configured and listed here once MCP support lands.".into(),
+        )),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
@@ -237,15 +237,7 @@ fn run_effect(effect: Effect, services: &Services) {
         }
         Effect::ReloadHosts => {
             let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
-            tokio::spawn(async move {
-                match ctx.store.list_hosts().await {
-                    Ok(hosts) => {
-                        executor.set_inventory(hosts.clone());
-                        sender.send(Msg::HostsLoaded(hosts));
-                    }
-                    Err(e) => sender.send(Msg::Error(format!("cannot reload hosts: {e}"))),
-                }
-            });
+            tokio::spawn(async move { workers::reload_hosts(&ctx, &executor, &sender).await });
         }
         Effect::SetReachable { host, reachable } => {
             let (ctx, sender) = (ctx.clone(), sender.clone());
@@ -274,104 +266,6 @@ fn load_history(home: &MerlyaHome) -> Vec<String> {
     let text = std::fs::read_to_string(home.history_file()).unwrap_or_default();
     let lines: Vec<String> = text.lines().filter(|l| !l.trim().is_empty()).map(String::from).collect();
     lines[lines.len().saturating_sub(500)..].to_vec()
-}
-
-/// Runs one agent turn on a worker; events stream back as messages.
-fn agent_turn(services: &Services, text: String) {
-    let Some(llm) = services.llm.read().ok().and_then(|l| l.clone()) else {
-        services.sender.send(Msg::AgentDone { error: Some("no model is configured".into()), summary: String::new() });
-        return;
-    };
-    let (ctx, executor, gate, sender) =
-        (services.ctx.clone(), services.executor.clone(), services.gate.clone(), services.sender.clone());
-    let prompter: Arc<dyn crate::prompt::Prompter> = services.prompter.clone();
-    tokio::spawn(async move {
-        let inventory = match ctx.store.list_hosts().await {
-            Ok(h) => h,
-            Err(e) => {
-                sender.send(Msg::AgentDone { error: Some(e.to_string()), summary: String::new() });
-                return;
-            }
-        };
-        let events = sender.clone();
-        let observer: Observer = Arc::new(move |event| events.send(Msg::Agent(event)));
-        let limits = Limits { max_parallel_subagents: ctx.config.policy.max_parallel_subagents, ..Limits::default() };
-        let agent = Agent::new(
-            llm,
-            executor,
-            gate,
-            ctx.store.clone(),
-            ctx.session_id.clone(),
-            ctx.config.policy.raw_log_retention_days,
-            inventory,
-            prompter,
-            limits,
-            ModelRole::Brain,
-            Duration::from_secs(ctx.config.ssh.command_timeout_secs),
-            observer,
-        );
-        let report = agent.run_task(&text).await;
-        let approx = if report.usage.approximate { "~" } else { "" };
-        let summary = format!(
-            "agent: {approx}{} tokens in, {approx}{} out · ${:.4}",
-            report.usage.input_tokens, report.usage.output_tokens, report.cost_usd
-        );
-        sender.send(Msg::AgentDone { error: report.error, summary });
-    });
-}
-
-/// `/model`: shows the roles, or switches one, saves it to config.yaml and rebuilds the client.
-fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
-    let Ok(mut config) = services.model_config.write() else { return };
-    let Some((role, spec)) = change else {
-        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
-        services.sender.send(Msg::Note(format!("brain: {} · fast: {}", show(&config.brain), show(&config.fast))));
-        return;
-    };
-    let key = match role {
-        ModelRole::Brain => "model.brain",
-        ModelRole::Fast => "model.fast",
-    };
-    let saved = crate::config::set_value(&services.ctx.home.config_file(), key, &spec);
-    let note = match saved {
-        Err(e) => format!("{key} not changed: {e}"),
-        Ok(_) => {
-            match role {
-                ModelRole::Brain => config.brain = Some(spec.clone()),
-                ModelRole::Fast => config.fast = Some(spec.clone()),
-            }
-            match LlmClient::from_config(&config, services.ctx.secrets().as_ref()) {
-                Ok(client) => {
-                    if let Ok(mut llm) = services.llm.write() {
-                        *llm = Some(Arc::new(client));
-                    }
-                    format!("{key} is now {spec} (saved to config.yaml)")
-                }
-                Err(e) => format!("{key} saved, but the model cannot be used: {e}"),
-            }
-        }
-    };
-    services.sender.send(Msg::Note(note));
-}
-
-/// Loads pipeline runs and metrics from the store and the model client.
-fn refresh_dashboard(services: &Services) {
-    let (store, sender) = (services.ctx.store.clone(), services.sender.clone());
-    let llm = services.llm.read().ok().and_then(|l| l.clone());
-    tokio::spawn(async move {
-        let (pipelines, stats) = match (store.list_pipeline_runs().await, store.command_stats().await) {
-            (Ok(p), Ok(s)) => (p, s),
-            (Err(e), _) | (_, Err(e)) => {
-                sender.send(Msg::Error(format!("cannot refresh metrics: {e}")));
-                return;
-            }
-        };
-        let (spend, breaker_open) = match &llm {
-            Some(llm) => (llm.spend().into_iter().collect(), llm.breaker_open()),
-            None => (Vec::new(), false),
-        };
-        sender.send(Msg::Dashboard(Box::new(Dashboard { pipelines, stats, spend, breaker_open })));
-    });
 }
 
 /// The OSC 52 sequence that puts `text` on the clipboard (also through SSH and tmux).

@@ -30,6 +30,16 @@ pub struct Theme {
     pub selected: Style,
     /// Warnings (prompts, unknown host keys).
     pub warn: Style,
+    /// Background of added lines in diffs.
+    pub added: Style,
+    /// Background of removed lines in diffs.
+    pub removed: Style,
+    /// Inline code and code blocks without a known language.
+    pub code: Style,
+    /// The syntect theme that colours code (`None` under `NO_COLOR`: no highlighting).
+    pub syntax: Option<String>,
+    /// How colours were degraded, so highlighted code degrades the same way.
+    pub depth: ColorDepth,
 }
 
 /// How many colours the terminal shows.
@@ -75,7 +85,18 @@ struct StyleSpec {
     modifiers: Vec<String>,
 }
 
-const FIELDS: [&str; 7] = ["accent", "dim", "ok", "error", "host", "selected", "warn"];
+const FIELDS: [&str; 10] = ["accent", "dim", "ok", "error", "host", "selected", "warn", "added", "removed", "code"];
+
+/// The syntect themes a theme file may name in `syntax:`.
+pub const SYNTAX_THEMES: [&str; 7] = [
+    "base16-ocean.dark",
+    "base16-eighties.dark",
+    "base16-mocha.dark",
+    "base16-ocean.light",
+    "InspiredGitHub",
+    "Solarized (dark)",
+    "Solarized (light)",
+];
 
 const BUILTIN: [(&str, &str); 3] = [
     ("dark", include_str!("../../themes/dark.yaml")),
@@ -204,7 +225,17 @@ impl Theme {
             host: bold,
             selected: Style::new().add_modifier(Modifier::REVERSED),
             warn: bold,
+            added: Style::new(),
+            removed: Style::new(),
+            code: bold,
+            syntax: None,
+            depth: ColorDepth::None,
         }
+    }
+
+    /// A colour from a syntect theme, degraded like the theme's own colours.
+    pub fn degrade_rgb(&self, r: u8, g: u8, b: u8) -> Option<Color> {
+        degrade(Color::Rgb(r, g, b), self.depth)
     }
 
     /// A built-in theme.
@@ -213,7 +244,7 @@ impl Theme {
             file: format!("themes/{name}.yaml"),
             detail: format!("no built-in theme {name:?}; expected dark, light or high-contrast"),
         })?;
-        let mut specs = BTreeMap::new();
+        let mut specs = Specs::default();
         apply(&mut specs, &format!("themes/{name}.yaml (built in)"), text)?;
         Ok(Self::from_specs(&specs, depth))
     }
@@ -226,7 +257,7 @@ impl Theme {
         if text.is_none() && user_text.is_none() {
             return Self::builtin(name, depth);
         }
-        let mut specs = BTreeMap::new();
+        let mut specs = Specs::default();
         if let Some(text) = text {
             apply(&mut specs, &format!("themes/{name}.yaml (built in)"), text)?;
         } else {
@@ -239,12 +270,12 @@ impl Theme {
         Ok(Self::from_specs(&specs, depth))
     }
 
-    fn from_specs(specs: &BTreeMap<String, Style>, depth: ColorDepth) -> Self {
+    fn from_specs(specs: &Specs, depth: ColorDepth) -> Self {
         if depth == ColorDepth::None {
             return Self::plain();
         }
         let get = |field: &str| {
-            let style = specs.get(field).copied().unwrap_or_default();
+            let style = specs.styles.get(field).copied().unwrap_or_default();
             let mut out = Style::new().add_modifier(style.add_modifier);
             if let Some(fg) = style.fg.and_then(|c| degrade(c, depth)) {
                 out = out.fg(fg);
@@ -262,18 +293,41 @@ impl Theme {
             host: get("host"),
             selected: get("selected"),
             warn: get("warn"),
+            added: get("added"),
+            removed: get("removed"),
+            code: get("code"),
+            syntax: specs.syntax.clone(),
+            depth,
         }
     }
 }
 
+/// What theme files say, merged in order.
+#[derive(Debug, Default)]
+struct Specs {
+    styles: BTreeMap<String, Style>,
+    syntax: Option<String>,
+}
+
 /// Parses a theme file into styles, replacing the fields it names.
-fn apply(specs: &mut BTreeMap<String, Style>, file: &str, text: &str) -> Result<(), ThemeError> {
+fn apply(specs: &mut Specs, file: &str, text: &str) -> Result<(), ThemeError> {
     let err = |detail: String| ThemeError { file: file.to_string(), detail };
-    let parsed: BTreeMap<String, StyleSpec> = yaml_serde::from_str(text).map_err(|e| {
+    let mut parsed: BTreeMap<String, yaml_serde::Value> = yaml_serde::from_str(text).map_err(|e| {
         let line = e.location().map(|l| l.line()).unwrap_or(0);
         err(format!("line {line}: {e}"))
     })?;
-    for (field, spec) in parsed {
+    if let Some(syntax) = parsed.remove("syntax") {
+        let name = syntax.as_str().unwrap_or_default();
+        if !SYNTAX_THEMES.contains(&name) {
+            return Err(err(format!(
+                "syntax: unknown code theme {syntax:?}; expected one of {}",
+                SYNTAX_THEMES.join(", ")
+            )));
+        }
+        specs.syntax = Some(name.to_string());
+    }
+    for (field, value) in parsed {
+        let spec: StyleSpec = yaml_serde::from_value(value).map_err(|e| err(format!("{field}: {e}")))?;
         if !FIELDS.contains(&field.as_str()) {
             return Err(err(format!("unknown field {field:?}; expected one of {}", FIELDS.join(", "))));
         }
@@ -299,7 +353,7 @@ fn apply(specs: &mut BTreeMap<String, Style>, file: &str, text: &str) -> Result<
             };
             style = style.add_modifier(modifier);
         }
-        specs.insert(field, style);
+        specs.styles.insert(field, style);
     }
     Ok(())
 }
@@ -356,6 +410,7 @@ mod tests {
             ("ok: { fg: \"#12345\" }\n", "ok.fg: \"#12345\" is not #rrggbb"),
             ("ok: { modifiers: [blink] }\n", "ok.modifiers: unknown modifier \"blink\""),
             ("ok: { colour: red }\n", "unknown field `colour`"),
+            ("syntax: monokai\n", "syntax: unknown code theme"),
         ];
         for (text, expected) in cases {
             std::fs::write(&file, text).unwrap();

@@ -161,3 +161,40 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Replaces host `original` with `host` (renamed or changed), tags included, in one transaction.
+    pub async fn replace_host(&self, original: &str, host: &Host) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await.ctx("cannot start transaction")?;
+        sqlx::query(
+            "UPDATE hosts SET name = ?, hostname = ?, port = ?, username = ?, jump = ?, elevation = ?, updated_at = ?
+             WHERE name = ?",
+        )
+        .bind(&host.name)
+        .bind(&host.hostname)
+        .bind(i64::from(host.port))
+        .bind(&host.username)
+        .bind(&host.jump)
+        .bind(host.elevation.as_str())
+        .bind(now_rfc3339())
+        .bind(original)
+        .execute(&mut *tx)
+        .await
+        .ctx(&format!("cannot save host {}", host.name))?;
+        sqlx::query("DELETE FROM host_tags WHERE host_id = (SELECT id FROM hosts WHERE name = ?)")
+            .bind(&host.name)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot save tags")?;
+        for tag in &host.tags {
+            sqlx::query("INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?")
+                .bind(tag)
+                .bind(&host.name)
+                .execute(&mut *tx)
+                .await
+                .ctx("cannot save tag")?;
+        }
+        tx.commit().await.ctx("cannot commit host")?;
+        Ok(())
+    }
+}

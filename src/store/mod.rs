@@ -7,6 +7,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod conversations;
 pub mod history;
 pub mod hosts;
 pub mod metrics;

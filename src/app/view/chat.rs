@@ -1,4 +1,6 @@
-//! The chat pane: the conversation with the agent (or how to enable it).
+//! The chat pane: the conversation with the agent, its replies rendered as
+//! Markdown (code highlighted), tool calls as compact one-line cells that
+//! expand to their output, scrolled to the newest unless the person scrolls.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,7 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane_block;
+use crate::app::markdown;
 use crate::app::model::{ChatRole, Model, Pane};
+
+/// Output lines an expanded cell shows.
+const EXPANDED_LINES: usize = 40;
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
@@ -16,12 +22,39 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     } else {
         format!(" {chat} · {} ", model.locale.t("chat.no_model"))
     };
-    let block = pane_block(model, Pane::Chat, title);
+    let mut block = pane_block(model, Pane::Chat, title);
+    if model.focus == Pane::Chat && model.chat.iter().any(|e| e.role == ChatRole::Tool) {
+        block = block.title_bottom(Line::styled(format!(" {} ", model.locale.t("chat.tool_hint")), theme.dim));
+    }
     let mut lines: Vec<Line> = Vec::new();
+    let mut selected_row = None;
     for (i, entry) in model.chat.iter().enumerate() {
         if entry.role == ChatRole::Tool {
-            // Compact cells: one dim line per delegation or command.
-            lines.push(Line::styled(format!("  {}", entry.text), theme.dim));
+            let selected = model.chat_view.selected == Some(i);
+            if selected {
+                selected_row = Some(lines.len());
+            }
+            let marker = match (entry.detail.is_empty(), entry.expanded) {
+                (true, _) => "  ",
+                (false, false) => "▸ ",
+                (false, true) => "▾ ",
+            };
+            let mut spans =
+                vec![Span::styled(format!("  {marker}"), theme.dim), Span::styled(entry.text.clone(), theme.dim)];
+            if !entry.detail.is_empty() && !entry.expanded {
+                let count = entry.detail.len().to_string();
+                spans.push(Span::styled(
+                    format!("  ({})", model.locale.tf("chat.output_lines", &[("count", &count)])),
+                    theme.dim,
+                ));
+            }
+            let line = Line::from(spans);
+            lines.push(if selected { line.style(theme.selected) } else { line });
+            if entry.expanded {
+                for text in entry.detail.iter().take(EXPANDED_LINES) {
+                    lines.push(Line::from(vec![Span::styled("      │ ", theme.dim), Span::raw(text.clone())]));
+                }
+            }
             continue;
         }
         let (who, style) = match entry.role {
@@ -33,14 +66,30 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             lines.push(Line::raw(""));
         }
         lines.push(Line::from(Span::styled(who, style)));
-        lines.extend(entry.text.lines().map(|text| Line::raw(format!("  {text}"))));
+        if entry.role == ChatRole::Assistant {
+            for line in markdown::render(&entry.text, theme) {
+                let mut spans = vec![Span::raw("  ")];
+                spans.extend(line.spans);
+                lines.push(Line::from(spans).style(line.style));
+            }
+        } else {
+            lines.extend(entry.text.lines().map(|text| Line::raw(format!("  {text}"))));
+        }
     }
     if model.agent_busy {
         lines.push(Line::styled(format!("  {}", model.locale.t("chat.working")), theme.dim));
     }
-    // Show the end of the conversation: scroll past what does not fit.
+    // Newest at the bottom; scrolled up by the person, or to show the selected cell.
+    let inner_height = usize::from(area.height.saturating_sub(2));
     let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });
-    let height = paragraph.line_count(area.width);
-    let scroll = u16::try_from(height.saturating_sub(usize::from(area.height))).unwrap_or(u16::MAX);
+    let height = paragraph.line_count(area.width).saturating_sub(2);
+    let bottom = height.saturating_sub(inner_height);
+    let mut top = bottom.saturating_sub(model.chat_view.scroll);
+    if let Some(row) = selected_row
+        && (row < top || row >= top + inner_height)
+    {
+        top = row.saturating_sub(inner_height / 2).min(bottom);
+    }
+    let scroll = u16::try_from(top).unwrap_or(u16::MAX);
     frame.render_widget(paragraph.scroll((scroll, 0)), area);
 }

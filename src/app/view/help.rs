@@ -20,7 +20,10 @@ fn section<'a>(model: &Model, contexts: &[KeyContext]) -> Vec<Line<'a>> {
         let title = model.locale.t(&format!("context.{}", context.name())).to_string();
         lines.push(Line::styled(title, theme.accent));
         for (action, keys) in bindings {
-            lines.push(Line::from(vec![Span::raw(format!("  {keys:<16}")), Span::styled(action.help(), theme.dim)]));
+            lines.push(Line::from(vec![
+                Span::raw(format!("  {keys:<16}")),
+                Span::styled(model.locale.t(action.help_key()).to_string(), theme.dim),
+            ]));
         }
     }
     lines

@@ -1,18 +1,55 @@
-//! The inventory pane: hosts with reachability, marks and the filter.
+//! The inventory pane: a table of hosts (reachability dot, name, address,
+//! then user, tags, elevation and last check as the width allows), marks and
+//! the filter; the detail panel of the host under the cursor; the tag picker.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState};
 
 use super::pane_block;
 use crate::app::model::{Model, Pane};
+use crate::inventory::Host;
+
+fn address(model: &Model, h: &Host) -> String {
+    if h.is_local() { model.locale.t("inventory.local").to_string() } else { format!("{}:{}", h.hostname, h.port) }
+}
+
+/// `2026-11-22T08:00:00Z` → `11-22 08:00`.
+fn short_time(at: &str) -> String {
+    match (at.get(5..10), at.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time}"),
+        _ => at.to_string(),
+    }
+}
+
+fn reachable_text(model: &Model, h: &Host) -> String {
+    let key = match h.reachable {
+        Some(true) => "inventory.yes",
+        Some(false) => "inventory.no",
+        None => "inventory.unknown",
+    };
+    model.locale.t(key).to_string()
+}
+
+/// An optional column: its header's locale key and how to fill a cell.
+type Column = (&'static str, fn(&Model, &Host) -> String);
+
+const OPTIONAL: [Column; 4] = [
+    ("col.tags", |_, h| h.tags.join(",")),
+    ("col.user", |_, h| h.username.clone().unwrap_or_default()),
+    ("col.elevation", |_, h| h.elevation.as_str().to_string()),
+    ("col.last_check", |m, h| {
+        h.last_check.as_deref().map(short_time).unwrap_or_else(|| m.locale.t("inventory.never").to_string())
+    }),
+];
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let hosts = model.visible_hosts();
     let mut title = format!(" {} · {} ", model.locale.t("pane.inventory"), hosts.len());
     if !model.inventory.marked.is_empty() {
-        title.push_str(&format!("· {} marked ", model.inventory.marked.len()));
+        let marked = model.locale.tf("inventory.marked", &[("count", &model.inventory.marked.len().to_string())]);
+        title.push_str(&format!("· {marked} "));
     }
     let mut block = pane_block(model, Pane::Inventory, title);
     if model.inventory.filtering || !model.inventory.filter.is_empty() {
@@ -20,7 +57,37 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         block =
             block.title_bottom(Line::from(format!(" /{}{cursor} ", model.inventory.filter)).style(model.theme.accent));
     }
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let (table_area, detail_area) = if model.inventory.details {
+        let [t, d] = Layout::vertical([Constraint::Min(3), Constraint::Length(11)]).areas(inner);
+        (t, Some(d))
+    } else {
+        (inner, None)
+    };
     let theme = &model.theme;
+    let width_of = |texts: &mut dyn Iterator<Item = String>, header: &str| {
+        texts.map(|t| t.chars().count()).max().unwrap_or(0).max(header.chars().count())
+    };
+    let name_header = model.locale.t("col.name").to_string();
+    let address_header = model.locale.t("col.address").to_string();
+    let name_width = width_of(&mut hosts.iter().map(|h| h.name.clone()), &name_header);
+    let address_width = width_of(&mut hosts.iter().map(|h| address(model, h)), &address_header);
+    // Optional columns join while they fit.
+    let mut used = 2 + name_width + 1 + address_width;
+    let mut columns: Vec<(&Column, usize)> = Vec::new();
+    for column in &OPTIONAL {
+        // A column nobody has a value for (no user set anywhere) is left out.
+        if hosts.iter().all(|h| (column.1)(model, h).is_empty()) {
+            continue;
+        }
+        let header = model.locale.t(column.0).to_string();
+        let w = width_of(&mut hosts.iter().map(|h| (column.1)(model, h)), &header).min(24);
+        if used + 1 + w <= usize::from(table_area.width) {
+            used += 1 + w;
+            columns.push((column, w));
+        }
+    }
     let rows: Vec<Row> = hosts
         .iter()
         .map(|h| {
@@ -30,32 +97,74 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
                 None => ("○", theme.dim),
             };
             let mark = if model.inventory.marked.contains(&h.name) { "▸" } else { " " };
-            let address = if h.is_local() { "local".to_string() } else { format!("{}:{}", h.hostname, h.port) };
-            Row::new(vec![
+            let mut cells = vec![
                 Cell::from(Line::from(vec![Span::styled(mark, theme.accent), Span::styled(dot, style)])),
                 Cell::from(h.name.clone()),
-                Cell::from(Span::styled(address, theme.dim)),
-                Cell::from(Span::styled(h.tags.join(","), theme.dim)),
-            ])
+                Cell::from(Span::styled(address(model, h), theme.dim)),
+            ];
+            cells.extend(columns.iter().map(|(c, _)| Cell::from(Span::styled((c.1)(model, h), theme.dim))));
+            Row::new(cells)
         })
         .collect();
     let empty = rows.is_empty();
-    let name_width = hosts.iter().map(|h| h.name.chars().count()).max().unwrap_or(4).max(4);
-    let address_width = hosts
-        .iter()
-        .map(|h| if h.is_local() { 5 } else { h.hostname.chars().count() + 1 + h.port.to_string().len() })
-        .max()
-        .unwrap_or(5);
-    let widths = [
-        Constraint::Length(2),
-        Constraint::Length(u16::try_from(name_width).unwrap_or(u16::MAX)),
-        Constraint::Length(u16::try_from(address_width).unwrap_or(u16::MAX)),
-        Constraint::Fill(1),
-    ];
+    let to16 = |w: usize| u16::try_from(w).unwrap_or(u16::MAX);
+    let mut widths =
+        vec![Constraint::Length(2), Constraint::Length(to16(name_width)), Constraint::Length(to16(address_width))];
+    widths.extend(columns.iter().map(|(_, w)| Constraint::Length(to16(*w))));
+    let mut header = vec![Cell::from(""), Cell::from(name_header), Cell::from(address_header)];
+    header.extend(columns.iter().map(|(c, _)| Cell::from(model.locale.t(c.0).to_string())));
     let table = Table::new(rows, widths)
-        .block(block)
+        .header(Row::new(header).style(theme.dim.add_modifier(ratatui::style::Modifier::UNDERLINED)))
         .column_spacing(1)
         .row_highlight_style(if model.focus == Pane::Inventory { theme.selected } else { theme.dim });
     let mut state = TableState::default().with_selected((!empty).then_some(model.inventory.cursor));
-    frame.render_stateful_widget(table, area, &mut state);
+    frame.render_stateful_widget(table, table_area, &mut state);
+    if let (Some(area), Some(host)) = (detail_area, model.current_host()) {
+        draw_details(model, host, frame, area);
+    }
+}
+
+/// Every field of the host under the cursor.
+fn draw_details(model: &Model, h: &Host, frame: &mut Frame, area: Rect) {
+    let theme = &model.theme;
+    let field = |key: &str, value: String| {
+        Line::from(vec![Span::styled(format!("{:<12}", model.locale.t(key)), theme.dim), Span::raw(value)])
+    };
+    let lines = vec![
+        field("col.name", h.name.clone()),
+        field("col.address", address(model, h)),
+        field("col.user", h.username.clone().unwrap_or_else(|| "-".into())),
+        field("col.tags", if h.tags.is_empty() { "-".into() } else { h.tags.join(", ") }),
+        field("form.jump", h.jump.clone().unwrap_or_else(|| "-".into())),
+        field("inventory.identity", h.identity_file.clone().unwrap_or_else(|| "-".into())),
+        field("col.elevation", h.elevation.as_str().to_string()),
+        field("col.reachable", reachable_text(model, h)),
+        field("col.last_check", h.last_check.clone().unwrap_or_else(|| model.locale.t("inventory.never").to_string())),
+    ];
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.dim)
+        .title(format!(" {} ", model.locale.t("inventory.details")));
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The tag picker over the inventory: each tag with its host count.
+pub fn draw_tag_picker(model: &Model, frame: &mut Frame, area: Rect) {
+    let theme = &model.theme;
+    let tags = model.tags();
+    let items: Vec<ListItem> = tags
+        .iter()
+        .map(|(t, n)| {
+            ListItem::new(Line::from(vec![Span::raw(format!(" @{t} ")), Span::styled(format!("{n}"), theme.dim)]))
+        })
+        .collect();
+    let height = u16::try_from(tags.len()).unwrap_or(10).min(12) + 2;
+    let rect = super::centered(area, 30, height);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent)
+        .title(format!(" {} ", model.locale.t("inventory.tags_title")));
+    let mut state = ListState::default().with_selected(model.inventory.tag_picker);
+    frame.render_widget(Clear, rect);
+    frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);
 }

@@ -14,14 +14,19 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let d = &model.dashboard;
     let s = &d.stats;
+    let t = |key: &str| model.locale.t(key).to_string();
+    let tf = |key: &str, args: &[(&str, &str)]| model.locale.tf(key, args);
     let mut lines = vec![
-        Line::styled("Commands", theme.accent),
+        Line::styled(t("metrics.commands"), theme.accent),
         Line::from(vec![
-            Span::styled(format!("  ✓ {} succeeded", s.succeeded), theme.ok),
-            Span::styled(format!("   ✗ {} failed", s.failed), theme.error),
-            Span::styled(format!("   ⊘ {} unreachable", s.unreachable), theme.warn),
+            Span::styled(format!("  ✓ {}", tf("metrics.succeeded", &[("count", &s.succeeded.to_string())])), theme.ok),
+            Span::styled(format!("   ✗ {}", tf("metrics.failed", &[("count", &s.failed.to_string())])), theme.error),
+            Span::styled(
+                format!("   ⊘ {}", tf("metrics.unreachable", &[("count", &s.unreachable.to_string())])),
+                theme.warn,
+            ),
         ]),
-        Line::styled("Latency", theme.accent),
+        Line::styled(t("metrics.latency"), theme.accent),
     ];
     let total: u64 = s.latency.iter().sum::<u64>().max(1);
     let width = usize::from(area.width.saturating_sub(24)).max(4);
@@ -37,24 +42,35 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             Span::styled(format!(" {count}"), theme.dim),
         ]));
     }
-    lines.push(Line::styled("Models", theme.accent));
+    lines.push(Line::styled(t("metrics.models"), theme.accent));
     if d.spend.is_empty() {
-        lines.push(Line::styled("  no LLM calls yet", theme.dim));
+        lines.push(Line::styled(format!("  {}", t("metrics.no_calls")), theme.dim));
     }
     for (model_name, spend) in &d.spend {
         let approx = if spend.usage.approximate { "~" } else { "" };
         let (input, output) =
             (format!("{approx}{}", spend.usage.input_tokens), format!("{approx}{}", spend.usage.output_tokens));
-        lines.push(Line::raw(format!(
-            "  {model_name:<20} {:>4} calls  {input:>8} in  {output:>7} out  ${:.4}",
-            spend.calls, spend.cost_usd
-        )));
+        let numbers = tf(
+            "metrics.model_line",
+            &[
+                ("calls", &format!("{:>4}", spend.calls)),
+                ("input", &format!("{input:>8}")),
+                ("output", &format!("{output:>7}")),
+                ("cost", &format!("{:.4}", spend.cost_usd)),
+            ],
+        );
+        lines.push(Line::raw(format!("  {model_name:<20} {numbers}")));
     }
-    let (breaker, style) = if d.breaker_open { ("open: calls refused", theme.error) } else { ("closed", theme.ok) };
-    lines.push(Line::from(vec![Span::styled("Circuit breaker ", theme.accent), Span::styled(breaker, style)]));
+    let (breaker, style) =
+        if d.breaker_open { (t("metrics.breaker_open"), theme.error) } else { (t("metrics.breaker_closed"), theme.ok) };
     lines.push(Line::from(vec![
-        Span::styled("Pipeline runs ", theme.accent),
-        Span::raw(format!("{} ({} failed, denied or rolled back)", s.pipeline_runs, s.pipelines_failed)),
+        Span::styled(format!("{} ", t("metrics.breaker")), theme.accent),
+        Span::styled(breaker, style),
     ]));
+    let runs = tf(
+        "metrics.pipelines_line",
+        &[("count", &s.pipeline_runs.to_string()), ("failed", &s.pipelines_failed.to_string())],
+    );
+    lines.push(Line::from(vec![Span::styled(format!("{} ", t("metrics.pipelines")), theme.accent), Span::raw(runs)]));
     frame.render_widget(Paragraph::new(lines).block(view_block(model, "")), area);
 }

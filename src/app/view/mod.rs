@@ -2,7 +2,9 @@
 //! changes state.
 
 mod chat;
+mod diff;
 mod drift;
+mod form;
 mod help;
 mod inventory;
 mod metrics;
@@ -10,6 +12,7 @@ mod output;
 mod pipeline;
 mod prompt;
 mod status;
+mod toast;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -23,7 +26,7 @@ use super::model::{Model, Pane};
 /// Draws the whole console.
 pub fn view(model: &Model, frame: &mut Frame) {
     let area = frame.area();
-    let areas = Areas::of(area);
+    let areas = Areas::of(area, model.input_rows());
     inventory::draw(model, frame, areas.inventory);
     match model.view {
         Pane::Pipeline => pipeline::draw(model, frame, areas.view),
@@ -34,6 +37,14 @@ pub fn view(model: &Model, frame: &mut Frame) {
     chat::draw(model, frame, areas.chat);
     status::draw_input(model, frame, areas.input);
     status::draw_status(model, frame, areas.status);
+    status::draw_popup(model, frame, areas.input);
+    if model.inventory.tag_picker.is_some() {
+        inventory::draw_tag_picker(model, frame, areas.inventory);
+    }
+    if let Some(form) = &model.form {
+        form::draw(model, form, frame, area);
+    }
+    toast::draw(model, frame, area);
     if model.help_open {
         help::draw(model, frame, area);
     }
@@ -59,7 +70,7 @@ fn view_block<'a>(model: &Model, extra: &str) -> Block<'a> {
 
 /// A pane's frame: accent border when focused.
 fn pane_block<'a>(model: &Model, pane: Pane, title: String) -> Block<'a> {
-    let focused = model.focus == pane && model.prompts.is_empty() && !model.help_open;
+    let focused = model.focus == pane && model.prompts.is_empty() && !model.help_open && model.form.is_none();
     let style = if focused { model.theme.accent } else { model.theme.dim };
     Block::default()
         .borders(Borders::ALL)
@@ -77,6 +88,8 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height }
 }
 
+#[cfg(test)]
+mod fixtures;
 #[cfg(test)]
 mod svg;
 #[cfg(test)]

@@ -13,15 +13,21 @@ use crate::exec::Stream;
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
+    let view = &model.output_view;
     let mut extra = String::new();
     if running > 0 {
-        extra = format!("· {running} running ");
+        extra = format!("· {} ", model.locale.tf("output.running", &[("count", &running.to_string())]));
     }
-    if !model.output_view.follow {
-        extra.push_str(&format!("· ↑{} ", model.output_view.scroll));
+    if !view.follow {
+        extra.push_str(&format!("· ↑{} ", view.scroll));
     }
-    if let Some(host) = &model.output_view.host {
-        extra.push_str(&format!("· only {host} (h: next) "));
+    if let Some(host) = &view.host {
+        extra.push_str(&format!("· {} ", model.locale.tf("output.only", &[("host", host)])));
+    }
+    let selected = view.anchor.map(|a| (a.min(view.scroll), a.max(view.scroll)));
+    if let Some((low, high)) = selected {
+        let count = (high - low + 1).to_string();
+        extra.push_str(&format!("· {} ", model.locale.tf("output.selecting", &[("count", &count)])));
     }
     let search = &model.output_view.search;
     let mut block = view_block(model, &extra);
@@ -34,7 +40,10 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         if !needle.is_empty() && text.to_lowercase().contains(&needle) { line.style(theme.selected) } else { line }
     };
     let inner_height = usize::from(area.height.saturating_sub(2));
-    let shown = visible_lines(model, inner_height);
+    let shown = model.output.window(inner_height, view.scroll, view.host.as_deref());
+    // Lines of the selection, by position from the newest.
+    let first_position = view.scroll + shown.len();
+    let in_selection = |i: usize| selected.is_some_and(|(low, high)| (low..=high).contains(&(first_position - 1 - i)));
     let width = shown
         .iter()
         .filter_map(|l| match &l.kind {
@@ -67,13 +76,14 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
                             ])
                         }
                         LineKind::Header => Line::styled(format!("── {} ", l.text), theme.accent),
-                        LineKind::Outcome { ok: true } => Line::styled(l.text.clone(), theme.ok),
-                        LineKind::Outcome { ok: false } => Line::styled(l.text.clone(), theme.error),
+                        LineKind::Outcome { ok: true, .. } => Line::styled(l.text.clone(), theme.ok),
+                        LineKind::Outcome { ok: false, .. } => Line::styled(l.text.clone(), theme.error),
                         LineKind::Note => Line::styled(l.text.clone(), theme.dim),
                     },
                 )
             })
-            .map(|(l, line)| highlight(line, &l.text))
+            .enumerate()
+            .map(|(i, (l, line))| if in_selection(i) { line.style(theme.selected) } else { highlight(line, &l.text) })
             .collect()
     };
     // Long lines wrap; keep the newest row at the bottom of the pane.
@@ -81,31 +91,4 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let rows = paragraph.line_count(area.width);
     let scroll = u16::try_from(rows.saturating_sub(usize::from(area.height))).unwrap_or(u16::MAX);
     frame.render_widget(paragraph.scroll((scroll, 0)), area);
-}
-
-/// The lines on screen: a window of the scrollback, or of one host's lines
-/// (with the headers that frame them) when a host is picked.
-fn visible_lines(model: &Model, height: usize) -> Vec<&crate::app::output_buffer::OutputLine> {
-    let scroll = model.output_view.scroll;
-    match &model.output_view.host {
-        None => model.output.window(height, scroll).collect(),
-        Some(only) => {
-            let mut picked: Vec<_> = model
-                .output
-                .iter()
-                .rev()
-                .filter(|l| match &l.kind {
-                    LineKind::Output { host, .. } => host == only,
-                    LineKind::Outcome { .. } => {
-                        l.text.split(" · ").next().is_some_and(|head| head.ends_with(only.as_str()))
-                    }
-                    _ => true,
-                })
-                .skip(scroll)
-                .take(height)
-                .collect();
-            picked.reverse();
-            picked
-        }
-    }
 }

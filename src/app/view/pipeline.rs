@@ -1,5 +1,6 @@
 //! The pipeline pane: change runs with their stages (state and timing), and
-//! the diff of the selected run, coloured.
+//! the diff viewer of the selected run: unified or side by side, highlighted,
+//! scrollable, with hunk navigation.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -29,7 +30,8 @@ fn mark(status: &str) -> &'static str {
 
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let runs = &model.dashboard.pipelines;
-    let block = view_block(model, &format!("· {} runs ", runs.len()));
+    let count = model.locale.tf("pipeline.runs", &[("count", &runs.len().to_string())]);
+    let block = view_block(model, &format!("· {count} "));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if runs.is_empty() {
@@ -68,27 +70,23 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }), stages_area);
-    let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
-    let body: Vec<Line> = if diff.is_empty() {
+    let Some(diff) = model.selected_diff() else {
         let summary = run.stages.iter().find(|s| s.name == "Summary").map(|s| s.detail.clone()).unwrap_or_default();
-        vec![Line::styled(format!("$ {summary}"), model.theme.accent)]
-    } else {
-        diff.lines()
-            .map(|l| {
-                let style = if l.starts_with("+++") || l.starts_with("---") {
-                    model.theme.dim
-                } else if l.starts_with('+') {
-                    model.theme.ok
-                } else if l.starts_with('-') {
-                    model.theme.error
-                } else if l.starts_with("@@") {
-                    model.theme.accent
-                } else {
-                    ratatui::style::Style::default()
-                };
-                Line::styled(l.to_string(), style)
-            })
-            .collect()
+        frame.render_widget(Paragraph::new(Line::styled(format!("$ {summary}"), model.theme.accent)), diff_area);
+        return;
     };
-    frame.render_widget(Paragraph::new(body), diff_area);
+    let [bar, body_area] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(diff_area);
+    let body = super::diff::lines(&diff, model.diff_view.side_by_side, body_area.width, &model.theme);
+    let mode = model.locale.t(if model.diff_view.side_by_side { "pipeline.split" } else { "pipeline.unified" });
+    let rows = body.len();
+    let scroll = model.diff_view.scroll.min(rows.saturating_sub(1));
+    let position =
+        model.locale.tf("pipeline.position", &[("row", &(scroll + 1).to_string()), ("rows", &rows.to_string())]);
+    let hunks = diff.hunks().len();
+    frame.render_widget(
+        Paragraph::new(Line::styled(format!("── {} · {mode} · {hunks} @@ · {position}", diff.path), model.theme.dim)),
+        bar,
+    );
+    let shown: Vec<Line> = body.into_iter().skip(scroll).take(usize::from(body_area.height)).collect();
+    frame.render_widget(Paragraph::new(shown), body_area);
 }

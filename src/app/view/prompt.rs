@@ -1,4 +1,6 @@
-//! A worker's question, drawn over everything, with the queue length.
+//! A worker's question (or the console's own), drawn over everything, with
+//! the queue length; an approval shows the classifier's verdict and the
+//! highlighted diff, scrolling when it is taller than the screen.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -6,33 +8,39 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::centered;
+use crate::app::keymap::{Action, KeyContext};
 use crate::app::model::{Model, PendingPrompt};
 use crate::app::msg::PromptKind;
 
 pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
+    let t = |k: &str| model.locale.t(k).to_string();
+    // The keys bound to an action in prompts, as `[y/o]`.
+    let key = |action: Action| format!("[{}]", model.keymap.keys(KeyContext::Modal, action));
     let mut lines = match &prompt.request.approval {
         Some(approval) => approval_lines(model, approval),
         None => vec![Line::raw(prompt.request.body.clone()), Line::raw("")],
     };
     match prompt.request.kind {
         PromptKind::Approval => {
-            let mut choices = vec![Span::styled("[o]", theme.ok), Span::raw(" once   ")];
+            let mut choices =
+                vec![Span::styled(key(Action::Yes), theme.ok), Span::raw(format!(" {}   ", t("prompt.once")))];
             if let Some(a) = prompt.request.approval.as_ref().filter(|a| a.rule_possible()) {
-                choices.push(Span::styled("[a]", theme.warn));
-                choices.push(Span::raw(format!(" always `{}` on these hosts   ", a.prefixes.join("`, `"))));
+                choices.push(Span::styled(key(Action::Always), theme.warn));
+                let always = model.locale.tf("prompt.always", &[("prefixes", &a.prefixes.join("`, `"))]);
+                choices.push(Span::raw(format!(" {always}   ")));
             }
-            choices.push(Span::styled("[d]/Esc", theme.error));
-            choices.push(Span::raw(" deny"));
+            choices.push(Span::styled(format!("{} {}", key(Action::No), key(Action::Decline)), theme.error));
+            choices.push(Span::raw(format!(" {}", t("prompt.deny"))));
             lines.push(Line::from(choices));
         }
         PromptKind::Confirm => lines.push(Line::from(vec![
-            Span::styled("[y]", theme.ok),
-            Span::raw(" yes   "),
-            Span::styled("[n]", theme.error),
-            Span::raw(" no   "),
-            Span::styled("[Esc]", theme.dim),
-            Span::raw(" decline"),
+            Span::styled(key(Action::Yes), theme.ok),
+            Span::raw(format!(" {}   ", t("prompt.yes"))),
+            Span::styled(key(Action::No), theme.error),
+            Span::raw(format!(" {}   ", t("prompt.no"))),
+            Span::styled(key(Action::Decline), theme.dim),
+            Span::raw(format!(" {}", t("prompt.decline"))),
         ])),
         PromptKind::Text => {
             lines.push(Line::from(vec![
@@ -40,7 +48,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
                 Span::raw(prompt.typed.clone()),
                 Span::styled("▏", theme.accent),
             ]));
-            lines.push(Line::styled("Enter to answer · Esc to skip", theme.dim));
+            lines.push(Line::styled(t("prompt.text_hint"), theme.dim));
         }
         PromptKind::Secret => {
             lines.push(Line::from(vec![
@@ -48,16 +56,31 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
                 Span::raw("•".repeat(prompt.typed.chars().count())),
                 Span::styled("▏", theme.accent),
             ]));
-            lines.push(Line::styled("Enter to submit · Esc to cancel", theme.dim));
+            lines.push(Line::styled(t("prompt.secret_hint"), theme.dim));
         }
     }
     let mut title = format!(" {} ", prompt.request.title);
     if queued > 0 {
-        title.push_str(&format!("· {queued} more waiting "));
+        title.push_str(&format!("· {} ", model.locale.tf("prompt.more", &[("count", &queued.to_string())])));
     }
-    let width = 76u16.min(area.width.saturating_sub(4)).max(20);
-    let block = Block::default().borders(Borders::ALL).border_style(theme.warn).title(title);
-    let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });
+    let width = 96u16.min(area.width.saturating_sub(4)).max(20);
+    let mut block = Block::default().borders(Borders::ALL).border_style(theme.warn).title(title);
+    let full = Paragraph::new(lines.clone()).wrap(Wrap { trim: false }).line_count(width.saturating_sub(2));
+    let room = usize::from(area.height.saturating_sub(4));
+    // A body taller than the screen scrolls; the choices stay at the bottom.
+    let (body, scroll) = if full > room {
+        let choices = lines.split_off(lines.len().saturating_sub(2));
+        let max_scroll = full.saturating_sub(room);
+        let scroll = prompt.scroll.min(max_scroll);
+        let mut body: Vec<Line> = lines.into_iter().skip(scroll).take(room.saturating_sub(choices.len())).collect();
+        body.extend(choices);
+        block = block.title_bottom(Line::styled(format!(" {} ", t("prompt.scroll")), theme.dim));
+        (body, scroll)
+    } else {
+        (lines, 0)
+    };
+    let _ = scroll;
+    let paragraph = Paragraph::new(body).block(block).wrap(Wrap { trim: false });
     let height = u16::try_from(paragraph.line_count(width)).unwrap_or(u16::MAX);
     let rect = centered(area, width, height);
     frame.render_widget(Clear, rect);
@@ -72,29 +95,21 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
         crate::safety::Class::Mutating => theme.warn,
         crate::safety::Class::Dangerous => theme.error,
     };
+    let label = |key: &str| Span::styled(format!("{:<9}", model.locale.t(key)), theme.dim);
     let mut lines = vec![
-        Line::from(vec![Span::styled("command  ", theme.dim), Span::raw(a.command.clone())]),
-        Line::from(vec![Span::styled("hosts    ", theme.dim), Span::raw(a.hosts.join(", "))]),
-        Line::from(vec![Span::styled("risk     ", theme.dim), Span::styled(a.class.as_str().to_string(), risk_style)]),
+        Line::from(vec![label("prompt.command"), Span::raw(a.command.clone())]),
+        Line::from(vec![label("prompt.hosts"), Span::raw(a.hosts.join(", "))]),
+        Line::from(vec![label("prompt.risk"), Span::styled(a.class.as_str().to_string(), risk_style)]),
     ];
     for reason in &a.reasons {
         lines.push(Line::styled(format!("         · {reason}"), theme.dim));
     }
     for leak in &a.leaks {
         lines.push(Line::styled(format!("  ! {}", leak.what), theme.error));
-        lines.push(Line::styled(format!("    safer: {}", leak.rewrite), theme.warn));
+        lines.push(Line::styled(format!("    {}: {}", model.locale.t("prompt.safer"), leak.rewrite), theme.warn));
     }
     if let Some(diff) = &a.diff {
-        for l in diff.lines() {
-            let style = if l.starts_with('+') && !l.starts_with("+++") {
-                theme.ok
-            } else if l.starts_with('-') && !l.starts_with("---") {
-                theme.error
-            } else {
-                theme.dim
-            };
-            lines.push(Line::styled(l.to_string(), style));
-        }
+        lines.extend(super::diff::lines(&crate::app::diff_view::Diff::parse(diff), false, 94, theme));
     }
     lines.push(Line::raw(""));
     lines

@@ -1,32 +1,67 @@
-//! The command line and the status bar (focus, counts, key hints, notices).
+//! The input (a text area with a `❯` prompt), its completion popup, and the
+//! status bar (focus, counts, key hints, notices).
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph};
 
 use crate::app::model::Model;
+use crate::app::update::popup;
 
 pub fn draw_input(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
-    let line = if model.input.active {
-        let text = &model.input.text;
-        let at = text.char_indices().nth(model.input.cursor).map(|(i, _)| i).unwrap_or(text.len());
-        let (before, after) = text.split_at(at);
-        let mut rest = after.chars();
-        let under = rest.next().map(String::from).unwrap_or_else(|| " ".into());
-        Line::from(vec![
-            Span::styled("❯ ", theme.accent),
-            Span::raw(before.to_string()),
-            Span::styled(under, theme.selected),
-            Span::raw(rest.collect::<String>()),
-        ])
-    } else if let Some(flash) = &model.flash {
+    if model.input.active {
+        let [prompt, text] = Layout::horizontal([Constraint::Length(2), Constraint::Min(1)]).areas(area);
+        frame.render_widget(Paragraph::new(Span::styled("❯ ", theme.accent)), prompt);
+        let mut editor = model.input.editor.clone();
+        editor.set_cursor_line_style(ratatui::style::Style::default());
+        editor.set_cursor_style(theme.selected);
+        frame.render_widget(&editor, text);
+        return;
+    }
+    let line = if let Some(flash) = &model.flash {
         Line::from(Span::styled(flash.clone(), theme.warn))
     } else {
         Line::styled(model.locale.t("input.placeholder").to_string(), theme.dim)
     };
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The completion popup, just above the input.
+pub fn draw_popup(model: &Model, frame: &mut Frame, input: Rect) {
+    let suggestions = popup(model);
+    if suggestions.is_empty() {
+        return;
+    }
+    let theme = &model.theme;
+    let label_width = suggestions.iter().map(|s| s.label.chars().count()).max().unwrap_or(0);
+    let items: Vec<ListItem> = suggestions
+        .iter()
+        .map(|s| {
+            let help = if s.help.is_empty() { String::new() } else { model.locale.t(&s.help).to_string() };
+            ListItem::new(Line::from(vec![
+                Span::styled(format!(" {:<label_width$}  ", s.label), theme.accent),
+                Span::styled(help, theme.dim),
+            ]))
+        })
+        .collect();
+    let width = items.iter().map(|i| i.width()).max().unwrap_or(10) + 3;
+    let height = u16::try_from(items.len()).unwrap_or(8) + 2;
+    let rect = Rect {
+        x: input.x + 1,
+        y: input.y.saturating_sub(height),
+        width: u16::try_from(width).unwrap_or(u16::MAX).min(input.width.saturating_sub(1)),
+        height: height.min(input.y),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.dim)
+        .title_bottom(Line::styled(format!(" {} ", model.locale.t("popup.hint")), theme.dim));
+    let selected = model.input.completion.min(suggestions.len() - 1);
+    let mut state = ListState::default().with_selected(Some(selected));
+    frame.render_widget(Clear, rect);
+    frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);
 }
 
 pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
@@ -44,7 +79,12 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
             .push(Span::styled(format!(" · {} {}", model.prompts.len(), model.locale.t("status.waiting")), theme.warn));
     }
     spans.push(Span::styled(" │ ", theme.dim));
-    let hints = model.keymap.hints(model.focus);
+    let hints: Vec<String> = model
+        .keymap
+        .hints(model.focus)
+        .into_iter()
+        .map(|(keys, action)| format!("{keys} {}", model.locale.t(action.hint_key())))
+        .collect();
     spans.push(Span::styled(hints.join(" · "), theme.dim));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

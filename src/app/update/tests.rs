@@ -2,9 +2,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tokio::sync::oneshot;
 
 use super::*;
-use crate::app::msg::PromptRequest;
+use crate::app::model::ToastLevel;
+use crate::app::msg::{PromptAnswer, PromptKind, PromptRequest};
+use crate::app::output_buffer::LineKind;
 use crate::app::theme::Theme;
 use crate::exec::Stream;
+use crate::exec::{ExecEvent, HostResult};
 use crate::inventory::Host;
 
 fn model() -> Model {
@@ -215,10 +218,11 @@ fn exec_events_fill_output_and_reachability() {
     assert!(matches!(&effects[..], [Effect::SetReachable { reachable: true, .. }]));
     assert_eq!(m.hosts[0].reachable, Some(true));
     assert_eq!(m.runs[&1].done, 1);
-    update(&mut m, Msg::RunDone { run: 1, results: vec![result] });
+    update(&mut m, Msg::RunDone { run: 1, results: vec![result.clone()] });
     assert!(m.runs.is_empty());
-    assert_eq!(m.flash.as_deref(), Some("uptime: 1/1 hosts succeeded"));
-    let texts: Vec<&str> = m.output.window(10, 0).map(|l| l.text.as_str()).collect();
+    assert_eq!(m.flash.as_deref(), Some("uptime: 1/1 hosts succeeded"), "the output is on screen: no toast");
+    assert!(m.toasts.is_empty());
+    let texts: Vec<&str> = m.output.window(10, 0, None).into_iter().map(|l| l.text.as_str()).collect();
     assert_eq!(texts, ["$ uptime · 1 host: localhost", "up 3 days", "✓ localhost · exit 0 · 0.01s"]);
     let down = HostResult {
         error: Some("cannot reach 10.0.0.3:22: refused".into()),
@@ -228,6 +232,18 @@ fn exec_events_fill_output_and_reachability() {
     };
     let effects = update(&mut m, Msg::Exec { run: 9, event: ExecEvent::Finished(down) });
     assert!(matches!(&effects[..], [Effect::SetReachable { reachable: false, .. }]));
+    // In the background (another tab shown), the same news is a toast that fades.
+    update(&mut m, key(KeyCode::Char('5')));
+    update(&mut m, key(KeyCode::Char('!')));
+    type_text(&mut m, "uptime");
+    update(&mut m, key(KeyCode::Enter));
+    update(&mut m, Msg::RunDone { run: 2, results: vec![result] });
+    let toast = m.toasts.back().expect("a toast says the run finished");
+    assert_eq!((toast.level, toast.text.as_str()), (ToastLevel::Success, "uptime: 1/1 hosts succeeded"));
+    for _ in 0..8 {
+        update(&mut m, Msg::Tick);
+    }
+    assert!(m.toasts.is_empty(), "toasts fade after a few seconds");
 }
 
 #[test]
@@ -293,9 +309,9 @@ fn chat_without_model_explains_and_history_browses() {
     assert!(m.chat[2].text.contains("No model is configured"));
     update(&mut m, key(KeyCode::Char('i')));
     update(&mut m, key(KeyCode::Up));
-    assert_eq!(m.input.text, "why is web01 slow?");
+    assert_eq!(m.input.text(), "why is web01 slow?");
     update(&mut m, key(KeyCode::Down));
-    assert_eq!(m.input.text, "");
+    assert_eq!(m.input.text(), "");
 }
 
 #[test]
@@ -355,7 +371,10 @@ fn approval_prompts_answer_once_always_or_deny() {
     update(&mut m, key(KeyCode::Enter));
     update(&mut m, Msg::RunDenied { run: 1, by: "tester (console)".into() });
     assert!(m.runs.is_empty());
-    assert_eq!(m.output.window(1, 0).next().map(|l| l.text.as_str()), Some("✗ not run: denied by tester (console)"));
+    assert_eq!(
+        m.output.window(1, 0, None).first().map(|l| l.text.as_str()),
+        Some("✗ not run: denied by tester (console)")
+    );
 }
 
 #[test]
@@ -377,7 +396,7 @@ fn output_search_jumps_between_matches() {
     update(&mut m, key(KeyCode::Char('n')));
     update(&mut m, key(KeyCode::Char('n')));
     assert_eq!(m.output_view.scroll, 24);
-    assert_eq!(m.flash.as_deref(), Some("no more matches for \"error\""));
+    assert_eq!(m.flash.as_deref(), Some("no more matches for “error”"));
     update(&mut m, key(KeyCode::Char('N')));
     assert_eq!(m.output_view.scroll, 14);
 }

@@ -1,0 +1,191 @@
+//! Events from workers: command output, the agent's stream and tool calls,
+//! reachability checks, and dashboard refreshes (with toasts for what
+//! finished in the background).
+
+use super::panes::keep_scroll_position;
+use crate::agent::AgentEvent;
+use crate::app::model::{ChatEntry, ChatRole, Dashboard, Model, Pane, ToastLevel};
+use crate::app::msg::Effect;
+use crate::app::output_buffer::LineKind;
+use crate::exec::{ExecEvent, HostResult};
+
+/// Lines of an agent command's output kept for its tool cell.
+const TOOL_OUTPUT_LINES: usize = 200;
+
+pub(super) fn on_run_done(model: &mut Model, run: u64, results: &[HostResult]) -> Vec<Effect> {
+    let ok = results.iter().filter(|r| r.success()).count();
+    if let Some(progress) = model.runs.remove(&run) {
+        let level = if ok == results.len() { ToastLevel::Success } else { ToastLevel::Error };
+        let text = model.locale.tf(
+            "toast.run_done",
+            &[("command", &progress.command), ("ok", &ok.to_string()), ("total", &results.len().to_string())],
+        );
+        // With the output on screen the run is not in the background: a line in the status area is enough.
+        if model.view == Pane::Output {
+            model.flash = Some(text);
+        } else {
+            model.toast(level, text);
+        }
+    }
+    vec![Effect::Refresh]
+}
+
+pub(super) fn on_run_denied(model: &mut Model, run: u64, by: &str) -> Vec<Effect> {
+    if let Some(progress) = model.runs.remove(&run) {
+        let text = model.locale.tf("output.denied", &[("by", by)]);
+        model.output.push(LineKind::Note, text);
+        let toast = model.locale.tf("toast.run_denied", &[("command", &progress.command)]);
+        model.toast(ToastLevel::Error, toast);
+    }
+    Vec::new()
+}
+
+/// New metrics; a toast for each pipeline run that finished since the last refresh.
+pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effect> {
+    let finished = |status: &str| matches!(status, "done" | "succeeded" | "failed" | "rolled_back" | "denied");
+    let mut toasts = Vec::new();
+    for run in &dashboard.pipelines {
+        let before = model.dashboard.pipelines.iter().find(|r| r.id == run.id);
+        if finished(&run.status) && before.is_some_and(|b| !finished(&b.status)) {
+            let level = if matches!(run.status.as_str(), "done" | "succeeded") {
+                ToastLevel::Success
+            } else {
+                ToastLevel::Error
+            };
+            let text = model.locale.tf("toast.pipeline", &[("target", &run.targets), ("status", &run.status)]);
+            toasts.push((level, text));
+        }
+    }
+    model.dashboard = dashboard;
+    model.pipeline_cursor = model.pipeline_cursor.min(model.dashboard.pipelines.len().saturating_sub(1));
+    for (level, text) in toasts {
+        model.toast(level, text);
+    }
+    Vec::new()
+}
+
+pub(super) fn on_host_checked(
+    model: &mut Model,
+    host: String,
+    reachable: bool,
+    at: String,
+    error: Option<String>,
+) -> Vec<Effect> {
+    if let Some(h) = model.hosts.iter_mut().find(|h| h.name == host) {
+        h.reachable = Some(reachable);
+        h.last_check = Some(at);
+    }
+    if reachable {
+        model.toast(ToastLevel::Success, model.locale.tf("toast.reachable", &[("host", &host)]));
+    } else {
+        let why = error.unwrap_or_default();
+        model.toast(ToastLevel::Error, model.locale.tf("toast.unreachable", &[("host", &host), ("error", &why)]));
+    }
+    Vec::new()
+}
+
+/// Streams the agent's words into the chat, its commands into the output
+/// pane and into tool cells (with their output, shown when expanded).
+pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect> {
+    match event {
+        AgentEvent::Delta { agent, text } if agent == "main" => {
+            match model.chat.last_mut() {
+                Some(entry) if entry.role == ChatRole::Assistant => entry.text.push_str(&text),
+                _ => model.chat.push(ChatEntry::new(ChatRole::Assistant, text)),
+            }
+            Vec::new()
+        }
+        AgentEvent::Delta { .. } => Vec::new(),
+        AgentEvent::Tool { agent, name, .. } if name.starts_with("delegate_") => {
+            model.chat.push(ChatEntry::new(ChatRole::Tool, format!("{agent} → {name}")));
+            Vec::new()
+        }
+        AgentEvent::Tool { .. } => Vec::new(),
+        AgentEvent::Command(c) => {
+            let text = match (&c.refused, c.exit_code) {
+                (Some(why), None) => format!("✗ {} $ {} — {why}", c.specialist, c.command),
+                (_, code) => format!(
+                    "⚙ {} $ {} → exit {}",
+                    c.specialist,
+                    c.command,
+                    code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
+                ),
+            };
+            let mut entry = ChatEntry::new(ChatRole::Tool, text);
+            entry.detail = model.agent_output.remove(&c.host).unwrap_or_default();
+            model.chat.push(entry);
+            Vec::new()
+        }
+        AgentEvent::Notice(text) => {
+            model.chat.push(ChatEntry::new(ChatRole::System, text));
+            Vec::new()
+        }
+        // Agent commands share the output pane with the operator's (run 0 tracks no progress).
+        AgentEvent::Exec(event) => {
+            match &event {
+                ExecEvent::Started { host, .. } => {
+                    model.agent_output.insert(host.clone(), Vec::new());
+                }
+                ExecEvent::Line { host, line, .. } => {
+                    let lines = model.agent_output.entry(host.clone()).or_default();
+                    if lines.len() < TOOL_OUTPUT_LINES {
+                        lines.push(line.clone());
+                    } else if lines.len() == TOOL_OUTPUT_LINES {
+                        lines.push("…".into());
+                    }
+                }
+                ExecEvent::Finished(_) => {}
+            }
+            on_exec_event(model, 0, event)
+        }
+    }
+}
+
+pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Vec<Effect> {
+    match event {
+        ExecEvent::Started { .. } => Vec::new(),
+        ExecEvent::Line { host, stream, line } => {
+            model.output.push(LineKind::Output { host, stream }, line);
+            keep_scroll_position(model, 1);
+            Vec::new()
+        }
+        ExecEvent::Finished(result) => {
+            if let Some(progress) = model.runs.get_mut(&run) {
+                progress.done += 1;
+                if !result.success() {
+                    progress.failed += 1;
+                }
+            }
+            let kind = LineKind::Outcome { host: result.host.clone(), ok: result.success() };
+            model.output.push(kind, outcome_text(&result));
+            keep_scroll_position(model, 1);
+            let mut effects = Vec::new();
+            if let Some(reachable) = reachability(&result) {
+                if let Some(host) = model.hosts.iter_mut().find(|h| h.name == result.host) {
+                    host.reachable = Some(reachable);
+                }
+                effects.push(Effect::SetReachable { host: result.host.clone(), reachable });
+            }
+            effects
+        }
+    }
+}
+
+/// What a result says about reachability: ran → yes; could not connect → no; otherwise unknown.
+pub fn reachability(result: &HostResult) -> Option<bool> {
+    if result.exit_code.is_some() {
+        return Some(true);
+    }
+    let error = result.error.as_deref().unwrap_or("");
+    if error.starts_with("cannot reach") || error.starts_with("connection to") { Some(false) } else { None }
+}
+
+fn outcome_text(r: &HostResult) -> String {
+    let took = format!("{:.2}s", r.duration_ms as f64 / 1000.0);
+    match (&r.error, r.exit_code) {
+        (Some(e), _) => format!("✗ {} · {e} · {took}", r.host),
+        (None, Some(0)) => format!("✓ {} · exit 0 · {took}", r.host),
+        (None, Some(code)) => format!("✗ {} · exit {code} · {took}", r.host),
+        (None, None) => format!("✗ {} · no exit status · {took}", r.host),
+    }
+}

@@ -1,0 +1,174 @@
+//! The input line: a multi-line text area (Alt-Enter or Ctrl-J adds a line),
+//! history on Up/Down at the first/last line, the completion popup (Tab, or
+//! Enter on a suggestion), and what a submitted line does.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui_textarea::CursorMove;
+
+use super::{run_palette_action, start_run};
+use crate::app::command_line::{self, CommandLine};
+use crate::app::completion::{self, Suggestion};
+use crate::app::model::{ChatEntry, ChatRole, Model, Pane};
+use crate::app::msg::Effect;
+use crate::inventory::resolve_targets;
+use crate::redact::redact_command;
+
+/// Opens the input with `prefix` typed (`!`, `:` or nothing).
+pub fn open_input(model: &mut Model, prefix: &str) {
+    model.input.active = true;
+    model.input.set_text(prefix);
+    model.input.history_pos = None;
+    model.flash = None;
+}
+
+/// The popup's suggestions, or none when it is closed.
+pub fn popup(model: &Model) -> Vec<Suggestion> {
+    if !model.input.active || model.input.completion_closed {
+        return Vec::new();
+    }
+    completion::suggest(&model.input.text(), &model.hosts)
+}
+
+pub(super) fn on_input_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+    let text = model.input.text();
+    let suggestions = popup(model);
+    let count = suggestions.len();
+    let chosen = suggestions.into_iter().nth(model.input.completion.min(count.saturating_sub(1)));
+    let input = &mut model.input;
+    match (key.code, chosen) {
+        (KeyCode::Esc, Some(_)) => input.completion_closed = true,
+        (KeyCode::Esc, None) => input.active = false,
+        (KeyCode::Tab, Some(s)) => input.set_text(&s.replacement),
+        (KeyCode::Enter, Some(s)) if !alt && s.replacement.trim() != text.trim() => input.set_text(&s.replacement),
+        (KeyCode::Down, Some(_)) => input.completion = (input.completion + 1) % count,
+        (KeyCode::Up, Some(_)) => input.completion = (input.completion + count - 1) % count,
+        (KeyCode::Enter, _) if alt => input.editor.insert_newline(),
+        (KeyCode::Char('j'), _) if ctrl => input.editor.insert_newline(),
+        (KeyCode::Enter, _) => return submit(model),
+        (KeyCode::Char('c'), _) if ctrl => {
+            if text.is_empty() {
+                input.active = false;
+            }
+            input.set_text("");
+        }
+        (KeyCode::Char('u'), _) if ctrl => {
+            input.editor.delete_line_by_head();
+        }
+        (KeyCode::Up, _) if input.editor.cursor().0 == 0 => browse_history(model, true),
+        (KeyCode::Down, _) if input.editor.cursor().0 + 1 >= input.editor.lines().len() => {
+            browse_history(model, false);
+        }
+        (KeyCode::Backspace, _) if text.is_empty() => input.active = false,
+        _ => {
+            input.editor.input(key);
+            if input.text() != text {
+                input.completion = 0;
+                input.completion_closed = false;
+            }
+        }
+    }
+    Vec::new()
+}
+
+fn browse_history(model: &mut Model, older: bool) {
+    let input = &mut model.input;
+    if input.history.is_empty() {
+        return;
+    }
+    let last = input.history.len() - 1;
+    let pos = match (input.history_pos, older) {
+        (None, true) => Some(last),
+        (Some(p), true) => Some(p.saturating_sub(1)),
+        (Some(p), false) if p < last => Some(p + 1),
+        (_, false) => None,
+    };
+    let text = pos.map(|p| input.history[p].clone()).unwrap_or_default();
+    input.set_text(&text);
+    input.history_pos = pos;
+    if older {
+        input.editor.move_cursor(CursorMove::Top);
+        input.editor.move_cursor(CursorMove::End);
+    }
+}
+
+fn submit(model: &mut Model) -> Vec<Effect> {
+    let line = model.input.text();
+    model.input.active = false;
+    model.input.set_text("");
+    model.input.history_pos = None;
+    let mut effects = Vec::new();
+    if !line.trim().is_empty() && model.input.history.last() != Some(&line) {
+        model.input.history.push(line.clone());
+        effects.push(Effect::SaveHistory(redact_command(&line)));
+    }
+    match command_line::parse(&line) {
+        Err(e) => model.flash = Some(e),
+        Ok(CommandLine::Nothing) => {}
+        Ok(CommandLine::Quit) => model.should_quit = true,
+        Ok(CommandLine::Help) => model.help_open = true,
+        Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
+        Ok(CommandLine::Clear) => model.output.clear(),
+        Ok(CommandLine::Action(action)) => effects.extend(run_palette_action(model, action)),
+        Ok(CommandLine::Hosts(filter)) => {
+            model.inventory.filter = filter;
+            model.set_focus(Pane::Inventory);
+            super::panes::clamp_cursor(model);
+        }
+        Ok(CommandLine::Secret(command)) => effects.push(Effect::Secret(command)),
+        Ok(CommandLine::Mcp) => effects.push(Effect::ShowMcp),
+        Ok(CommandLine::Conv(id)) => effects.push(Effect::Conversations(id)),
+        Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
+        Ok(CommandLine::New) => {
+            model.chat.retain(|e| e.role == ChatRole::System && e.text == model.locale.t("banner.no_model"));
+            model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("chat.new")));
+            model.chat_view = Default::default();
+            effects.push(Effect::NewConversation);
+        }
+        Ok(CommandLine::Language(code)) if code.is_empty() => {
+            let note = model.locale.tf("language.list", &[("codes", &crate::i18n::languages().join(", "))]);
+            model.chat.push(ChatEntry::new(ChatRole::System, note));
+        }
+        Ok(CommandLine::Language(code)) => match crate::i18n::Locale::new(&code) {
+            Ok(locale) => {
+                model.set_locale(locale);
+                model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("language.switched")));
+                effects.push(Effect::SaveSetting { key: "ui.language".into(), value: code });
+            }
+            Err(_) => model.flash = Some(model.locale.tf("language.unknown", &[("code", &code)])),
+        },
+        Ok(CommandLine::Model(change)) => {
+            if change.is_some() {
+                model.model_configured = true;
+            }
+            effects.push(Effect::Model(change));
+        }
+        Ok(CommandLine::RunOnSelection(command)) => {
+            let hosts = model.selection();
+            if hosts.is_empty() {
+                model.flash = Some(model.locale.t("flash.no_selection").to_string());
+            } else {
+                effects.push(start_run(model, hosts, command));
+            }
+        }
+        Ok(CommandLine::Exec { targets, command }) => match resolve_targets(&targets, &model.hosts) {
+            Ok(hosts) => effects.push(start_run(model, hosts, command)),
+            Err(e) => model.flash = Some(e.to_string()),
+        },
+        Ok(CommandLine::Chat(text)) => {
+            model.chat.push(ChatEntry::new(ChatRole::User, text.clone()));
+            model.chat_view.scroll = 0;
+            if model.model_configured && model.agent_busy {
+                model.flash = Some(model.locale.t("flash.agent_busy").to_string());
+            } else if model.model_configured {
+                model.agent_busy = true;
+                effects.push(Effect::AgentTurn(text));
+            } else {
+                model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("chat.no_answer")));
+            }
+            model.focus = Pane::Chat;
+        }
+    }
+    effects
+}

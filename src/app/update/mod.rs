@@ -1,0 +1,200 @@
+//! The only place console state changes. Pure: no I/O, no await; work for
+//! the outside world is returned as [`Effect`]s. Split by concern: keys of
+//! the text input ([`input`]), pane actions ([`panes`]), modals and forms
+//! ([`modal`]), and events from workers ([`events`]).
+
+mod events;
+mod input;
+mod modal;
+mod panes;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
+use ratatui::layout::Rect;
+
+use super::keymap::{Action, KeyContext};
+use super::model::{ChatEntry, ChatRole, Model, Pane, PendingPrompt, ToastLevel};
+use super::msg::{Effect, Msg};
+
+pub use events::reachability;
+pub use input::{open_input, popup};
+use panes::start_run;
+
+/// Applies `msg` to `model`.
+pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Key(key) if key.kind != KeyEventKind::Release => on_key(model, key),
+        Msg::Key(_) => Vec::new(),
+        Msg::Mouse(mouse) => {
+            let screen = Rect::new(0, 0, model.size.0, model.size.1);
+            let under =
+                super::layout::Areas::of(screen, model.input_rows()).pane_at(mouse.column, mouse.row, model.view);
+            match (mouse.kind, under) {
+                (MouseEventKind::ScrollUp, Some(pane)) => panes::scroll(model, pane, true),
+                (MouseEventKind::ScrollDown, Some(pane)) => panes::scroll(model, pane, false),
+                (MouseEventKind::Down(_), Some(pane)) if model.prompts.is_empty() && model.form.is_none() => {
+                    model.set_focus(pane);
+                }
+                _ => {}
+            }
+            Vec::new()
+        }
+        Msg::Dashboard(dashboard) => events::on_dashboard(model, *dashboard),
+        Msg::Paste(text) => {
+            if let Some(form) = model.form.as_mut() {
+                if let Some(value) = form.values.get_mut(form.focus) {
+                    value.extend(text.chars().filter(|c| !c.is_control()));
+                }
+            } else if model.prompts.is_empty() {
+                if !model.input.active {
+                    open_input(model, "");
+                }
+                model.input.editor.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+            }
+            Vec::new()
+        }
+        Msg::Resize(w, h) => {
+            model.size = (w, h);
+            Vec::new()
+        }
+        Msg::HostsLoaded(hosts) => {
+            model.hosts = hosts;
+            let names: Vec<String> = model.hosts.iter().map(|h| h.name.clone()).collect();
+            model.inventory.marked.retain(|m| names.contains(m));
+            panes::clamp_cursor(model);
+            Vec::new()
+        }
+        Msg::Exec { run, event } => events::on_exec_event(model, run, event),
+        Msg::RunDone { run, results } => events::on_run_done(model, run, &results),
+        Msg::RunDenied { run, by } => events::on_run_denied(model, run, &by),
+        Msg::Agent(event) => events::on_agent_event(model, event),
+        Msg::AgentDone { error, summary } => {
+            model.agent_busy = false;
+            match error {
+                Some(e) if model.focus == Pane::Chat => model.chat.push(ChatEntry::new(ChatRole::System, e)),
+                Some(e) => {
+                    model.chat.push(ChatEntry::new(ChatRole::System, e.clone()));
+                    model.toast(ToastLevel::Error, e);
+                }
+                None => model.flash = Some(summary),
+            }
+            vec![Effect::Refresh]
+        }
+        Msg::Prompt(request) => {
+            model.prompts.push_back(PendingPrompt::new(request));
+            Vec::new()
+        }
+        Msg::Error(e) => {
+            model.toast(ToastLevel::Error, e);
+            Vec::new()
+        }
+        Msg::Note(text) => {
+            model.chat.push(ChatEntry::new(ChatRole::System, text));
+            model.chat_view.scroll = 0;
+            Vec::new()
+        }
+        Msg::Toast { level, text } => {
+            model.toast(level, text);
+            Vec::new()
+        }
+        Msg::Tick => {
+            for toast in model.toasts.iter_mut() {
+                toast.ticks_left = toast.ticks_left.saturating_sub(1);
+            }
+            model.toasts.retain(|t| t.ticks_left > 0);
+            Vec::new()
+        }
+        Msg::HostChecked { host, reachable, at, error } => events::on_host_checked(model, host, reachable, at, error),
+        Msg::ConversationLoaded(entries) => {
+            model.chat = entries;
+            model.chat_view = Default::default();
+            model.set_focus(Pane::Chat);
+            Vec::new()
+        }
+    }
+}
+
+fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    if !model.prompts.is_empty() {
+        return modal::on_prompt_key(model, key);
+    }
+    if model.form.is_some() {
+        return modal::on_form_key(model, key);
+    }
+    if model.inventory.tag_picker.is_some() {
+        modal::on_tag_picker_key(model, key);
+        return Vec::new();
+    }
+    if model.help_open {
+        let action = model.keymap.action(KeyContext::Global, &key);
+        if matches!(key.code, KeyCode::Esc | KeyCode::Enter) || matches!(action, Some(Action::Help | Action::Quit)) {
+            model.help_open = false;
+        }
+        return Vec::new();
+    }
+    if model.input.active {
+        return input::on_input_key(model, key);
+    }
+    if model.inventory.filtering {
+        panes::on_filter_key(model, key);
+        return Vec::new();
+    }
+    if model.output_view.searching {
+        panes::on_search_key(model, key);
+        return Vec::new();
+    }
+    // The focused pane's bindings win over the global ones.
+    let context = KeyContext::of(model.focus);
+    match model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key)) {
+        Some(action) => run_action(model, action),
+        None => Vec::new(),
+    }
+}
+
+/// Does what `action` means in the focused pane (keys and the `:` palette).
+fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Quit => model.should_quit = true,
+        Action::Suspend => return vec![Effect::Suspend],
+        Action::Help => model.help_open = true,
+        Action::NextPane => model.set_focus(model.focus.next()),
+        Action::PreviousPane => model.set_focus(model.focus.previous()),
+        Action::FocusInventory => model.set_focus(Pane::Inventory),
+        Action::FocusOutput => model.set_focus(Pane::Output),
+        Action::FocusChat => model.set_focus(Pane::Chat),
+        Action::FocusPipeline => model.set_focus(Pane::Pipeline),
+        Action::FocusMetrics => model.set_focus(Pane::Metrics),
+        Action::FocusDrift => model.set_focus(Pane::Drift),
+        Action::RunOnSelection | Action::Open => open_input(model, "!"),
+        Action::CommandLine => open_input(model, ":"),
+        Action::Write => open_input(model, ""),
+        other => {
+            return match model.focus {
+                Pane::Inventory => panes::on_inventory_action(model, other),
+                Pane::Output => panes::on_output_action(model, other),
+                Pane::Pipeline => panes::on_pipeline_action(model, other),
+                Pane::Chat => panes::on_chat_action(model, other),
+                Pane::Metrics | Pane::Drift => Vec::new(),
+            };
+        }
+    }
+    Vec::new()
+}
+
+/// A palette word: focus the pane the action belongs to, then do it.
+fn run_palette_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let pane = match action {
+        Action::Add | Action::Edit | Action::Delete | Action::Check | Action::Details | Action::Tags => {
+            Some(Pane::Inventory)
+        }
+        Action::Follow | Action::Search | Action::Copy => Some(Pane::Output),
+        Action::SideBySide => Some(Pane::Pipeline),
+        _ => None,
+    };
+    if let Some(pane) = pane {
+        model.set_focus(pane);
+    }
+    run_action(model, action)
+}
+
+#[cfg(test)]
+mod tests;

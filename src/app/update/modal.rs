@@ -1,0 +1,134 @@
+//! Keys while something sits over the panes: a worker's prompt (or the
+//! console's own confirmation), the add/edit host form, the tag picker.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::app::keymap::{Action, KeyContext};
+use crate::app::model::{Model, PendingPrompt};
+use crate::app::msg::{Effect, PromptAnswer, PromptKind};
+
+pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let action = model.keymap.action(KeyContext::Modal, &key);
+    let page = usize::from(model.size.1 / 2).max(1);
+    let Some(front) = model.prompts.front_mut() else { return Vec::new() };
+    let kind = front.request.kind;
+    let answer = match (kind, action) {
+        // Ctrl-C (by default) declines everything queued.
+        (_, Some(Action::DeclineAll)) => {
+            return model.prompts.drain(..).filter_map(|mut p| decline(&mut p)).collect();
+        }
+        (_, Some(Action::Decline)) => Some(PromptAnswer::No),
+        (PromptKind::Secret | PromptKind::Text, Some(Action::Submit)) => {
+            Some(PromptAnswer::Secret(std::mem::take(&mut front.typed)))
+        }
+        (PromptKind::Secret | PromptKind::Text, _) => {
+            match key.code {
+                KeyCode::Backspace => {
+                    front.typed.pop();
+                }
+                KeyCode::Char(c) if !ctrl => front.typed.push(c),
+                _ => {}
+            }
+            None
+        }
+        (_, Some(Action::Down)) => {
+            front.scroll += 1;
+            None
+        }
+        (_, Some(Action::Up)) => {
+            front.scroll = front.scroll.saturating_sub(1);
+            None
+        }
+        (_, Some(Action::PageDown)) => {
+            front.scroll += page;
+            None
+        }
+        (_, Some(Action::PageUp)) => {
+            front.scroll = front.scroll.saturating_sub(page);
+            None
+        }
+        (_, Some(Action::Yes)) => Some(PromptAnswer::Yes),
+        (_, Some(Action::No)) => Some(PromptAnswer::No),
+        (PromptKind::Approval, Some(Action::Always))
+            if front.request.approval.as_ref().is_none_or(|a| a.rule_possible()) =>
+        {
+            Some(PromptAnswer::Always)
+        }
+        _ => None,
+    };
+    let Some(answer) = answer else { return Vec::new() };
+    let Some(mut done) = model.prompts.pop_front() else { return Vec::new() };
+    // The console's own question: do the deferred work on yes.
+    if let Some(effect) = done.on_yes.take() {
+        return if answer == PromptAnswer::Yes { vec![effect] } else { Vec::new() };
+    }
+    done.request.reply.take().map(|reply| vec![Effect::AnswerPrompt { reply, answer }]).unwrap_or_default()
+}
+
+fn decline(prompt: &mut PendingPrompt) -> Option<Effect> {
+    prompt.request.reply.take().map(|reply| Effect::AnswerPrompt { reply, answer: PromptAnswer::No })
+}
+
+/// The host form: Tab/Down and Shift-Tab/Up move between fields, Enter
+/// saves (or says which field is wrong), Esc cancels.
+pub(super) fn on_form_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    let Some(form) = model.form.as_mut() else { return Vec::new() };
+    let fields = form.values.len();
+    match key.code {
+        KeyCode::Esc => model.form = None,
+        KeyCode::Tab | KeyCode::Down => form.focus = (form.focus + 1) % fields,
+        KeyCode::BackTab | KeyCode::Up => form.focus = (form.focus + fields - 1) % fields,
+        KeyCode::Backspace => {
+            if let Some(v) = form.values.get_mut(form.focus) {
+                v.pop();
+            }
+        }
+        KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+            if let Some(v) = form.values.get_mut(form.focus) {
+                v.clear();
+            }
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+            if let Some(v) = form.values.get_mut(form.focus) {
+                v.push(c);
+            }
+        }
+        KeyCode::Enter => match form.to_host() {
+            Err(e) => form.error = Some(e),
+            Ok(host) => {
+                let duplicate = form.original.as_deref() != Some(host.name.as_str())
+                    && model.hosts.iter().any(|h| h.name == host.name);
+                if duplicate {
+                    form.error = Some(format!("name: a host named {} already exists", host.name));
+                    return Vec::new();
+                }
+                let original = form.original.clone();
+                model.form = None;
+                return vec![Effect::SaveHost { original, host }];
+            }
+        },
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// The tag picker: move, Enter filters by the tag, Esc closes.
+pub(super) fn on_tag_picker_key(model: &mut Model, key: KeyEvent) {
+    let tags = model.tags();
+    let Some(cursor) = model.inventory.tag_picker else { return };
+    let action = model.keymap.action(KeyContext::Inventory, &key);
+    match (key.code, action) {
+        (KeyCode::Esc, _) => model.inventory.tag_picker = None,
+        (KeyCode::Enter, _) => {
+            if let Some((tag, _)) = tags.get(cursor) {
+                model.inventory.filter = format!("@{tag}");
+                model.inventory.cursor = 0;
+            }
+            model.inventory.tag_picker = None;
+        }
+        (_, Some(Action::Down)) => model.inventory.tag_picker = Some((cursor + 1).min(tags.len().saturating_sub(1))),
+        (_, Some(Action::Up)) => model.inventory.tag_picker = Some(cursor.saturating_sub(1)),
+        _ => {}
+    }
+}

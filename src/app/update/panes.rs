@@ -1,0 +1,359 @@
+//! What keys do in each pane: the inventory (cursor, marks, filter, tags,
+//! details, host actions), the output (scroll, search, hosts, selection and
+//! copy), the pipeline's diff viewer, and the chat's tool cells.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::app::diff_view::{Diff, jump_to_hunk};
+use crate::app::keymap::Action;
+use crate::app::model::{ChatRole, HostForm, Model, Pane, PendingPrompt, RunProgress};
+use crate::app::msg::{Effect, PromptKind, PromptRequest};
+use crate::app::output_buffer::LineKind;
+use crate::inventory::Host;
+use crate::redact::redact_command;
+
+/// Rows of the pane that a page moves.
+fn page(model: &Model) -> usize {
+    usize::from(model.size.1.saturating_sub(8)).max(1)
+}
+
+/// Mouse wheel over `pane`.
+pub(super) fn scroll(model: &mut Model, pane: Pane, up: bool) {
+    match pane {
+        Pane::Output => scroll_output(model, 3, up),
+        Pane::Chat => scroll_chat(model, 3, up),
+        Pane::Pipeline => scroll_diff(model, 3, up),
+        Pane::Inventory => {
+            let count = model.visible_hosts().len();
+            let cursor = &mut model.inventory.cursor;
+            *cursor = if up { cursor.saturating_sub(1) } else { (*cursor + 1).min(count.saturating_sub(1)) };
+        }
+        Pane::Metrics | Pane::Drift => {}
+    }
+}
+
+/// Starts run `model.next_run` of `command` on `hosts`: a header in the output and progress.
+pub(super) fn start_run(model: &mut Model, hosts: Vec<Host>, command: String) -> Effect {
+    let run = model.next_run;
+    model.next_run += 1;
+    let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+    let plural = if hosts.len() == 1 { "" } else { "s" };
+    model.output.push(
+        LineKind::Header,
+        format!("$ {} · {} host{plural}: {}", redact_command(&command), hosts.len(), names.join(", ")),
+    );
+    model.output_view.follow = true;
+    model.output_view.scroll = 0;
+    model.runs.insert(run, RunProgress { command: redact_command(&command), hosts: hosts.len(), done: 0, failed: 0 });
+    Effect::RunCommand { run, hosts, command }
+}
+
+pub(super) fn on_inventory_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let count = model.visible_hosts().len();
+    match action {
+        Action::Down => model.inventory.cursor = (model.inventory.cursor + 1).min(count.saturating_sub(1)),
+        Action::Up => model.inventory.cursor = model.inventory.cursor.saturating_sub(1),
+        Action::Top => model.inventory.cursor = 0,
+        Action::Bottom => model.inventory.cursor = count.saturating_sub(1),
+        Action::Mark => {
+            let name = model.current_host().map(|h| h.name.clone());
+            if let Some(name) = name
+                && !model.inventory.marked.remove(&name)
+            {
+                model.inventory.marked.insert(name);
+            }
+        }
+        Action::MarkAll => {
+            let visible: Vec<String> = model.visible_hosts().iter().map(|h| h.name.clone()).collect();
+            if visible.iter().all(|n| model.inventory.marked.contains(n)) {
+                model.inventory.marked.clear();
+            } else {
+                model.inventory.marked.extend(visible);
+            }
+        }
+        Action::Filter => model.inventory.filtering = true,
+        Action::Reset => {
+            model.inventory.filter.clear();
+            model.inventory.marked.clear();
+            model.inventory.details = false;
+        }
+        Action::Details => model.inventory.details = !model.inventory.details,
+        Action::Tags if model.tags().is_empty() => model.flash = Some(model.locale.t("flash.no_tags").to_string()),
+        Action::Tags => model.inventory.tag_picker = Some(0),
+        Action::Check => {
+            let hosts = model.selection();
+            if hosts.is_empty() {
+                model.flash = Some(model.locale.t("flash.no_selection").to_string());
+                return Vec::new();
+            }
+            model.flash = Some(model.locale.tf("flash.checking", &[("count", &hosts.len().to_string())]));
+            return vec![Effect::CheckHosts(hosts)];
+        }
+        Action::Add => model.form = Some(HostForm::new(None)),
+        Action::Edit => match model.current_host() {
+            Some(h) if h.is_local() => model.flash = Some(model.locale.t("flash.localhost_builtin").to_string()),
+            Some(h) => model.form = Some(HostForm::new(Some(h))),
+            None => {}
+        },
+        Action::Delete => {
+            let names: Vec<String> = model.selection().into_iter().filter(|h| !h.is_local()).map(|h| h.name).collect();
+            if names.is_empty() {
+                model.flash = Some(model.locale.t("flash.localhost_builtin").to_string());
+                return Vec::new();
+            }
+            let body = model.locale.tf("confirm.delete", &[("hosts", &names.join(", "))]);
+            let request = PromptRequest {
+                title: model.locale.t("confirm.delete_title").to_string(),
+                body,
+                kind: PromptKind::Confirm,
+                approval: None,
+                reply: None,
+            };
+            let mut prompt = PendingPrompt::new(request);
+            prompt.on_yes = Some(Effect::DeleteHosts(names));
+            model.prompts.push_back(prompt);
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+pub(super) fn on_filter_key(model: &mut Model, key: KeyEvent) {
+    match key.code {
+        KeyCode::Enter => model.inventory.filtering = false,
+        KeyCode::Esc => {
+            model.inventory.filtering = false;
+            model.inventory.filter.clear();
+        }
+        KeyCode::Backspace => {
+            model.inventory.filter.pop();
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => model.inventory.filter.push(c),
+        _ => {}
+    }
+    clamp_cursor(model);
+}
+
+pub(super) fn clamp_cursor(model: &mut Model) {
+    let count = model.visible_hosts().len();
+    model.inventory.cursor = model.inventory.cursor.min(count.saturating_sub(1));
+}
+
+/// The diff viewer's rows in its current layout, and where hunks start.
+fn diff_hunks(model: &Model) -> (usize, Vec<usize>) {
+    let Some(diff) = model.selected_diff() else { return (0, Vec::new()) };
+    if model.diff_view.side_by_side {
+        let rows = diff.side_by_side();
+        (rows.len(), Diff::side_hunks(&rows))
+    } else {
+        (diff.rows.len(), diff.hunks())
+    }
+}
+
+fn scroll_diff(model: &mut Model, lines: usize, up: bool) {
+    let (rows, _) = diff_hunks(model);
+    let view = &mut model.diff_view;
+    view.scroll =
+        if up { view.scroll.saturating_sub(lines) } else { (view.scroll + lines).min(rows.saturating_sub(1)) };
+}
+
+pub(super) fn on_pipeline_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let last = model.dashboard.pipelines.len().saturating_sub(1);
+    let before = model.pipeline_cursor;
+    match action {
+        Action::Down => model.pipeline_cursor = (model.pipeline_cursor + 1).min(last),
+        Action::Up => model.pipeline_cursor = model.pipeline_cursor.saturating_sub(1),
+        Action::Top => model.pipeline_cursor = 0,
+        Action::Bottom => model.pipeline_cursor = last,
+        Action::ScrollDiffDown | Action::PageDown => scroll_diff(model, page(model), false),
+        Action::ScrollDiffUp | Action::PageUp => scroll_diff(model, page(model), true),
+        Action::NextHunk | Action::PreviousHunk => {
+            let (_, hunks) = diff_hunks(model);
+            match jump_to_hunk(&hunks, model.diff_view.scroll, action == Action::NextHunk) {
+                Some(at) => model.diff_view.scroll = at,
+                None => model.flash = Some(model.locale.t("flash.no_more_hunks").to_string()),
+            }
+        }
+        Action::SideBySide => {
+            // Stay on the same hunk in the other layout.
+            let (_, hunks) = diff_hunks(model);
+            let current = hunks.iter().filter(|h| **h <= model.diff_view.scroll).count();
+            model.diff_view.side_by_side = !model.diff_view.side_by_side;
+            let (_, hunks) = diff_hunks(model);
+            model.diff_view.scroll = current.checked_sub(1).and_then(|i| hunks.get(i).copied()).unwrap_or(0);
+        }
+        _ => {}
+    }
+    if model.pipeline_cursor != before {
+        model.diff_view.scroll = 0;
+    }
+    Vec::new()
+}
+
+fn scroll_chat(model: &mut Model, lines: usize, up: bool) {
+    let view = &mut model.chat_view;
+    view.scroll = if up { view.scroll + lines } else { view.scroll.saturating_sub(lines) };
+}
+
+pub(super) fn on_chat_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let tools: Vec<usize> =
+        model.chat.iter().enumerate().filter(|(_, e)| e.role == ChatRole::Tool).map(|(i, _)| i).collect();
+    let selected = model.chat_view.selected;
+    match action {
+        // Up and Down walk the tool cells, newest first.
+        Action::Up => {
+            model.chat_view.selected = match selected {
+                None => tools.last().copied(),
+                Some(s) => tools.iter().rev().find(|i| **i < s).copied().or(Some(s)),
+            };
+        }
+        Action::Down => {
+            model.chat_view.selected = selected.and_then(|s| tools.iter().find(|i| **i > s).copied());
+            if model.chat_view.selected.is_none() {
+                model.chat_view.scroll = 0;
+            }
+        }
+        Action::PageUp => scroll_chat(model, page(model), true),
+        Action::PageDown => scroll_chat(model, page(model), false),
+        Action::Top => model.chat_view.scroll = usize::MAX / 2,
+        Action::Bottom => model.chat_view = Default::default(),
+        Action::Expand => {
+            let target = selected.or(tools.last().copied());
+            if let Some(entry) = target.and_then(|i| model.chat.get_mut(i)) {
+                entry.expanded = !entry.expanded;
+            }
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// When the user has scrolled up, keep the same lines on screen as new ones arrive.
+pub(super) fn keep_scroll_position(model: &mut Model, added: usize) {
+    if !model.output_view.follow {
+        let max = model.output.count(model.output_view.host.as_deref());
+        model.output_view.scroll = (model.output_view.scroll + added).min(max);
+        if let Some(anchor) = model.output_view.anchor.as_mut() {
+            *anchor = (*anchor + added).min(max);
+        }
+    }
+}
+
+fn scroll_output(model: &mut Model, lines: usize, up: bool) {
+    let total = model.output.count(model.output_view.host.as_deref());
+    let view = &mut model.output_view;
+    if up {
+        view.scroll = (view.scroll + lines).min(total.saturating_sub(1));
+        view.follow = false;
+    } else {
+        view.scroll = view.scroll.saturating_sub(lines);
+        view.follow = view.scroll == 0 && view.anchor.is_none();
+    }
+}
+
+pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Up => scroll_output(model, 1, true),
+        Action::Down => scroll_output(model, 1, false),
+        Action::PageUp => scroll_output(model, page(model), true),
+        Action::PageDown => scroll_output(model, page(model), false),
+        Action::Top => scroll_output(model, usize::MAX / 2, true),
+        Action::Bottom | Action::Follow => {
+            model.output_view.scroll = 0;
+            model.output_view.follow = true;
+        }
+        Action::Clear => {
+            model.output.clear();
+            model.output_view.scroll = 0;
+            model.output_view.anchor = None;
+        }
+        Action::Search => {
+            model.output_view.searching = true;
+            model.output_view.search.clear();
+        }
+        Action::NextMatch | Action::PreviousMatch => jump_to_match(model, action == Action::NextMatch),
+        Action::NextHost => {
+            let hosts = model.output.hosts();
+            let next = match &model.output_view.host {
+                None => hosts.first().map(|h| h.to_string()),
+                Some(current) => {
+                    let i = hosts.iter().position(|h| h == current);
+                    i.and_then(|i| hosts.get(i + 1)).map(|h| h.to_string())
+                }
+            };
+            model.output_view.host = next;
+            model.output_view.scroll = 0;
+            model.output_view.anchor = None;
+            model.output_view.follow = true;
+        }
+        Action::Select => {
+            let view = &mut model.output_view;
+            view.anchor = match view.anchor {
+                Some(_) => None,
+                None => {
+                    view.follow = false;
+                    Some(view.scroll)
+                }
+            };
+        }
+        Action::Copy => return copy_output(model),
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// Copies the selected lines, or the lines on screen when nothing is selected.
+fn copy_output(model: &mut Model) -> Vec<Effect> {
+    let view = &model.output_view;
+    let only = view.host.as_deref();
+    let lines = match view.anchor {
+        Some(anchor) => {
+            let (low, high) = (anchor.min(view.scroll), anchor.max(view.scroll));
+            model.output.window(high - low + 1, low, only)
+        }
+        None => model.output.window(usize::from(model.size.1.saturating_sub(2)), view.scroll, only),
+    };
+    let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+    let copied = model.locale.tf("flash.copied", &[("count", &text.len().to_string())]);
+    let effect = Effect::Copy(text.join("\n"));
+    model.flash = Some(copied);
+    model.output_view.anchor = None;
+    vec![effect]
+}
+
+fn jump_to_match(model: &mut Model, older: bool) {
+    let view = &mut model.output_view;
+    match model.output.find(&view.search, view.scroll, older, view.host.as_deref()) {
+        Some(position) => {
+            view.scroll = position;
+            view.follow = position == 0;
+        }
+        None if !view.search.is_empty() => {
+            model.flash = Some(model.locale.tf("flash.no_match", &[("text", &view.search)]));
+        }
+        None => {}
+    }
+}
+
+pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
+    let view = &mut model.output_view;
+    match key.code {
+        KeyCode::Enter => {
+            view.searching = false;
+            // Search starts from the newest line and goes back.
+            view.scroll = 0;
+            if model.output.find(&view.search, 0, false, view.host.as_deref()).is_none() {
+                jump_to_match(model, true);
+            }
+        }
+        KeyCode::Esc => {
+            view.searching = false;
+            view.search.clear();
+        }
+        KeyCode::Backspace => {
+            view.search.pop();
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => view.search.push(c),
+        _ => {}
+    }
+}

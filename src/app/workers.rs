@@ -1,0 +1,380 @@
+//! The workers behind effects that need the store, the keyring or the
+//! network: agent turns (with the conversation so far), model switching,
+//! dashboard refreshes, host checks and edits, secrets, audit and
+//! conversation listings. Each runs on a task and reports back as messages.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use color_eyre::eyre::{Result, WrapErr};
+
+use super::command_line::SecretCommand;
+use super::model::{ChatEntry, ChatRole, Dashboard, ToastLevel};
+use super::msg::Msg;
+use super::prompter::TuiPrompter;
+use super::sender::AppSender;
+use crate::agent::{Agent, Limits, Observer};
+use crate::approval::ApprovalGate;
+use crate::context::Context;
+use crate::exec::Executor;
+use crate::inventory::Host;
+use crate::llm::{LlmClient, ModelRole};
+use crate::prompt::Prompter;
+
+/// What workers share.
+pub(super) struct Services {
+    pub ctx: Arc<Context>,
+    pub executor: Arc<Executor>,
+    pub gate: ApprovalGate,
+    pub prompter: Arc<TuiPrompter>,
+    pub llm: std::sync::RwLock<Option<Arc<LlmClient>>>,
+    /// The model settings in force (changed by `/model`).
+    pub model_config: std::sync::RwLock<crate::config::ModelConfig>,
+    pub sender: AppSender,
+    /// The conversation the next message continues (`None`: a new one).
+    pub conversation: Arc<Mutex<Option<String>>>,
+}
+
+/// Turns (operator, agent) of the current conversation, after recording the
+/// new message in it (starting a conversation when there is none).
+async fn continue_conversation(
+    ctx: &Context,
+    current: &Mutex<Option<String>>,
+    text: &str,
+) -> Result<(String, Vec<(String, String)>)> {
+    let existing = current.lock().ok().and_then(|c| c.clone());
+    let id = match existing {
+        Some(id) => id,
+        None => {
+            let id = ctx.store.create_conversation(text).await?;
+            if let Ok(mut c) = current.lock() {
+                *c = Some(id.clone());
+            }
+            id
+        }
+    };
+    let messages = ctx.store.conversation_messages(&id).await?.unwrap_or_default();
+    ctx.store.add_message(&id, &ctx.session_id, "user", text).await?;
+    Ok((id, pair_turns(&messages)))
+}
+
+/// (operator, agent) pairs from stored messages; an unanswered question is dropped.
+fn pair_turns(messages: &[(String, String)]) -> Vec<(String, String)> {
+    let mut turns = Vec::new();
+    let mut question: Option<&str> = None;
+    for (role, content) in messages {
+        match (role.as_str(), question) {
+            ("user", _) => question = Some(content),
+            ("assistant", Some(q)) => {
+                turns.push((q.to_string(), content.clone()));
+                question = None;
+            }
+            _ => {}
+        }
+    }
+    turns
+}
+
+/// Runs one agent turn on a worker; events stream back as messages.
+pub(super) fn agent_turn(services: &Services, text: String) {
+    let Some(llm) = services.llm.read().ok().and_then(|l| l.clone()) else {
+        services.sender.send(Msg::AgentDone { error: Some("no model is configured".into()), summary: String::new() });
+        return;
+    };
+    let (ctx, executor, gate, sender) =
+        (services.ctx.clone(), services.executor.clone(), services.gate.clone(), services.sender.clone());
+    let prompter: Arc<dyn crate::prompt::Prompter> = services.prompter.clone();
+    let conversation = services.conversation.clone();
+    tokio::spawn(async move {
+        let (id, earlier) = match continue_conversation(&ctx, &conversation, &text).await {
+            Ok(found) => found,
+            Err(e) => {
+                sender.send(Msg::AgentDone { error: Some(format!("{e:#}")), summary: String::new() });
+                return;
+            }
+        };
+        let inventory = match ctx.store.list_hosts().await {
+            Ok(h) => h,
+            Err(e) => {
+                sender.send(Msg::AgentDone { error: Some(e.to_string()), summary: String::new() });
+                return;
+            }
+        };
+        let events = sender.clone();
+        let observer: Observer = Arc::new(move |event| events.send(Msg::Agent(event)));
+        let limits = Limits { max_parallel_subagents: ctx.config.policy.max_parallel_subagents, ..Limits::default() };
+        let agent = Agent::new(
+            llm,
+            executor,
+            gate,
+            ctx.store.clone(),
+            ctx.session_id.clone(),
+            ctx.config.policy.raw_log_retention_days,
+            inventory,
+            prompter,
+            limits,
+            ModelRole::Brain,
+            Duration::from_secs(ctx.config.ssh.command_timeout_secs),
+            observer,
+        )
+        .with_history(&earlier);
+        let report = agent.run_task(&text).await;
+        if let Some(answer) = &report.answer
+            && let Err(e) = ctx.store.add_message(&id, &ctx.session_id, "assistant", answer).await
+        {
+            sender.send(Msg::Error(format!("the answer was not saved: {e}")));
+        }
+        let approx = if report.usage.approximate { "~" } else { "" };
+        let summary = format!(
+            "agent: {approx}{} tokens in, {approx}{} out · ${:.4}",
+            report.usage.input_tokens, report.usage.output_tokens, report.cost_usd
+        );
+        sender.send(Msg::AgentDone { error: report.error, summary });
+    });
+}
+
+/// `/model`: shows the roles, or switches one, saves it to config.yaml and rebuilds the client.
+pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
+    let Ok(mut config) = services.model_config.write() else { return };
+    let Some((role, spec)) = change else {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
+        services.sender.send(Msg::Note(format!("brain: {} · fast: {}", show(&config.brain), show(&config.fast))));
+        return;
+    };
+    let key = match role {
+        ModelRole::Brain => "model.brain",
+        ModelRole::Fast => "model.fast",
+    };
+    let saved = crate::config::set_value(&services.ctx.home.config_file(), key, &spec);
+    let note = match saved {
+        Err(e) => format!("{key} not changed: {e}"),
+        Ok(_) => {
+            match role {
+                ModelRole::Brain => config.brain = Some(spec.clone()),
+                ModelRole::Fast => config.fast = Some(spec.clone()),
+            }
+            match LlmClient::from_config(&config, services.ctx.secrets().as_ref()) {
+                Ok(client) => {
+                    if let Ok(mut llm) = services.llm.write() {
+                        *llm = Some(Arc::new(client));
+                    }
+                    format!("{key} is now {spec} (saved to config.yaml)")
+                }
+                Err(e) => format!("{key} saved, but the model cannot be used: {e}"),
+            }
+        }
+    };
+    services.sender.send(Msg::Note(note));
+}
+
+/// Loads pipeline runs and metrics from the store and the model client.
+pub(super) fn refresh_dashboard(services: &Services) {
+    let (store, sender) = (services.ctx.store.clone(), services.sender.clone());
+    let llm = services.llm.read().ok().and_then(|l| l.clone());
+    tokio::spawn(async move {
+        let (pipelines, stats) = match (store.list_pipeline_runs().await, store.command_stats().await) {
+            (Ok(p), Ok(s)) => (p, s),
+            (Err(e), _) | (_, Err(e)) => {
+                sender.send(Msg::Error(format!("cannot refresh metrics: {e}")));
+                return;
+            }
+        };
+        let (spend, breaker_open) = match &llm {
+            Some(llm) => (llm.spend().into_iter().collect(), llm.breaker_open()),
+            None => (Vec::new(), false),
+        };
+        sender.send(Msg::Dashboard(Box::new(Dashboard { pipelines, stats, spend, breaker_open })));
+    });
+}
+
+/// Connects to each host and runs `true`, recording reachability and the time.
+pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
+    let timeout = Duration::from_secs(services.ctx.config.ssh.connect_timeout_secs.max(1) + 5);
+    for host in hosts {
+        let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
+        tokio::spawn(async move {
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let result = executor.run(&host, "true", timeout, &tx).await;
+            let reachable = super::update::reachability(&result).unwrap_or(false);
+            if let Err(e) = ctx.store.set_reachable(&host.name, reachable).await {
+                sender.send(Msg::Error(e.to_string()));
+            }
+            let at = crate::store::now_rfc3339();
+            sender.send(Msg::HostChecked { host: host.name.clone(), reachable, at, error: result.error });
+        });
+    }
+}
+
+/// Adds a host or replaces one, then reloads the inventory.
+pub(super) fn save_host(services: &Services, original: Option<String>, host: Host) {
+    let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
+    tokio::spawn(async move {
+        let saved = match &original {
+            None => ctx.store.add_host(&host).await.map_err(|e| e.to_string()),
+            Some(name) => ctx.store.replace_host(name, &host).await.map_err(|e| e.to_string()),
+        };
+        match saved {
+            Ok(()) => {
+                let text = format!("host {} saved", host.name);
+                sender.send(Msg::Toast { level: ToastLevel::Success, text });
+            }
+            Err(e) => sender.send(Msg::Error(format!("host {} not saved: {e}", host.name))),
+        }
+        reload_hosts(&ctx, &executor, &sender).await;
+    });
+}
+
+/// Deletes hosts, then reloads the inventory.
+pub(super) fn delete_hosts(services: &Services, names: Vec<String>) {
+    let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
+    tokio::spawn(async move {
+        let mut deleted = Vec::new();
+        for name in names {
+            match ctx.store.remove_host(&name).await {
+                Ok(()) => deleted.push(name),
+                Err(e) => sender.send(Msg::Error(format!("{name} not deleted: {e}"))),
+            }
+        }
+        if !deleted.is_empty() {
+            sender.send(Msg::Toast { level: ToastLevel::Success, text: format!("deleted {}", deleted.join(", ")) });
+        }
+        reload_hosts(&ctx, &executor, &sender).await;
+    });
+}
+
+/// Reads the inventory again and hands it to the console.
+pub(super) async fn reload_hosts(ctx: &Context, executor: &Executor, sender: &AppSender) {
+    match ctx.store.list_hosts().await {
+        Ok(hosts) => {
+            executor.set_inventory(hosts.clone());
+            sender.send(Msg::HostsLoaded(hosts));
+        }
+        Err(e) => sender.send(Msg::Error(format!("cannot reload hosts: {e}"))),
+    }
+}
+
+/// `/secret list|set|rm`: names only ever; a value is asked for hidden.
+pub(super) fn secret(services: &Services, command: SecretCommand) {
+    let (ctx, sender, prompter) = (services.ctx.clone(), services.sender.clone(), services.prompter.clone());
+    tokio::spawn(async move {
+        let note = match secret_command(&ctx, prompter.as_ref(), command).await {
+            Ok(note) => note,
+            Err(e) => format!("{e:#}"),
+        };
+        sender.send(Msg::Note(note));
+    });
+}
+
+async fn secret_command(ctx: &Context, prompter: &dyn Prompter, command: SecretCommand) -> Result<String> {
+    let secrets = ctx.secrets();
+    Ok(match command {
+        SecretCommand::List => {
+            let names = ctx.store.secret_names().await?;
+            if names.is_empty() {
+                "No secrets are stored. Add one with /secret set NAME (e.g. sudo:web01:password).".to_string()
+            } else {
+                let rows: Vec<String> =
+                    names.iter().map(|n| format!("  {}  ({}, {})", n.name, n.backend, n.updated_at)).collect();
+                format!("Secrets ({}):\n{}", names.len(), rows.join("\n"))
+            }
+        }
+        SecretCommand::Set(name) => {
+            crate::secrets::validate_name(&name)?;
+            let Some(value) = prompter.secret(&format!("Secret {name}"), "Value (hidden):").await else {
+                return Ok(format!("{name}: not changed"));
+            };
+            secrets.set(&name, &value).wrap_err_with(|| format!("cannot store {name}"))?;
+            ctx.store.index_secret(&name, secrets.backend_name()).await?;
+            format!("{name} stored in the {} keyring", secrets.backend_name())
+        }
+        SecretCommand::Remove(name) => {
+            let removed = secrets.remove(&name).wrap_err_with(|| format!("cannot remove {name}"))?;
+            ctx.store.unindex_secret(&name).await?;
+            if removed { format!("{name} removed") } else { format!("{name} was not stored") }
+        }
+    })
+}
+
+/// `/audit N`: the newest entries, one line each.
+pub(super) fn show_audit(services: &Services, count: usize) {
+    let (ctx, sender) = (services.ctx.clone(), services.sender.clone());
+    tokio::spawn(async move {
+        let filter = crate::store::audit::AuditFilter { limit: i64::try_from(count).ok(), ..Default::default() };
+        let note = match ctx.store.list_audit(&filter).await {
+            Err(e) => format!("cannot read the audit log: {e}"),
+            Ok(entries) if entries.is_empty() => "The audit log is empty.".to_string(),
+            Ok(entries) => {
+                let rows: Vec<String> = entries
+                    .iter()
+                    .map(|e| {
+                        let exit = e.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
+                        format!("  #{} {} {} $ {} → {exit} ({})", e.id, e.ts, e.host, e.command, e.approved_by)
+                    })
+                    .collect();
+                format!("Audit, newest {}:\n{}", entries.len(), rows.join("\n"))
+            }
+        };
+        sender.send(Msg::Note(note));
+    });
+}
+
+/// `/conv`: the list; `/conv ID`: that conversation on screen, continued by the next message.
+pub(super) fn conversations(services: &Services, id: Option<String>) {
+    let (ctx, sender, current) = (services.ctx.clone(), services.sender.clone(), services.conversation.clone());
+    tokio::spawn(async move {
+        match id {
+            None => {
+                let note = match ctx.store.list_conversations(20).await {
+                    Err(e) => format!("cannot list conversations: {e}"),
+                    Ok(list) if list.is_empty() => "No conversations yet: write to the agent to start one.".into(),
+                    Ok(list) => {
+                        let rows: Vec<String> = list
+                            .iter()
+                            .map(|c| format!("  {}  {}  ({} messages, {})", c.id, c.title, c.messages, c.updated_at))
+                            .collect();
+                        format!("Conversations (open one with /conv ID):\n{}", rows.join("\n"))
+                    }
+                };
+                sender.send(Msg::Note(note));
+            }
+            Some(id) => match ctx.store.conversation_messages(&id).await {
+                Err(e) => sender.send(Msg::Error(format!("cannot read conversation {id}: {e}"))),
+                Ok(None) => sender.send(Msg::Error(format!("no conversation {id} (see /conv)"))),
+                Ok(Some(messages)) => {
+                    if let Ok(mut c) = current.lock() {
+                        *c = Some(id.clone());
+                    }
+                    let mut entries = vec![ChatEntry::new(ChatRole::System, format!("Conversation {id}, continued."))];
+                    entries.extend(messages.into_iter().map(|(role, content)| {
+                        let role = if role == "user" { ChatRole::User } else { ChatRole::Assistant };
+                        ChatEntry::new(role, content)
+                    }));
+                    sender.send(Msg::ConversationLoaded(entries));
+                }
+            },
+        }
+    });
+}
+
+/// `/new`: the next message starts a conversation.
+pub(super) fn new_conversation(services: &Services) {
+    if let Ok(mut c) = services.conversation.lock() {
+        *c = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stored_messages_pair_into_turns() {
+        let m = |r: &str, c: &str| (r.to_string(), c.to_string());
+        let turns = super::pair_turns(&[
+            m("user", "q1"),
+            m("assistant", "a1"),
+            m("user", "q2"),
+            m("user", "q3"),
+            m("assistant", "a3"),
+        ]);
+        assert_eq!(turns, [("q1".into(), "a1".into()), ("q3".into(), "a3".into())]);
+    }
+}
