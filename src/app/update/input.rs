@@ -63,6 +63,10 @@ pub(super) fn on_input_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         (KeyCode::Backspace, _) if text.is_empty() => input.active = false,
         _ => {
             input.editor.input(key);
+            // Like vim's command line: deleting the last character leaves the input.
+            if key.code == KeyCode::Backspace && input.text().is_empty() {
+                input.active = false;
+            }
             if input.text() != text {
                 input.completion = 0;
                 input.completion_closed = false;

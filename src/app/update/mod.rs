@@ -198,3 +198,5 @@ fn run_palette_action(model: &mut Model, action: Action) -> Vec<Effect> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_console;

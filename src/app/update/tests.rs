@@ -10,7 +10,7 @@ use crate::exec::Stream;
 use crate::exec::{ExecEvent, HostResult};
 use crate::inventory::Host;
 
-fn model() -> Model {
+pub(super) fn model() -> Model {
     let mut web1 = Host::new("web01", "10.0.0.1");
     web1.add_tag("web");
     let mut web2 = Host::new("web02", "10.0.0.2");
@@ -19,15 +19,15 @@ fn model() -> Model {
     Model::new(vec![Host::localhost(), web1, web2, db], false, 100, Theme::plain())
 }
 
-fn key(code: KeyCode) -> Msg {
+pub(super) fn key(code: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
-fn ctrl(c: char) -> Msg {
+pub(super) fn ctrl(c: char) -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
 }
 
-fn type_text(m: &mut Model, text: &str) -> Vec<Effect> {
+pub(super) fn type_text(m: &mut Model, text: &str) -> Vec<Effect> {
     let mut effects = Vec::new();
     for c in text.chars() {
         effects.extend(update(m, key(KeyCode::Char(c))));

@@ -197,3 +197,50 @@ pub fn fixture_with_approval() -> Model {
     }
     m
 }
+
+/// The fleet with users, elevation and checks filled in (the wide inventory and its details).
+pub fn fixture_detailed_inventory() -> Model {
+    let mut m = fixture_model();
+    for h in m.hosts.iter_mut().skip(1) {
+        h.username = Some("deploy".into());
+        h.last_check = Some("2026-11-22T10:40:12Z".into());
+    }
+    m.hosts[1].elevation = crate::inventory::Elevation::Sudo;
+    m.hosts[3].elevation = crate::inventory::Elevation::SudoPassword;
+    m.hosts[3].jump = Some("bastion".into());
+    m.inventory.cursor = 3;
+    m.inventory.details = true;
+    m
+}
+
+/// An approval for an edit, with the highlighted diff.
+pub fn fixture_with_diff_approval() -> Model {
+    use crate::approval::ApprovalRequest;
+    use crate::safety::analyze;
+    let mut m = fixture_with_output();
+    let command = "edit_file /etc/prometheus/prometheus.yml";
+    let mut request = ApprovalRequest::new(
+        "scrape every 15 s".into(),
+        command,
+        vec!["web01".into()],
+        &analyze("tee /etc/prometheus/prometheus.yml"),
+        Vec::new(),
+    );
+    request.diff = Some(
+        "--- a/etc/prometheus/prometheus.yml\n+++ b/etc/prometheus/prometheus.yml\n@@ -1,6 +1,6 @@\n global:\n-  scrape_interval: 60s # default\n+  scrape_interval: 15s\n   evaluation_interval: 30s\n scrape_configs:\n   - job_name: \"node\"\n"
+            .into(),
+    );
+    let (tx, rx) = oneshot::channel();
+    std::mem::forget(rx);
+    update(
+        &mut m,
+        Msg::Prompt(PromptRequest {
+            title: format!("Approve: {}", request.summary),
+            body: command.into(),
+            kind: PromptKind::Approval,
+            approval: Some(request),
+            reply: Some(tx),
+        }),
+    );
+    m
+}

@@ -155,6 +155,116 @@ fn small_terminal_still_draws() {
     insta::assert_snapshot!(render(&fixture_with_output(), 60, 16).backend());
 }
 
+#[test]
+fn completion_popup_for_slash_commands() {
+    let mut m = fixture_model();
+    m.focus = Pane::Chat;
+    m.input.active = true;
+    m.input.set_text("/");
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn command_palette_with_suggestions() {
+    let mut m = fixture_with_output();
+    m.input.active = true;
+    m.input.set_text(":ch");
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn multi_line_message_being_written() {
+    let mut m = fixture_model();
+    m.focus = Pane::Chat;
+    m.input.active = true;
+    m.input.set_text("Check the web tier:\n- disk and inodes\n- php-fpm workers");
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn inventory_columns_and_details() {
+    insta::assert_snapshot!(render(&fixture_detailed_inventory(), 160, 34).backend());
+}
+
+#[test]
+fn inventory_tag_picker() {
+    let mut m = fixture_model();
+    m.inventory.tag_picker = Some(3);
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn host_form_with_an_error() {
+    let mut m = fixture_model();
+    let mut form = crate::app::model::HostForm::new(None);
+    form.values[0] = "web03".into();
+    form.values[1] = "10.20.0.13".into();
+    form.values[2] = "22x".into();
+    form.focus = 2;
+    form.error = form.to_host().err();
+    m.form = Some(form);
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn delete_asks_for_confirmation() {
+    let mut m = fixture_with_output();
+    m.set_focus(Pane::Inventory);
+    update(&mut m, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('d'))));
+    insta::assert_snapshot!(render(&m, 110, 30).backend());
+}
+
+#[test]
+fn toasts_in_the_corner() {
+    use crate::app::model::ToastLevel;
+    let mut m = fixture_metrics();
+    m.toast(ToastLevel::Success, "uptime: 3/3 hosts succeeded");
+    m.toast(ToastLevel::Error, "db01 is unreachable: cannot reach 10.20.1.21:22: Connection refused");
+    insta::assert_snapshot!(render(&m, 120, 34).backend());
+}
+
+#[test]
+fn output_line_selection() {
+    let mut m = fixture_with_output();
+    m.output_view.follow = false;
+    m.output_view.scroll = 1;
+    m.output_view.anchor = Some(3);
+    insta::assert_snapshot!(render(&m, 110, 24).backend());
+}
+
+#[test]
+fn pipeline_diff_side_by_side() {
+    let mut m = fixture_pipelines();
+    m.diff_view.side_by_side = true;
+    insta::assert_snapshot!(render(&m, 120, 32).backend());
+}
+
+#[test]
+fn approval_modal_with_a_highlighted_diff() {
+    insta::assert_snapshot!(render(&fixture_with_diff_approval(), 110, 34).backend());
+}
+
+#[test]
+fn chat_tool_cell_expanded() {
+    let mut m = fixture_agent_turn();
+    let cell = m.chat.iter().position(|e| e.text.starts_with("⚙")).unwrap();
+    m.chat[cell].detail = vec![" 10:42:01 up 41 days,  load average: 7.92, 6.40, 5.11".into()];
+    m.chat[cell].expanded = true;
+    m.chat_view.selected = Some(cell);
+    insta::assert_snapshot!(render(&m, 110, 40).backend());
+}
+
+#[test]
+fn code_in_chat_and_diffs_is_coloured() {
+    // Colours are not in text snapshots: check the cells of a highlighted code block and diff.
+    let m = fixture_with_diff_approval();
+    let terminal = render(&m, 110, 34);
+    let buffer = terminal.backend().buffer();
+    let colours: std::collections::BTreeSet<String> =
+        buffer.content().iter().filter(|c| c.symbol() != " ").map(|c| format!("{:?}", c.fg)).collect();
+    assert!(colours.len() > 6, "syntax colours on top of the theme's: {colours:?}");
+}
+
 /// Writes an SVG per pane and modal into `MERLYA_SCREENSHOT_DIR` (run by scripts/screenshots.sh).
 #[test]
 #[ignore = "writes files; run through scripts/screenshots.sh"]
@@ -180,7 +290,16 @@ fn write_screenshots() {
     let mut chat = fixture_model();
     chat.focus = Pane::Chat;
     chat.chat.push(ChatEntry::new(ChatRole::User, "why is web02 loaded?"));
-    let shots: [(&str, Model); 10] = [
+    let mut palette = fixture_with_output();
+    palette.input.active = true;
+    palette.input.set_text(":");
+    let mut split = fixture_pipelines();
+    split.diff_view.side_by_side = true;
+    let shots: [(&str, Model); 14] = [
+        ("inventory-details", fixture_detailed_inventory()),
+        ("command-palette", palette),
+        ("pipeline-side-by-side", split),
+        ("approval-diff", fixture_with_diff_approval()),
         ("console-start", fixture_model()),
         ("output-fan-out", fixture_with_output()),
         ("inventory-filter", filtered),

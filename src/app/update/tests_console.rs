@@ -1,0 +1,295 @@
+//! `update` tests for the console's second half: completion, multi-line
+//! input, the palette and slash commands, inventory actions and the host
+//! form, the diff viewer, tool cells, output selection.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::tests::{ctrl, key, model, type_text};
+use super::*;
+use crate::app::model::HostForm;
+use crate::app::output_buffer::LineKind;
+use crate::exec::{ExecEvent, Stream};
+
+fn alt_enter() -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT))
+}
+
+#[test]
+fn slash_completion_accepts_with_tab_or_enter_and_submits_complete_commands() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char(':')));
+    update(&mut m, key(KeyCode::Backspace));
+    assert!(!m.input.active, "backspace on an empty line leaves it");
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "/la");
+    assert_eq!(popup(&m).iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["/language"]);
+    update(&mut m, key(KeyCode::Tab));
+    assert_eq!(m.input.text(), "/language ");
+    type_text(&mut m, "f");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.input.text(), "/language fr", "Enter takes the highlighted suggestion first");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert!(matches!(&effects[..], [Effect::SaveHistory(_), Effect::SaveSetting { .. }]), "{effects:?}");
+    assert_eq!(m.locale.code(), "fr");
+
+    // Down moves in the popup; Esc closes it, a second Esc leaves the input.
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "/h");
+    update(&mut m, key(KeyCode::Down));
+    assert_eq!(m.input.completion, 1);
+    update(&mut m, key(KeyCode::Esc));
+    assert!(popup(&m).is_empty() && m.input.active);
+    update(&mut m, key(KeyCode::Esc));
+    assert!(!m.input.active);
+}
+
+#[test]
+fn alt_enter_writes_several_lines_and_history_keeps_them() {
+    let mut m = model();
+    m.model_configured = true;
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "check these:");
+    update(&mut m, alt_enter());
+    type_text(&mut m, "- disk");
+    update(&mut m, ctrl('j'));
+    type_text(&mut m, "- load");
+    assert_eq!(m.input.editor.lines().len(), 3);
+    assert_eq!(m.input_rows(), 3, "the input grows with the text");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert!(effects.iter().any(|e| matches!(e, Effect::AgentTurn(t) if t == "check these:\n- disk\n- load")));
+    update(&mut m, Msg::AgentDone { error: None, summary: "done".into() });
+    update(&mut m, key(KeyCode::Char('i')));
+    update(&mut m, key(KeyCode::Up));
+    assert_eq!(m.input.text(), "check these:\n- disk\n- load", "Up on the first line recalls history");
+}
+
+#[test]
+fn paste_keeps_newlines_and_opens_the_input() {
+    let mut m = model();
+    update(&mut m, Msg::Paste("line one\r\nline two".into()));
+    assert!(m.input.active);
+    assert_eq!(m.input.text(), "line one\nline two");
+}
+
+#[test]
+fn palette_words_act_like_keys_and_slash_commands_become_effects() {
+    let mut m = model();
+    for (line, check) in [
+        (":metrics", Pane::Metrics),
+        (":split", Pane::Pipeline),
+        ("/metrics", Pane::Metrics),
+        ("/hosts @web", Pane::Inventory),
+    ] {
+        update(&mut m, key(KeyCode::Char(':')));
+        update(&mut m, ctrl('u'));
+        type_text(&mut m, line);
+        m.input.completion_closed = true;
+        update(&mut m, key(KeyCode::Enter));
+        assert_eq!(m.focus, check, "{line}");
+    }
+    assert!(m.diff_view.side_by_side, ":split toggled the diff layout");
+    assert_eq!(m.visible_hosts().len(), 2, "/hosts @web filtered the inventory");
+    let mut run = |line: &str| {
+        update(&mut m, key(KeyCode::Char(':')));
+        update(&mut m, ctrl('u'));
+        type_text(&mut m, line);
+        m.input.completion_closed = true;
+        update(&mut m, key(KeyCode::Enter))
+    };
+    assert!(matches!(run("/audit 5").last(), Some(Effect::ShowAudit(5))));
+    assert!(matches!(run("/conv c2").last(), Some(Effect::Conversations(Some(id))) if id == "c2"));
+    assert!(matches!(run("/mcp").last(), Some(Effect::ShowMcp)));
+    assert!(matches!(run("/secret set db_pw").last(), Some(Effect::Secret(_))));
+    assert!(matches!(run("/new").last(), Some(Effect::NewConversation)));
+    run("/exit");
+    assert!(m.chat.iter().any(|e| e.text.contains("New conversation")));
+    assert!(m.should_quit);
+}
+
+#[test]
+fn the_host_form_validates_then_saves() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('n')));
+    assert_eq!(m.form, Some(HostForm::new(None)));
+    type_text(&mut m, "web 03");
+    update(&mut m, key(KeyCode::Tab));
+    type_text(&mut m, "10.0.0.9");
+    update(&mut m, key(KeyCode::Enter));
+    let error = m.form.as_ref().and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(error.starts_with("name:"), "{error}");
+    update(&mut m, key(KeyCode::BackTab));
+    update(&mut m, ctrl('u'));
+    type_text(&mut m, "web01");
+    update(&mut m, key(KeyCode::Enter));
+    assert!(m.form.as_ref().and_then(|f| f.error.as_deref()).is_some_and(|e| e.contains("already exists")));
+    update(&mut m, ctrl('u'));
+    type_text(&mut m, "web03");
+    for _ in 0..2 {
+        update(&mut m, key(KeyCode::Down));
+    }
+    update(&mut m, ctrl('u'));
+    type_text(&mut m, "2222");
+    update(&mut m, key(KeyCode::Down));
+    update(&mut m, key(KeyCode::Down));
+    type_text(&mut m, "web, canary");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    let Some(Effect::SaveHost { original: None, host }) = effects.first() else { panic!("{effects:?}") };
+    assert_eq!((host.name.as_str(), host.hostname.as_str(), host.port), ("web03", "10.0.0.9", 2222));
+    assert_eq!(host.tags, ["canary", "web"]);
+    assert!(m.form.is_none());
+
+    // Editing keeps the original name; localhost cannot be edited.
+    update(&mut m, key(KeyCode::Char('e')));
+    assert!(m.form.is_none() && m.flash.as_deref().is_some_and(|f| f.contains("built in")));
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char('e')));
+    update(&mut m, key(KeyCode::Tab));
+    update(&mut m, ctrl('u'));
+    type_text(&mut m, "web01.example.com");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert!(
+        matches!(effects.first(), Some(Effect::SaveHost { original: Some(o), host }) if o == "web01" && host.hostname == "web01.example.com")
+    );
+}
+
+#[test]
+fn delete_asks_first_and_check_reaches_the_selection() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char(' ')));
+    update(&mut m, key(KeyCode::Char('j')));
+    update(&mut m, key(KeyCode::Char(' ')));
+    let effects = update(&mut m, key(KeyCode::Char('c')));
+    let Some(Effect::CheckHosts(hosts)) = effects.first() else { panic!("{effects:?}") };
+    assert_eq!(hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["web01", "web02"]);
+
+    assert!(update(&mut m, key(KeyCode::Char('d'))).is_empty(), "nothing is deleted before the answer");
+    assert!(m.prompts.front().is_some_and(|p| p.request.body.contains("web01, web02")));
+    assert!(update(&mut m, key(KeyCode::Char('n'))).is_empty(), "no means nothing happens");
+    update(&mut m, key(KeyCode::Char('d')));
+    let effects = update(&mut m, key(KeyCode::Char('y')));
+    assert!(matches!(&effects[..], [Effect::DeleteHosts(names)] if names == &["web01", "web02"]));
+
+    update(
+        &mut m,
+        Msg::HostChecked {
+            host: "db01".into(),
+            reachable: false,
+            at: "2026-11-22T08:00:00Z".into(),
+            error: Some("cannot reach".into()),
+        },
+    );
+    let db = m.hosts.iter().find(|h| h.name == "db01").unwrap();
+    assert_eq!((db.reachable, db.last_check.as_deref()), (Some(false), Some("2026-11-22T08:00:00Z")));
+    assert!(m.toasts.back().is_some_and(|t| t.text.contains("db01 is unreachable")));
+}
+
+#[test]
+fn tags_picker_filters_and_details_toggle() {
+    let mut m = model();
+    update(&mut m, key(KeyCode::Char('t')));
+    assert_eq!(m.inventory.tag_picker, Some(0));
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!((m.inventory.filter.as_str(), m.visible_hosts().len()), ("@web", 2));
+    update(&mut m, key(KeyCode::Enter));
+    assert!(m.inventory.details);
+    update(&mut m, key(KeyCode::Esc));
+    assert!(!m.inventory.details && m.inventory.filter.is_empty());
+}
+
+fn with_diff_run(m: &mut Model) {
+    use crate::store::pipelines::{PipelineRun, Stage};
+    let diff = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n@@ -20,2 +20,2 @@\n x\n-y\n+z\n";
+    let stage = |name: &str, detail: &str| Stage {
+        name: name.into(),
+        status: "done".into(),
+        detail: detail.into(),
+        duration_ms: 0,
+    };
+    let run = PipelineRun {
+        id: "1".into(),
+        kind: "bash".into(),
+        status: "succeeded".into(),
+        targets: "web01".into(),
+        stages: vec![stage("Diff", diff)],
+        created_at: String::new(),
+        updated_at: String::new(),
+    };
+    update(m, Msg::Dashboard(Box::new(crate::app::model::Dashboard { pipelines: vec![run], ..Default::default() })));
+}
+
+#[test]
+fn the_diff_viewer_jumps_between_hunks_and_keeps_its_place_when_split() {
+    let mut m = model();
+    with_diff_run(&mut m);
+    update(&mut m, key(KeyCode::Char('4')));
+    update(&mut m, key(KeyCode::Char(']')));
+    assert_eq!(m.diff_view.scroll, 2, "first hunk");
+    update(&mut m, key(KeyCode::Char(']')));
+    assert_eq!(m.diff_view.scroll, 6, "second hunk");
+    update(&mut m, key(KeyCode::Char(']')));
+    assert!(m.flash.as_deref().is_some_and(|f| f.contains("no more hunks")));
+    update(&mut m, key(KeyCode::Char('s')));
+    assert!(m.diff_view.side_by_side);
+    assert_eq!(m.diff_view.scroll, 5, "still on the second hunk, at its side-by-side row");
+    update(&mut m, key(KeyCode::Char('[')));
+    assert_eq!(m.diff_view.scroll, 2);
+    update(&mut m, key(KeyCode::PageDown));
+    assert_eq!(m.diff_view.scroll, 7, "scrolling stops at the last row");
+}
+
+#[test]
+fn tool_cells_carry_their_output_and_expand() {
+    let mut m = model();
+    let exec = |event| Msg::Agent(crate::agent::AgentEvent::Exec(event));
+    update(&mut m, exec(ExecEvent::Started { host: "web01".into() }));
+    update(&mut m, exec(ExecEvent::Line { host: "web01".into(), stream: Stream::Stdout, line: "/dev/sda 92%".into() }));
+    update(
+        &mut m,
+        Msg::Agent(crate::agent::AgentEvent::Command(crate::agent::CommandRecord {
+            specialist: "diagnostic@web01".into(),
+            host: "web01".into(),
+            command: "df -h /".into(),
+            exit_code: Some(0),
+            refused: None,
+            approved_by: None,
+        })),
+    );
+    let cell = m.chat.last().unwrap();
+    assert_eq!(
+        (cell.text.as_str(), cell.detail.as_slice()),
+        ("⚙ diagnostic@web01 $ df -h / → exit 0", &["/dev/sda 92%".to_string()][..])
+    );
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('k')));
+    assert_eq!(m.chat_view.selected, Some(m.chat.len() - 1));
+    update(&mut m, key(KeyCode::Char(' ')));
+    assert!(m.chat.last().unwrap().expanded);
+}
+
+#[test]
+fn v_selects_lines_and_y_copies_exactly_them() {
+    let mut m = model();
+    m.size = (100, 30);
+    for i in 0..10 {
+        m.output.push(LineKind::Output { host: "h".into(), stream: Stream::Stdout }, format!("line {i}"));
+    }
+    update(&mut m, key(KeyCode::Char('2')));
+    update(&mut m, key(KeyCode::Char('k')));
+    update(&mut m, key(KeyCode::Char('v')));
+    update(&mut m, key(KeyCode::Char('k')));
+    update(&mut m, key(KeyCode::Char('k')));
+    let effects = update(&mut m, key(KeyCode::Char('y')));
+    assert!(matches!(&effects[..], [Effect::Copy(text)] if text == "line 6\nline 7\nline 8"), "{effects:?}");
+    assert_eq!(m.output_view.anchor, None, "copying ends the selection");
+}
+
+#[test]
+fn a_loaded_conversation_replaces_the_chat() {
+    let mut m = model();
+    update(&mut m, Msg::ConversationLoaded(vec![ChatEntry::new(ChatRole::User, "earlier question")]));
+    assert_eq!(m.chat.len(), 1);
+    assert_eq!(m.focus, Pane::Chat);
+}
