@@ -106,6 +106,8 @@ async fn event_loop(
     refresh_dashboard(services);
     let mut refresh = tokio::time::interval(Duration::from_secs(2));
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    // The tick is only polled while toasts are shown; missed ticks must not fire in a burst.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         if dirty && last_draw.elapsed() >= frame_interval {
             terminal.draw(|frame| view(model, frame)).wrap_err("cannot draw")?;

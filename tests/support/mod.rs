@@ -4,6 +4,7 @@
 
 pub mod llm;
 pub mod sshd;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

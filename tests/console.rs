@@ -1,0 +1,166 @@
+//! The console's inventory actions and conversations, driven through the real
+//! binary in tmux: add, check, edit and delete hosts against a real sshd
+//! (results read back through the CLI from the same SQLite file), and a
+//! follow-up question that carries the conversation to the scripted LLM.
+
+mod support;
+
+use serde_json::Value;
+use support::tmux::Tmux;
+use support::{TEST_USER, TestEnv};
+
+fn host_json(env: &TestEnv, name: &str) -> Option<Value> {
+    let out = env.merlya(&["hosts", "show", name, "--format", "json"]).output().unwrap();
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("hosts show prints JSON"))
+}
+
+/// Opens the inventory filter, types `text`, and leaves the filter.
+fn filter(tmux: &Tmux, text: &str) {
+    tmux.escape();
+    tmux.keys(&["/"]);
+    tmux.type_text(text);
+    tmux.keys(&["Enter"]);
+}
+
+#[test]
+fn inventory_adds_checks_edits_and_deletes_hosts_against_a_real_sshd() {
+    let (_key, sshd, env) = support::one_trusted_host("web01", &["--tag", "web"]);
+    let tmux = Tmux::start("inventory", &env, 140, 40);
+    tmux.wait_for("Inventory · 2");
+
+    // Add web02 (the same daemon) through the form.
+    tmux.keys(&["1", "n"]);
+    tmux.wait_for("Add a host");
+    tmux.type_text("web02");
+    tmux.keys(&["Tab"]);
+    tmux.type_text("127.0.0.1");
+    tmux.keys(&["Tab", "C-u"]);
+    tmux.type_text(&sshd.port.to_string());
+    tmux.keys(&["Tab"]);
+    tmux.type_text(TEST_USER);
+    tmux.keys(&["Tab"]);
+    tmux.type_text("web,canary");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Inventory · 3");
+    let web02 = host_json(&env, "web02").expect("web02 is in the database");
+    assert_eq!(web02["port"], u64::from(sshd.port));
+    assert_eq!(web02["tags"], serde_json::json!(["canary", "web"]));
+
+    // Check both web hosts: real logins, results recorded with the time.
+    let logins = sshd.accepted_logins();
+    filter(&tmux, "@web");
+    tmux.keys(&["a", "c"]);
+    tmux.wait_for("web01 is reachable");
+    tmux.wait_for("web02 is reachable");
+    assert!(sshd.accepted_logins() > logins, "the check logged in");
+    for name in ["web01", "web02"] {
+        let host = host_json(&env, name).unwrap();
+        assert_eq!(host["reachable"], true, "{name}: {host}");
+        assert!(host["last_check"].as_str().is_some_and(|t| t.starts_with("20")), "{name}: {host}");
+    }
+
+    // A host on a closed port is reported unreachable, then deleted after a confirmation.
+    tmux.escape();
+    tmux.keys(&["n"]);
+    tmux.type_text("dead");
+    tmux.keys(&["Tab"]);
+    tmux.type_text("127.0.0.1");
+    tmux.keys(&["Tab", "C-u"]);
+    tmux.type_text("1");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Inventory · 4");
+    filter(&tmux, "dead");
+    tmux.keys(&["c"]);
+    tmux.wait_for("dead is unreachable");
+    assert_eq!(host_json(&env, "dead").unwrap()["reachable"], false);
+    tmux.keys(&["d"]);
+    let screen = tmux.wait_for("Delete dead from the inventory?");
+    assert!(screen.contains("[y/o] yes"), "{screen}");
+    tmux.keys(&["y"]);
+    tmux.escape();
+    tmux.wait_for("Inventory · 3");
+    assert!(host_json(&env, "dead").is_none(), "deleted from the database");
+
+    // Edit web02's address; the change is saved in place.
+    filter(&tmux, "web02");
+    tmux.keys(&["e"]);
+    tmux.wait_for("Edit web02");
+    tmux.keys(&["Tab", "C-u"]);
+    tmux.type_text("localhost");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("host web02 saved");
+    assert_eq!(host_json(&env, "web02").unwrap()["hostname"], "localhost");
+    tmux.escape();
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}
+
+#[test]
+fn a_follow_up_question_carries_the_conversation_and_conv_reopens_it() {
+    use support::llm::{ScriptedLlm, openai};
+    let llm = ScriptedLlm::start(|r| {
+        let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+        let last_user = messages.iter().rev().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str());
+        let last_user = last_user.unwrap_or_default().to_string();
+        if last_user.starts_with("second") {
+            openai::sse_text(&["Second ", "answer."])
+        } else if last_user.starts_with("third") {
+            openai::sse_text(&["Third answer."])
+        } else {
+            openai::sse_text(&["First answer: **web01** is fine."])
+        }
+    });
+    let env = TestEnv::new();
+    std::fs::write(
+        env.merlya_home().join("config.yaml"),
+        format!("model:\n  brain: openai/gpt-test\n  base_url: {}/v1\n  api_key_env: MERLYA_TEST_LLM_KEY\n", llm.url),
+    )
+    .unwrap();
+    let cmd = format!(
+        "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_TEST_LLM_KEY=sk-e2e '{}'; echo EXITED $?; sleep 60",
+        env.merlya_home().display(),
+        env.home().display(),
+        env!("CARGO_BIN_EXE_merlya"),
+    );
+    let tmux = Tmux::attach(format!("merlya-e2e-conv-{}", std::process::id()), &cmd, 130, 40);
+    tmux.wait_for("Inventory · 1");
+    let ask = |text: &str, answer: &str| {
+        tmux.keys(&["3", "i"]);
+        tmux.type_text(text);
+        tmux.keys(&["Enter"]);
+        tmux.wait_for(answer)
+    };
+    let screen = ask("first question: is web01 ok?", "First answer: web01 is fine.");
+    assert!(!screen.contains("**"), "Markdown is rendered, not shown raw:\n{screen}");
+    ask("second question: and its disk?", "Second answer.");
+    let requests = llm.requests();
+    let second = &requests[1].raw;
+    assert!(
+        second.contains("first question: is web01 ok?") && second.contains("First answer: **web01** is fine."),
+        "the follow-up carries the first turn: {second}"
+    );
+
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("/conv");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Conversations (open one with /conv ID)");
+    assert!(screen.contains("c1  first question: is web01 ok?  (4 messages"), "{screen}");
+
+    tmux.keys(&["i"]);
+    tmux.type_text("/new");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("New conversation.");
+    ask("third question: anything else?", "Third answer.");
+    let third = &llm.requests()[2].raw;
+    assert!(!third.contains("first question"), "a new conversation starts empty: {third}");
+
+    tmux.keys(&["i"]);
+    tmux.type_text("/conv c1");
+    tmux.keys(&["Enter"]);
+    // The chat was emptied by /new: the old questions are back only if c1 was loaded.
+    let screen = tmux.wait_for("second question: and its disk?");
+    assert!(!screen.contains("third question"), "{screen}");
+    tmux.escape();
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

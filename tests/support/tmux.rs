@@ -1,0 +1,89 @@
+//! The real `merlya` console in a tmux session: start it, send keys, read
+//! the screen.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::{TestEnv, text};
+
+/// A tmux server running one session; killed when dropped.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    pub fn start(name: &str, env: &TestEnv, width: u16, height: u16) -> Self {
+        let cmd = format!(
+            "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 '{}'; echo EXITED $?; sleep 60",
+            env.merlya_home().display(),
+            env.home().display(),
+            env!("CARGO_BIN_EXE_merlya"),
+        );
+        Self::attach(format!("merlya-e2e-{name}-{}", std::process::id()), &cmd, width, height)
+    }
+
+    /// A session running an arbitrary shell command.
+    pub fn attach(socket: String, cmd: &str, width: u16, height: u16) -> Self {
+        let status = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", &width.to_string(), "-y", &height.to_string(), cmd])
+            .env("LANG", "C.UTF-8")
+            .env_remove("TMUX")
+            .status()
+            .expect("tmux is installed (scripts/test.sh installs it)");
+        assert!(status.success());
+        Self { socket }
+    }
+
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"]).output().unwrap();
+        text(&out.stdout)
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["-L", self.socket.as_str(), "send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+
+    /// Escape on its own: a key sent right after it would read as Alt-key.
+    pub fn escape(&self) {
+        self.keys(&["Escape"]);
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    pub fn type_text(&self, literal: &str) {
+        assert!(
+            Command::new("tmux")
+                .args(["-L", &self.socket, "send-keys", "-t", "0", "-l", literal])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
+    /// Types `line` on the console's command line (`:` or `!` prefix included) and submits it.
+    pub fn command(&self, line: &str) {
+        let (prefix, rest) = line.split_at(1);
+        self.keys(&[prefix]);
+        self.type_text(rest);
+        self.keys(&["Enter"]);
+    }
+
+    pub fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "waited for {needle:?}; the screen shows:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).status();
+    }
+}
