@@ -164,3 +164,41 @@ fn a_follow_up_question_carries_the_conversation_and_conv_reopens_it() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+#[test]
+fn slash_secret_stores_a_hidden_value_in_the_kernel_keyring() {
+    let env = TestEnv::new();
+    let m = env!("CARGO_BIN_EXE_merlya");
+    let inner = format!(
+        "export MERLYA_HOME={home} HOME={user_home} USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_SECRETS_BACKEND=keyring; \
+         {m}; echo EXITED $?; echo VALUE=$({m} secret get api:web01:token); sleep 60",
+        home = env.merlya_home().display(),
+        user_home = env.home().display(),
+    );
+    let cmd = format!("keyctl session - sh -c '{inner}'");
+    let tmux = Tmux::attach(format!("merlya-e2e-secret-{}", std::process::id()), &cmd, 120, 34);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("/secret set api:web01:token");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Secret api:web01:token");
+    tmux.type_text("s3cr3t-value");
+    let screen = tmux.wait_for("••••••••••••");
+    assert!(!screen.contains("s3cr3t-value"), "the value is never drawn:\n{screen}");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("api:web01:token stored in the kernel keyring");
+    assert!(!screen.contains("keyring keyring"), "{screen}");
+    tmux.keys(&["i"]);
+    tmux.type_text("/secret list");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Secrets (1):");
+    assert!(screen.contains("api:web01:token  (kernel keyring"), "{screen}");
+    assert!(!screen.contains("s3cr3t-value"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+    tmux.wait_for("VALUE=s3cr3t-value");
+    for file in support::walk(&env.merlya_home()) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&bytes).contains("s3cr3t-value"), "{} holds the secret", file.display());
+    }
+}

@@ -438,4 +438,15 @@ mod tests {
         }
         assert!(Keymap::builtin("emacs").unwrap_err().detail.contains("expected default or vim"));
     }
+
+    #[test]
+    fn every_action_has_translated_help_and_hints() {
+        let en = crate::i18n::Locale::new("en").unwrap();
+        for action in Action::ALL {
+            assert_ne!(en.t(action.help_key()), action.help_key(), "locales/en.yaml lacks {}", action.help_key());
+            if !action.hint().is_empty() {
+                assert_ne!(en.t(action.hint_key()), action.hint_key(), "locales/en.yaml lacks {}", action.hint_key());
+            }
+        }
+    }
 }

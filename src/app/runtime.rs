@@ -76,6 +76,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             model_config: std::sync::RwLock::new(ctx.config.model.clone()),
             sender: sender.clone(),
             conversation: Default::default(),
+            locale: std::sync::RwLock::new(model.locale.clone()),
         };
         super::highlight::warm_up();
 
@@ -175,6 +176,11 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
         Effect::SaveSetting { key, value } => {
+            if key == "ui.language"
+                && let (Ok(locale), Ok(mut current)) = (crate::i18n::Locale::new(&value), services.locale.write())
+            {
+                *current = locale;
+            }
             if let Err(e) = crate::config::set_value(&ctx.home.config_file(), &key, &value) {
                 sender.send(Msg::Error(format!("{key} not saved: {e}")));
             }
@@ -187,9 +193,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::ShowAudit(count) => workers::show_audit(services, count),
         Effect::Conversations(id) => workers::conversations(services, id),
         Effect::NewConversation => workers::new_conversation(services),
-        Effect::ShowMcp => sender.send(Msg::Note(
-            "No MCP servers are configured. MCP servers (stdio or HTTP) are configured and listed here once MCP support lands.".into(),
-        )),
+        Effect::ShowMcp => sender.send(Msg::Note(services.locale().t("mcp.none").to_string())),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }

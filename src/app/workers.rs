@@ -33,6 +33,15 @@ pub(super) struct Services {
     pub sender: AppSender,
     /// The conversation the next message continues (`None`: a new one).
     pub conversation: Arc<Mutex<Option<String>>>,
+    /// The console's language, for what workers write (kept in step by the runtime).
+    pub locale: std::sync::RwLock<crate::i18n::Locale>,
+}
+
+impl Services {
+    /// The language in force.
+    pub fn locale(&self) -> crate::i18n::Locale {
+        self.locale.read().map(|l| l.clone()).unwrap_or_default()
+    }
 }
 
 /// Turns (operator, agent) of the current conversation, after recording the
@@ -137,8 +146,10 @@ pub(super) fn agent_turn(services: &Services, text: String) {
 pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
     let Ok(mut config) = services.model_config.write() else { return };
     let Some((role, spec)) = change else {
-        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
-        services.sender.send(Msg::Note(format!("brain: {} · fast: {}", show(&config.brain), show(&config.fast))));
+        let locale = services.locale();
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| locale.t("note.not_set").to_string());
+        let note = locale.tf("note.model_roles", &[("brain", &show(&config.brain)), ("fast", &show(&config.fast))]);
+        services.sender.send(Msg::Note(note));
         return;
     };
     let key = match role {
@@ -146,8 +157,9 @@ pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, Strin
         ModelRole::Fast => "model.fast",
     };
     let saved = crate::config::set_value(&services.ctx.home.config_file(), key, &spec);
+    let locale = services.locale();
     let note = match saved {
-        Err(e) => format!("{key} not changed: {e}"),
+        Err(e) => locale.tf("note.model_not_changed", &[("key", key), ("error", &e.to_string())]),
         Ok(_) => {
             match role {
                 ModelRole::Brain => config.brain = Some(spec.clone()),
@@ -158,9 +170,9 @@ pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, Strin
                     if let Ok(mut llm) = services.llm.write() {
                         *llm = Some(Arc::new(client));
                     }
-                    format!("{key} is now {spec} (saved to config.yaml)")
+                    locale.tf("note.model_saved", &[("key", key), ("spec", &spec)])
                 }
-                Err(e) => format!("{key} saved, but the model cannot be used: {e}"),
+                Err(e) => locale.tf("note.model_unusable", &[("key", key), ("error", &e.to_string())]),
             }
         }
     };
@@ -208,6 +220,7 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
 /// Adds a host or replaces one, then reloads the inventory.
 pub(super) fn save_host(services: &Services, original: Option<String>, host: Host) {
     let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
+    let locale = services.locale();
     tokio::spawn(async move {
         let saved = match &original {
             None => ctx.store.add_host(&host).await.map_err(|e| e.to_string()),
@@ -215,10 +228,12 @@ pub(super) fn save_host(services: &Services, original: Option<String>, host: Hos
         };
         match saved {
             Ok(()) => {
-                let text = format!("host {} saved", host.name);
+                let text = locale.tf("toast.host_saved", &[("host", &host.name)]);
                 sender.send(Msg::Toast { level: ToastLevel::Success, text });
             }
-            Err(e) => sender.send(Msg::Error(format!("host {} not saved: {e}", host.name))),
+            Err(e) => {
+                sender.send(Msg::Error(locale.tf("error.host_not_saved", &[("host", &host.name), ("error", &e)])))
+            }
         }
         reload_hosts(&ctx, &executor, &sender).await;
     });
@@ -227,16 +242,21 @@ pub(super) fn save_host(services: &Services, original: Option<String>, host: Hos
 /// Deletes hosts, then reloads the inventory.
 pub(super) fn delete_hosts(services: &Services, names: Vec<String>) {
     let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
+    let locale = services.locale();
     tokio::spawn(async move {
         let mut deleted = Vec::new();
         for name in names {
             match ctx.store.remove_host(&name).await {
                 Ok(()) => deleted.push(name),
-                Err(e) => sender.send(Msg::Error(format!("{name} not deleted: {e}"))),
+                Err(e) => {
+                    let text = locale.tf("error.host_not_deleted", &[("host", &name), ("error", &e.to_string())]);
+                    sender.send(Msg::Error(text));
+                }
             }
         }
         if !deleted.is_empty() {
-            sender.send(Msg::Toast { level: ToastLevel::Success, text: format!("deleted {}", deleted.join(", ")) });
+            let text = locale.tf("toast.hosts_deleted", &[("hosts", &deleted.join(", "))]);
+            sender.send(Msg::Toast { level: ToastLevel::Success, text });
         }
         reload_hosts(&ctx, &executor, &sender).await;
     });
@@ -256,8 +276,9 @@ pub(super) async fn reload_hosts(ctx: &Context, executor: &Executor, sender: &Ap
 /// `/secret list|set|rm`: names only ever; a value is asked for hidden.
 pub(super) fn secret(services: &Services, command: SecretCommand) {
     let (ctx, sender, prompter) = (services.ctx.clone(), services.sender.clone(), services.prompter.clone());
+    let locale = services.locale();
     tokio::spawn(async move {
-        let note = match secret_command(&ctx, prompter.as_ref(), command).await {
+        let note = match secret_command(&ctx, prompter.as_ref(), &locale, command).await {
             Ok(note) => note,
             Err(e) => format!("{e:#}"),
         };
@@ -265,44 +286,50 @@ pub(super) fn secret(services: &Services, command: SecretCommand) {
     });
 }
 
-async fn secret_command(ctx: &Context, prompter: &dyn Prompter, command: SecretCommand) -> Result<String> {
+async fn secret_command(
+    ctx: &Context,
+    prompter: &dyn Prompter,
+    locale: &crate::i18n::Locale,
+    command: SecretCommand,
+) -> Result<String> {
     let secrets = ctx.secrets();
     Ok(match command {
         SecretCommand::List => {
             let names = ctx.store.secret_names().await?;
             if names.is_empty() {
-                "No secrets are stored. Add one with /secret set NAME (e.g. sudo:web01:password).".to_string()
+                locale.t("secrets.none").to_string()
             } else {
                 let rows: Vec<String> =
                     names.iter().map(|n| format!("  {}  ({}, {})", n.name, n.backend, n.updated_at)).collect();
-                format!("Secrets ({}):\n{}", names.len(), rows.join("\n"))
+                format!("{}\n{}", locale.tf("secrets.list", &[("count", &names.len().to_string())]), rows.join("\n"))
             }
         }
         SecretCommand::Set(name) => {
             crate::secrets::validate_name(&name)?;
-            let Some(value) = prompter.secret(&format!("Secret {name}"), "Value (hidden):").await else {
-                return Ok(format!("{name}: not changed"));
+            let title = locale.tf("secrets.prompt_title", &[("name", &name)]);
+            let Some(value) = prompter.secret(&title, locale.t("secrets.prompt")).await else {
+                return Ok(locale.tf("secrets.unchanged", &[("name", &name)]));
             };
             secrets.set(&name, &value).wrap_err_with(|| format!("cannot store {name}"))?;
             ctx.store.index_secret(&name, secrets.backend_name()).await?;
-            format!("{name} stored in the {} keyring", secrets.backend_name())
+            locale.tf("secrets.stored", &[("name", &name), ("backend", secrets.backend_name())])
         }
         SecretCommand::Remove(name) => {
             let removed = secrets.remove(&name).wrap_err_with(|| format!("cannot remove {name}"))?;
             ctx.store.unindex_secret(&name).await?;
-            if removed { format!("{name} removed") } else { format!("{name} was not stored") }
+            locale.tf(if removed { "secrets.removed" } else { "secrets.absent" }, &[("name", &name)])
         }
     })
 }
 
 /// `/audit N`: the newest entries, one line each.
 pub(super) fn show_audit(services: &Services, count: usize) {
-    let (ctx, sender) = (services.ctx.clone(), services.sender.clone());
+    let (ctx, sender, locale) = (services.ctx.clone(), services.sender.clone(), services.locale());
     tokio::spawn(async move {
         let filter = crate::store::audit::AuditFilter { limit: i64::try_from(count).ok(), ..Default::default() };
         let note = match ctx.store.list_audit(&filter).await {
             Err(e) => format!("cannot read the audit log: {e}"),
-            Ok(entries) if entries.is_empty() => "The audit log is empty.".to_string(),
+            Ok(entries) if entries.is_empty() => locale.t("audit.empty").to_string(),
             Ok(entries) => {
                 let rows: Vec<String> = entries
                     .iter()
@@ -311,7 +338,7 @@ pub(super) fn show_audit(services: &Services, count: usize) {
                         format!("  #{} {} {} $ {} → {exit} ({})", e.id, e.ts, e.host, e.command, e.approved_by)
                     })
                     .collect();
-                format!("Audit, newest {}:\n{}", entries.len(), rows.join("\n"))
+                format!("{}\n{}", locale.tf("audit.header", &[("count", &entries.len().to_string())]), rows.join("\n"))
             }
         };
         sender.send(Msg::Note(note));
@@ -321,30 +348,32 @@ pub(super) fn show_audit(services: &Services, count: usize) {
 /// `/conv`: the list; `/conv ID`: that conversation on screen, continued by the next message.
 pub(super) fn conversations(services: &Services, id: Option<String>) {
     let (ctx, sender, current) = (services.ctx.clone(), services.sender.clone(), services.conversation.clone());
+    let locale = services.locale();
     tokio::spawn(async move {
         match id {
             None => {
                 let note = match ctx.store.list_conversations(20).await {
                     Err(e) => format!("cannot list conversations: {e}"),
-                    Ok(list) if list.is_empty() => "No conversations yet: write to the agent to start one.".into(),
+                    Ok(list) if list.is_empty() => locale.t("conv.none").to_string(),
                     Ok(list) => {
                         let rows: Vec<String> = list
                             .iter()
                             .map(|c| format!("  {}  {}  ({} messages, {})", c.id, c.title, c.messages, c.updated_at))
                             .collect();
-                        format!("Conversations (open one with /conv ID):\n{}", rows.join("\n"))
+                        format!("{}\n{}", locale.t("conv.header"), rows.join("\n"))
                     }
                 };
                 sender.send(Msg::Note(note));
             }
             Some(id) => match ctx.store.conversation_messages(&id).await {
                 Err(e) => sender.send(Msg::Error(format!("cannot read conversation {id}: {e}"))),
-                Ok(None) => sender.send(Msg::Error(format!("no conversation {id} (see /conv)"))),
+                Ok(None) => sender.send(Msg::Error(locale.tf("conv.missing", &[("id", &id)]))),
                 Ok(Some(messages)) => {
                     if let Ok(mut c) = current.lock() {
                         *c = Some(id.clone());
                     }
-                    let mut entries = vec![ChatEntry::new(ChatRole::System, format!("Conversation {id}, continued."))];
+                    let continued = locale.tf("conv.continued", &[("id", &id)]);
+                    let mut entries = vec![ChatEntry::new(ChatRole::System, continued)];
                     entries.extend(messages.into_iter().map(|(role, content)| {
                         let role = if role == "user" { ChatRole::User } else { ChatRole::Assistant };
                         ChatEntry::new(role, content)
