@@ -6,18 +6,19 @@
 //! search, so drawing costs the same with ten lines held or a million pushed.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use crate::exec::Stream;
 
 /// What a line is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineKind {
-    /// Output of a host.
-    Output { host: String, stream: Stream },
+    /// Output of a host (the name is shared by every line of that host).
+    Output { host: Arc<str>, stream: Stream },
     /// `── $ command · N hosts ──`.
     Header,
     /// A host's outcome: success or not.
-    Outcome { host: String, ok: bool },
+    Outcome { host: Arc<str>, ok: bool },
     /// A note from merlya itself.
     Note,
 }
@@ -26,7 +27,7 @@ impl LineKind {
     /// The host a line belongs to, if any.
     pub fn host(&self) -> Option<&str> {
         match self {
-            LineKind::Output { host, .. } | LineKind::Outcome { host, .. } => Some(host),
+            LineKind::Output { host, .. } | LineKind::Outcome { host, .. } => Some(host.as_ref()),
             _ => None,
         }
     }
@@ -59,9 +60,9 @@ impl Ring {
 #[derive(Debug, Clone)]
 pub struct OutputBuffer {
     rings: Vec<Ring>,
-    /// Host name → ring index, in order of first output.
-    hosts: Vec<String>,
-    index: HashMap<String, usize>,
+    /// Host names in order of first output (the ring of `hosts[i]` is `rings[i + 1]`).
+    hosts: Vec<Arc<str>>,
+    index: HashMap<Arc<str>, usize>,
     capacity: usize,
     next_seq: u64,
     dropped: u64,
@@ -81,23 +82,31 @@ impl OutputBuffer {
     }
 
     /// Appends to the line's host ring, dropping that host's oldest line when full.
-    pub fn push(&mut self, kind: LineKind, text: impl Into<String>) {
-        let ring = match kind.host() {
-            None => 0,
-            Some(host) => match self.index.get(host) {
-                Some(i) => *i,
-                None => {
-                    self.rings.push(Ring::default());
-                    self.hosts.push(host.to_string());
-                    self.index.insert(host.to_string(), self.rings.len() - 1);
-                    self.rings.len() - 1
-                }
-            },
+    pub fn push(&mut self, mut kind: LineKind, text: impl Into<String>) {
+        let ring = match &mut kind {
+            LineKind::Header | LineKind::Note => 0,
+            LineKind::Output { host, .. } | LineKind::Outcome { host, .. } => {
+                let ring = match self.index.get(host.as_ref()) {
+                    Some(i) => *i,
+                    None => {
+                        self.rings.push(Ring::default());
+                        self.hosts.push(host.clone());
+                        self.index.insert(host.clone(), self.rings.len() - 1);
+                        self.rings.len() - 1
+                    }
+                };
+                // Every line of a host points at one copy of its name.
+                *host = self.hosts[ring - 1].clone();
+                ring
+            }
         };
         let lines = &mut self.rings[ring].lines;
         if lines.len() == self.capacity {
             lines.pop_front();
             self.dropped += 1;
+        } else if lines.len() == lines.capacity() {
+            // Grow by doubling but never past the limit, so a full ring wastes no slots.
+            lines.reserve_exact(lines.len().max(64).min(self.capacity - lines.len()));
         }
         lines.push_back(OutputLine { kind, text: text.into(), seq: self.next_seq });
         self.next_seq += 1;
@@ -137,7 +146,8 @@ impl OutputBuffer {
 
     /// The sequence number of the line at `rank` (0 = oldest) of a view.
     fn seq_at(rings: &[&Ring], rank: usize, next_seq: u64) -> u64 {
-        let (mut low, mut high) = (0u64, next_seq);
+        let oldest = rings.iter().filter_map(|r| r.lines.front()).map(|l| l.seq).min().unwrap_or(0);
+        let (mut low, mut high) = (oldest, next_seq);
         // The smallest seq with more than `rank` lines at or below it.
         while low < high {
             let mid = low + (high - low) / 2;
@@ -147,21 +157,27 @@ impl OutputBuffer {
         low
     }
 
-    /// Up to `count` lines of a view starting at sequence number `from`, in order.
+    /// Up to `count` lines of a view starting at sequence number `from`, in
+    /// order: a k-way merge of the rings with a heap keyed by sequence number.
     fn merge_from<'a>(rings: &[&'a Ring], from: u64, count: usize) -> Vec<&'a OutputLine> {
-        let mut cursors: Vec<usize> = rings.iter().map(|r| r.below(from)).collect();
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
         let held: usize = rings.iter().map(|r| r.lines.len()).sum();
+        let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = rings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let at = r.below(from);
+                r.lines.get(at).map(|l| Reverse((l.seq, i, at)))
+            })
+            .collect();
         let mut out = Vec::with_capacity(count.min(held));
         while out.len() < count {
-            let next = rings
-                .iter()
-                .zip(&cursors)
-                .enumerate()
-                .filter_map(|(i, (r, c))| r.lines.get(*c).map(|l| (l.seq, i)))
-                .min();
-            let Some((_, i)) = next else { break };
-            out.push(&rings[i].lines[cursors[i]]);
-            cursors[i] += 1;
+            let Some(Reverse((_, ring, at))) = heap.pop() else { break };
+            out.push(&rings[ring].lines[at]);
+            if let Some(next) = rings[ring].lines.get(at + 1) {
+                heap.push(Reverse((next.seq, ring, at + 1)));
+            }
         }
         out
     }
@@ -201,7 +217,7 @@ impl OutputBuffer {
 
     /// Hosts that produced output, in order of first appearance.
     pub fn hosts(&self) -> Vec<&str> {
-        self.hosts.iter().map(String::as_str).collect()
+        self.hosts.iter().map(|h| h.as_ref()).collect()
     }
 
     /// Removes everything.

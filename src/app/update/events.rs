@@ -145,7 +145,7 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
     match event {
         ExecEvent::Started { .. } => Vec::new(),
         ExecEvent::Line { host, stream, line } => {
-            model.output.push(LineKind::Output { host, stream }, line);
+            model.output.push(LineKind::Output { host: host.into(), stream }, line);
             keep_scroll_position(model, 1);
             Vec::new()
         }
@@ -156,7 +156,7 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
                     progress.failed += 1;
                 }
             }
-            let kind = LineKind::Outcome { host: result.host.clone(), ok: result.success() };
+            let kind = LineKind::Outcome { host: result.host.as_str().into(), ok: result.success() };
             model.output.push(kind, outcome_text(&result));
             keep_scroll_position(model, 1);
             let mut effects = Vec::new();
