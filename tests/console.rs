@@ -111,18 +111,7 @@ fn a_follow_up_question_carries_the_conversation_and_conv_reopens_it() {
         }
     });
     let env = TestEnv::new();
-    std::fs::write(
-        env.merlya_home().join("config.yaml"),
-        format!("model:\n  brain: openai/gpt-test\n  base_url: {}/v1\n  api_key_env: MERLYA_TEST_LLM_KEY\n", llm.url),
-    )
-    .unwrap();
-    let cmd = format!(
-        "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_TEST_LLM_KEY=sk-e2e '{}'; echo EXITED $?; sleep 60",
-        env.merlya_home().display(),
-        env.home().display(),
-        env!("CARGO_BIN_EXE_merlya"),
-    );
-    let tmux = Tmux::attach(format!("merlya-e2e-conv-{}", std::process::id()), &cmd, 130, 40);
+    let tmux = Tmux::start_with_llm("conv", &env, &llm.url, 130, 40);
     tmux.wait_for("Inventory · 1");
     let ask = |text: &str, answer: &str| {
         tmux.keys(&["3", "i"]);

@@ -219,18 +219,7 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
         }
     });
     let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
-    std::fs::write(
-        env.merlya_home().join("config.yaml"),
-        format!("model:\n  brain: openai/gpt-test\n  base_url: {}/v1\n  api_key_env: MERLYA_TEST_LLM_KEY\n", llm.url),
-    )
-    .unwrap();
-    let cmd = format!(
-        "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_TEST_LLM_KEY=sk-e2e '{}'; echo EXITED $?; sleep 60",
-        env.merlya_home().display(),
-        env.home().display(),
-        env!("CARGO_BIN_EXE_merlya"),
-    );
-    let tmux = Tmux::attach(format!("merlya-e2e-agent-{}", std::process::id()), &cmd, 140, 40);
+    let tmux = Tmux::start_with_llm("agent", &env, &llm.url, 140, 40);
     let screen = tmux.wait_for("Inventory · 2");
     assert!(!screen.contains("no model"), "a model is configured:\n{screen}");
     tmux.keys(&["3", "i"]);

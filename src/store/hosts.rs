@@ -108,14 +108,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .ctx(&format!("cannot save host {}", host.name))?;
-            for tag in &host.tags {
-                sqlx::query("INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?")
-                    .bind(tag)
-                    .bind(&host.name)
-                    .execute(&mut *tx)
-                    .await
-                    .ctx("cannot save tag")?;
-            }
+            add_tags(&mut tx, host).await?;
         }
         tx.commit().await.ctx("cannot commit hosts")?;
         Ok((added, updated))
@@ -162,6 +155,19 @@ impl Store {
     }
 }
 
+/// Adds `host`'s tags to the row of that name (tags already there stay).
+async fn add_tags(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, host: &Host) -> Result<(), StoreError> {
+    for tag in &host.tags {
+        sqlx::query("INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?")
+            .bind(tag)
+            .bind(&host.name)
+            .execute(&mut **tx)
+            .await
+            .ctx("cannot save tag")?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Replaces host `original` with `host` (renamed or changed), tags included, in one transaction.
     pub async fn replace_host(&self, original: &str, host: &Host) -> Result<(), StoreError> {
@@ -186,14 +192,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .ctx("cannot save tags")?;
-        for tag in &host.tags {
-            sqlx::query("INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?")
-                .bind(tag)
-                .bind(&host.name)
-                .execute(&mut *tx)
-                .await
-                .ctx("cannot save tag")?;
-        }
+        add_tags(&mut tx, host).await?;
         tx.commit().await.ctx("cannot commit host")?;
         Ok(())
     }

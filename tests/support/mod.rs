@@ -93,6 +93,15 @@ impl TestEnv {
         text(&out.stdout)
     }
 
+    /// Points the brain model at the scripted LLM at `url` (key in `MERLYA_TEST_LLM_KEY`).
+    pub fn use_scripted_llm(&self, url: &str) {
+        std::fs::write(
+            self.merlya_home().join("config.yaml"),
+            format!("model:\n  brain: openai/gpt-test\n  base_url: {url}/v1\n  api_key_env: MERLYA_TEST_LLM_KEY\n"),
+        )
+        .unwrap();
+    }
+
     /// Adds an inventory host pointing at `sshd`.
     pub fn add_host(&self, name: &str, sshd: &Sshd, extra: &[&str]) {
         let port = sshd.port.to_string();

@@ -13,13 +13,24 @@ pub struct Tmux {
 
 impl Tmux {
     pub fn start(name: &str, env: &TestEnv, width: u16, height: u16) -> Self {
+        Self::start_with(name, env, "", width, height)
+    }
+
+    /// The console with extra `VAR=value` words in its environment.
+    pub fn start_with(name: &str, env: &TestEnv, extra_env: &str, width: u16, height: u16) -> Self {
         let cmd = format!(
-            "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 '{}'; echo EXITED $?; sleep 60",
+            "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 {extra_env} '{}'; echo EXITED $?; sleep 60",
             env.merlya_home().display(),
             env.home().display(),
             env!("CARGO_BIN_EXE_merlya"),
         );
         Self::attach(format!("merlya-e2e-{name}-{}", std::process::id()), &cmd, width, height)
+    }
+
+    /// The console configured for the scripted LLM at `url` (see `TestEnv::use_scripted_llm`).
+    pub fn start_with_llm(name: &str, env: &TestEnv, url: &str, width: u16, height: u16) -> Self {
+        env.use_scripted_llm(url);
+        Self::start_with(name, env, "MERLYA_TEST_LLM_KEY=sk-e2e", width, height)
     }
 
     /// A session running an arbitrary shell command.

@@ -93,12 +93,21 @@ pub fn fixture_pipelines() -> Model {
         duration_ms: ms,
     };
     let diff = "--- a/etc/php/8.2/fpm/pool.d/www.conf\n+++ b/etc/php/8.2/fpm/pool.d/www.conf\n@@ -1,3 +1,3 @@\n [www]\n-pm.max_children = 5\n+pm.max_children = 20\n pm.start_servers = 2\n";
-    let edit = PipelineRun {
-        id: "2".into(),
+    let run = |id: &str, status: &str, target: &str, created: &str, stages: Vec<Stage>| PipelineRun {
+        id: id.into(),
         kind: "bash".into(),
-        status: "succeeded".into(),
-        targets: "web02".into(),
-        stages: vec![
+        status: status.into(),
+        targets: target.into(),
+        stages,
+        created_at: created.into(),
+        updated_at: String::new(),
+    };
+    let edit = run(
+        "2",
+        "succeeded",
+        "web02",
+        "2026-11-22T10:42:07.000Z",
+        vec![
             stage("Plan", "done", "raise php-fpm workers", 0),
             stage("Diff", "done", diff, 0),
             stage("Summary", "done", "write /etc/php/8.2/fpm/pool.d/www.conf (412 bytes) (mutating)", 0),
@@ -107,15 +116,13 @@ pub fn fixture_pipelines() -> Model {
             stage("Post-check", "done", "exit code 0", 120),
             stage("Rollback", "skipped", "not needed", 0),
         ],
-        created_at: "2026-11-22T10:42:07.000Z".into(),
-        updated_at: String::new(),
-    };
-    let restart = PipelineRun {
-        id: "1".into(),
-        kind: "bash".into(),
-        status: "rolled_back".into(),
-        targets: "web01".into(),
-        stages: vec![
+    );
+    let restart = run(
+        "1",
+        "rolled_back",
+        "web01",
+        "2026-11-22T10:31:55.000Z",
+        vec![
             stage("Plan", "done", "restart nginx", 0),
             stage("Diff", "skipped", "", 0),
             stage("Summary", "done", "systemctl restart nginx (mutating)", 0),
@@ -124,9 +131,7 @@ pub fn fixture_pipelines() -> Model {
             stage("Post-check", "failed", "exit code 7", 50),
             stage("Rollback", "done", "exit code 0", 800),
         ],
-        created_at: "2026-11-22T10:31:55.000Z".into(),
-        updated_at: String::new(),
-    };
+    );
     let mut m = fixture_with_output();
     m.dashboard.pipelines = vec![edit, restart];
     m.set_focus(Pane::Pipeline);
@@ -182,20 +187,23 @@ pub fn fixture_with_approval() -> Model {
         find_leaks(command, "web01"),
     );
     for _ in 0..2 {
-        let (tx, rx) = oneshot::channel();
-        std::mem::forget(rx);
-        update(
-            &mut m,
-            Msg::Prompt(PromptRequest {
-                title: format!("Approve: {}", request.summary),
-                body: command.into(),
-                kind: PromptKind::Approval,
-                approval: Some(request.clone()),
-                reply: Some(tx),
-            }),
-        );
+        queue_approval(&mut m, request.clone());
     }
     m
+}
+
+/// Puts an approval request on the model's prompt queue, as the gate would.
+fn queue_approval(m: &mut Model, request: crate::approval::ApprovalRequest) {
+    let (tx, rx) = oneshot::channel();
+    std::mem::forget(rx);
+    let prompt = PromptRequest {
+        title: format!("Approve: {}", request.summary),
+        body: request.command.clone(),
+        kind: PromptKind::Approval,
+        approval: Some(request),
+        reply: Some(tx),
+    };
+    update(m, Msg::Prompt(prompt));
 }
 
 /// The fleet with users, elevation and checks filled in (the wide inventory and its details).
@@ -230,17 +238,6 @@ pub fn fixture_with_diff_approval() -> Model {
         "--- a/etc/prometheus/prometheus.yml\n+++ b/etc/prometheus/prometheus.yml\n@@ -1,6 +1,6 @@\n global:\n-  scrape_interval: 60s # default\n+  scrape_interval: 15s\n   evaluation_interval: 30s\n scrape_configs:\n   - job_name: \"node\"\n"
             .into(),
     );
-    let (tx, rx) = oneshot::channel();
-    std::mem::forget(rx);
-    update(
-        &mut m,
-        Msg::Prompt(PromptRequest {
-            title: format!("Approve: {}", request.summary),
-            body: command.into(),
-            kind: PromptKind::Approval,
-            approval: Some(request),
-            reply: Some(tx),
-        }),
-    );
+    queue_approval(&mut m, request);
     m
 }
