@@ -74,7 +74,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let name_width = width_of(&mut hosts.iter().map(|h| h.name.clone()), &name_header);
     let address_width = width_of(&mut hosts.iter().map(|h| address(model, h)), &address_header);
     // Optional columns join while they fit.
-    let mut used = 2 + name_width + 1 + address_width;
+    // Mark column, name, address, with one space between columns.
+    let mut used = 2 + 1 + name_width + 1 + address_width;
     let mut columns: Vec<(&Column, usize)> = Vec::new();
     for column in &OPTIONAL {
         // A column nobody has a value for (no user set anywhere) is left out.
@@ -83,10 +84,17 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         }
         let header = model.locale.t(column.0).to_string();
         let w = width_of(&mut hosts.iter().map(|h| (column.1)(model, h)), &header).min(24);
-        if used + 1 + w <= usize::from(table_area.width) {
-            used += 1 + w;
-            columns.push((column, w));
+        // Columns come in order of importance: once one does not fit, the rest are left out.
+        let room = usize::from(table_area.width).saturating_sub(used + 1);
+        if w > room {
+            // The first column that does not fit still shows, cut, when there is some room.
+            if room >= 6 {
+                columns.push((column, room));
+            }
+            break;
         }
+        used += 1 + w;
+        columns.push((column, w));
     }
     let rows: Vec<Row> = hosts
         .iter()

@@ -59,7 +59,11 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
             lines.push(Line::styled(t("prompt.secret_hint"), theme.dim));
         }
     }
-    let mut title = format!(" {} ", prompt.request.title);
+    let heading = match &prompt.request.approval {
+        Some(a) => model.locale.tf("prompt.approve_title", &[("summary", &a.summary)]),
+        None => prompt.request.title.clone(),
+    };
+    let mut title = format!(" {heading} ");
     if queued > 0 {
         title.push_str(&format!("· {} ", model.locale.tf("prompt.more", &[("count", &queued.to_string())])));
     }

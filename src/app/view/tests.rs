@@ -265,6 +265,22 @@ fn code_in_chat_and_diffs_is_coloured() {
     assert!(colours.len() > 6, "syntax colours on top of the theme's: {colours:?}");
 }
 
+#[test]
+fn french_pipeline_palette_and_approval() {
+    let fr = || crate::i18n::Locale::new("fr").unwrap();
+    let mut m = fixture_pipelines();
+    m.set_locale(fr());
+    m.input.active = true;
+    m.input.set_text(":");
+    insta::assert_snapshot!("french_pipeline_palette", render(&m, 120, 34).backend());
+    let mut m = fixture_with_diff_approval();
+    m.set_locale(fr());
+    insta::assert_snapshot!("french_approval", render(&m, 110, 34).backend());
+    let mut m = fixture_detailed_inventory();
+    m.set_locale(fr());
+    insta::assert_snapshot!("french_inventory_details", render(&m, 160, 34).backend());
+}
+
 /// Writes an SVG per pane and modal into `MERLYA_SCREENSHOT_DIR` (run by scripts/screenshots.sh).
 #[test]
 #[ignore = "writes files; run through scripts/screenshots.sh"]
