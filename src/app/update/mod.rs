@@ -13,7 +13,7 @@ use ratatui::layout::Rect;
 
 use super::keymap::{Action, KeyContext};
 use super::model::{ChatEntry, ChatRole, Model, Pane, PendingPrompt, ToastLevel};
-use super::msg::{Effect, Msg};
+use super::msg::{Effect, Msg, PromptKind};
 
 pub use events::reachability;
 pub use input::{open_input, popup};
@@ -40,11 +40,16 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
         }
         Msg::Dashboard(dashboard) => events::on_dashboard(model, *dashboard),
         Msg::Paste(text) => {
-            if let Some(form) = model.form.as_mut() {
+            // A pasted passphrase or answer goes to the prompt on screen.
+            if let Some(front) = model.prompts.front_mut() {
+                if matches!(front.request.kind, PromptKind::Secret | PromptKind::Text) {
+                    front.typed.extend(text.chars().filter(|c| !c.is_control()));
+                }
+            } else if let Some(form) = model.form.as_mut() {
                 if let Some(value) = form.values.get_mut(form.focus) {
                     value.extend(text.chars().filter(|c| !c.is_control()));
                 }
-            } else if model.prompts.is_empty() {
+            } else {
                 if !model.input.active {
                     open_input(model, "");
                 }

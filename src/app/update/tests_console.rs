@@ -71,6 +71,19 @@ fn paste_keeps_newlines_and_opens_the_input() {
     update(&mut m, Msg::Paste("line one\r\nline two".into()));
     assert!(m.input.active);
     assert_eq!(m.input.text(), "line one\nline two");
+
+    let (tx, _rx) = tokio::sync::oneshot::channel();
+    let request = crate::app::msg::PromptRequest {
+        title: "Key".into(),
+        body: "passphrase".into(),
+        kind: crate::app::msg::PromptKind::Secret,
+        approval: None,
+        reply: Some(tx),
+    };
+    update(&mut m, Msg::Prompt(request));
+    update(&mut m, Msg::Paste("pass\nphrase".into()));
+    assert_eq!(m.prompts.front().map(|p| p.typed.as_str()), Some("passphrase"), "a paste goes to the prompt");
+    assert_eq!(m.input.text(), "line one\nline two", "and not to the input behind it");
 }
 
 #[test]
