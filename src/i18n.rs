@@ -8,6 +8,52 @@ use std::sync::Arc;
 const BUILTIN: [(&str, &str); 2] =
     [("en", include_str!("../locales/en.yaml")), ("fr", include_str!("../locales/fr.yaml"))];
 
+/// A message translated where it is shown: a locale key with its
+/// arguments, or literal text (what a server or the model wrote). Workers
+/// build these; the console draws them in its language, the terminal in English.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Text {
+    /// `locales/*.yaml` key and `{name}` arguments.
+    Key(&'static str, Vec<(&'static str, String)>),
+    /// Shown as is.
+    Raw(String),
+}
+
+impl Text {
+    /// A translated message.
+    pub fn key(key: &'static str, args: &[(&'static str, &str)]) -> Self {
+        Text::Key(key, args.iter().map(|(n, v)| (*n, v.to_string())).collect())
+    }
+
+    /// The message in `locale`.
+    pub fn render(&self, locale: &Locale) -> String {
+        match self {
+            Text::Raw(text) => text.clone(),
+            Text::Key(key, args) => {
+                let args: Vec<(&str, &str)> = args.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                locale.tf(key, &args)
+            }
+        }
+    }
+
+    /// The message in English (terminals and logs).
+    pub fn english(&self) -> String {
+        self.render(&Locale::default())
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Self {
+        Text::Raw(text.to_string())
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        Text::Raw(text)
+    }
+}
+
 /// The strings of one language, with English behind them.
 #[derive(Debug, Clone)]
 pub struct Locale {
@@ -101,5 +147,11 @@ mod tests {
         assert_eq!(partial.missing_keys().len(), partial.english.len());
         assert_eq!(fr.tf("language.unknown", &[("code", "de")]), "langue inconnue de : en ou fr attendu");
         assert!(Locale::new("de").is_err());
+        let text = Text::key("language.unknown", &[("code", "de")]);
+        assert_eq!(
+            (text.render(&fr), text.english()),
+            (fr.tf("language.unknown", &[("code", "de")]), "unknown language de: expected en or fr".to_string())
+        );
+        assert_eq!(Text::from("as is").render(&fr), "as is");
     }
 }

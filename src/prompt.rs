@@ -8,15 +8,17 @@
 use async_trait::async_trait;
 use tokio::sync::Mutex;
 
+use crate::i18n::Text;
+
 /// Something that can ask a person a question.
 #[async_trait]
 pub trait Prompter: Send + Sync {
     /// A yes/no decision; `false` when nobody can answer.
-    async fn confirm(&self, title: &str, body: &str) -> bool;
+    async fn confirm(&self, title: &Text, body: &Text) -> bool;
     /// A secret (passphrase, one-time code); `None` when nobody can answer.
-    async fn secret(&self, title: &str, prompt: &str) -> Option<String>;
+    async fn secret(&self, title: &Text, prompt: &Text) -> Option<String>;
     /// A free-text answer (the agent's `ask_user`); `None` when nobody can answer.
-    async fn ask(&self, _title: &str, _question: &str) -> Option<String> {
+    async fn ask(&self, _title: &Text, _question: &Text) -> Option<String> {
         None
     }
 }
@@ -26,10 +28,10 @@ pub struct NoPrompter;
 
 #[async_trait]
 impl Prompter for NoPrompter {
-    async fn confirm(&self, _title: &str, _body: &str) -> bool {
+    async fn confirm(&self, _title: &Text, _body: &Text) -> bool {
         false
     }
-    async fn secret(&self, _title: &str, _prompt: &str) -> Option<String> {
+    async fn secret(&self, _title: &Text, _prompt: &Text) -> Option<String> {
         None
     }
 }
@@ -43,9 +45,9 @@ pub struct TerminalPrompter {
 
 #[async_trait]
 impl Prompter for TerminalPrompter {
-    async fn confirm(&self, title: &str, body: &str) -> bool {
+    async fn confirm(&self, title: &Text, body: &Text) -> bool {
         let _turn = self.one_at_a_time.lock().await;
-        let question = format!("{title}\n{body}\nContinue? [y/N] ");
+        let question = format!("{}\n{}\nContinue? [y/N] ", title.english(), body.english());
         tokio::task::spawn_blocking(move || {
             eprint!("{question}");
             let mut answer = String::new();
@@ -55,15 +57,15 @@ impl Prompter for TerminalPrompter {
         .unwrap_or(false)
     }
 
-    async fn secret(&self, title: &str, prompt: &str) -> Option<String> {
+    async fn secret(&self, title: &Text, prompt: &Text) -> Option<String> {
         let _turn = self.one_at_a_time.lock().await;
-        let prompt = format!("{title}: {prompt}");
+        let prompt = format!("{}: {}", title.english(), prompt.english());
         tokio::task::spawn_blocking(move || rpassword::prompt_password(prompt).ok()).await.ok().flatten()
     }
 
-    async fn ask(&self, title: &str, question: &str) -> Option<String> {
+    async fn ask(&self, title: &Text, question: &Text) -> Option<String> {
         let _turn = self.one_at_a_time.lock().await;
-        let question = format!("{title}\n{question}\n> ");
+        let question = format!("{}\n{}\n> ", title.english(), question.english());
         tokio::task::spawn_blocking(move || {
             eprint!("{question}");
             let mut answer = String::new();

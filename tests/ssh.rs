@@ -8,6 +8,7 @@ use std::time::Duration;
 use merlya::config::HostKeyPolicy;
 use merlya::exec::Executor;
 use merlya::exec::fanout::fan_out;
+use merlya::i18n::Text;
 use merlya::inventory::Host;
 use merlya::prompt::{NoPrompter, Prompter};
 use merlya::ssh::SshPool;
@@ -310,10 +311,10 @@ async fn pool_reuses_the_connection_and_redials_a_dead_one() {
 struct Yes;
 #[async_trait::async_trait]
 impl Prompter for Yes {
-    async fn confirm(&self, _: &str, body: &str) -> bool {
-        body.contains("SHA256:")
+    async fn confirm(&self, _: &Text, body: &Text) -> bool {
+        body.english().contains("SHA256:")
     }
-    async fn secret(&self, _: &str, _: &str) -> Option<String> {
+    async fn secret(&self, _: &Text, _: &Text) -> Option<String> {
         None
     }
 }
@@ -405,11 +406,11 @@ async fn pool_evicts_the_least_recently_used_and_closes_idle_connections() {
 struct Typist(std::sync::Mutex<Vec<String>>);
 #[async_trait::async_trait]
 impl Prompter for Typist {
-    async fn confirm(&self, _: &str, _: &str) -> bool {
+    async fn confirm(&self, _: &Text, _: &Text) -> bool {
         false
     }
-    async fn secret(&self, title: &str, prompt: &str) -> Option<String> {
-        self.0.lock().unwrap().push(format!("{title}: {prompt}"));
+    async fn secret(&self, title: &Text, prompt: &Text) -> Option<String> {
+        self.0.lock().unwrap().push(format!("{}: {}", title.english(), prompt.english()));
         Some(TEST_PASSWORD.to_string())
     }
 }

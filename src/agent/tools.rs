@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::specialists::{self, Kind};
 use super::{Agent, ToolBox};
+use crate::i18n::Text;
 use crate::llm::ToolSpec;
 
 /// Parses arguments into `T`; a wrong or missing field is a malformed call.
@@ -149,12 +150,14 @@ impl ToolBox for MainTools {
             }
             "ask_user" => {
                 let a: Question = args(name, value)?;
-                Ok(match agent.prompter.ask("The agent asks", &a.question).await {
-                    Some(answer) => format!("The operator answered: {answer}"),
-                    None => {
-                        "No operator is available to answer; decide with what you know, or say what you need.".into()
-                    }
-                })
+                Ok(
+                    match agent.prompter.ask(&Text::key("prompt.agent_asks", &[]), &Text::Raw(a.question.clone())).await
+                    {
+                        Some(answer) => format!("The operator answered: {answer}"),
+                        None => "No operator is available to answer; decide with what you know, or say what you need."
+                            .into(),
+                    },
+                )
             }
             other => Err(format!("unknown tool `{other}`")),
         }

@@ -36,10 +36,10 @@ pub enum PromptAnswer {
 /// A question from a worker; the answer goes back on `reply`.
 #[derive(Debug)]
 pub struct PromptRequest {
-    /// Short heading.
-    pub title: String,
+    /// Short heading, drawn in the console's language.
+    pub title: crate::i18n::Text,
     /// The question.
-    pub body: String,
+    pub body: crate::i18n::Text,
     /// Confirm, secret or approval.
     pub kind: PromptKind,
     /// The change to approve (for `PromptKind::Approval`).

@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 use super::msg::{Msg, PromptAnswer, PromptKind, PromptRequest};
 use super::sender::AppSender;
 use crate::approval::{ApprovalRequest, Approver, Decision};
+use crate::i18n::Text;
 use crate::prompt::Prompter;
 
 /// Asks through the console.
@@ -20,21 +21,21 @@ impl TuiPrompter {
         Self { sender }
     }
 
-    async fn question(&self, title: &str, body: &str, kind: PromptKind) -> PromptAnswer {
+    async fn question(&self, title: &Text, body: &Text, kind: PromptKind) -> PromptAnswer {
         self.ask_with(title, body, kind, None).await
     }
 
     async fn ask_with(
         &self,
-        title: &str,
-        body: &str,
+        title: &Text,
+        body: &Text,
         kind: PromptKind,
         approval: Option<ApprovalRequest>,
     ) -> PromptAnswer {
         let (tx, rx) = oneshot::channel();
         self.sender.send(Msg::Prompt(PromptRequest {
-            title: title.into(),
-            body: body.into(),
+            title: title.clone(),
+            body: body.clone(),
             kind,
             approval,
             reply: Some(tx),
@@ -46,18 +47,18 @@ impl TuiPrompter {
 
 #[async_trait]
 impl Prompter for TuiPrompter {
-    async fn confirm(&self, title: &str, body: &str) -> bool {
+    async fn confirm(&self, title: &Text, body: &Text) -> bool {
         self.question(title, body, PromptKind::Confirm).await == PromptAnswer::Yes
     }
 
-    async fn secret(&self, title: &str, prompt: &str) -> Option<String> {
+    async fn secret(&self, title: &Text, prompt: &Text) -> Option<String> {
         match self.question(title, prompt, PromptKind::Secret).await {
             PromptAnswer::Secret(s) => Some(s),
             _ => None,
         }
     }
 
-    async fn ask(&self, title: &str, question: &str) -> Option<String> {
+    async fn ask(&self, title: &Text, question: &Text) -> Option<String> {
         match self.ask_with(title, question, PromptKind::Text, None).await {
             PromptAnswer::Secret(s) if !s.is_empty() => Some(s),
             _ => None,
@@ -68,8 +69,9 @@ impl Prompter for TuiPrompter {
 #[async_trait]
 impl Approver for TuiPrompter {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
-        let title = format!("Approve: {}", request.summary);
-        match self.ask_with(&title, &request.command, PromptKind::Approval, Some(request.clone())).await {
+        let title = Text::key("prompt.approve_title", &[("summary", &request.summary)]);
+        let body = Text::Raw(request.command.clone());
+        match self.ask_with(&title, &body, PromptKind::Approval, Some(request.clone())).await {
             PromptAnswer::Yes => Decision::Once,
             PromptAnswer::Always => Decision::AlwaysPrefix,
             _ => Decision::Deny,

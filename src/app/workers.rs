@@ -306,8 +306,8 @@ async fn secret_command(
         }
         SecretCommand::Set(name) => {
             crate::secrets::validate_name(&name)?;
-            let title = locale.tf("secrets.prompt_title", &[("name", &name)]);
-            let Some(value) = prompter.secret(&title, locale.t("secrets.prompt")).await else {
+            let title = crate::i18n::Text::key("secrets.prompt_title", &[("name", &name)]);
+            let Some(value) = prompter.secret(&title, &crate::i18n::Text::key("secrets.prompt", &[])).await else {
                 return Ok(locale.tf("secrets.unchanged", &[("name", &name)]));
             };
             secrets.set(&name, &value).wrap_err_with(|| format!("cannot store {name}"))?;

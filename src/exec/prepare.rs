@@ -3,6 +3,7 @@
 //! to mask in output. The password for `sudo_password` hosts goes to sudo's
 //! stdin, never into argv (where `ps` shows it to every local user).
 
+use crate::i18n::Text;
 use crate::inventory::{Elevation, Host};
 use crate::prompt::Prompter;
 use crate::secrets::SecretSource;
@@ -57,7 +58,10 @@ pub async fn prepare(
             let password = match secrets.lookup(&sudo_secret_name(&host.name)) {
                 Some(p) => p,
                 None => prompter
-                    .secret(&format!("sudo on {}", host.name), &format!("sudo password for {}", host.name))
+                    .secret(
+                        &Text::key("prompt.sudo_title", &[("host", &host.name)]),
+                        &Text::key("prompt.sudo_body", &[("host", &host.name)]),
+                    )
                     .await
                     .ok_or_else(|| missing_password_error(&host.name))?,
             };

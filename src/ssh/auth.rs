@@ -15,6 +15,7 @@ use russh::keys::{HashAlg, PrivateKeyWithHashAlg};
 
 use super::client::{ClientHandler, ConnectContext, SshError};
 use super::target::SshTarget;
+use crate::i18n::Text;
 use crate::prompt::Prompter;
 use crate::secrets::key_passphrase_name;
 
@@ -58,8 +59,9 @@ pub async fn authenticate(
                 let pass = match stored {
                     Some(p) => Some(p),
                     None => {
-                        let prompt = format!("passphrase for {}", path.display());
-                        prompter.secret(&format!("Key for {}", target.name), &prompt).await
+                        let shown = path.display().to_string();
+                        let title = Text::key("prompt.key_title", &[("host", &target.name)]);
+                        prompter.secret(&title, &Text::key("prompt.key_body", &[("path", &shown)])).await
                     }
                 };
                 let Some(pass) = pass else {
@@ -148,10 +150,15 @@ async fn keyboard_interactive(
             KeyboardInteractiveAuthResponse::InfoRequest { name, instructions, prompts } => {
                 let mut answers = Vec::with_capacity(prompts.len());
                 for p in &prompts {
-                    let title = if name.is_empty() { format!("Login to {}", target.name) } else { name.clone() };
+                    // The server's own words are shown as they are.
+                    let title = if name.is_empty() {
+                        Text::key("prompt.login_title", &[("host", &target.name)])
+                    } else {
+                        Text::Raw(name.clone())
+                    };
                     let text =
                         if instructions.is_empty() { p.prompt.clone() } else { format!("{instructions} {}", p.prompt) };
-                    match prompter.secret(&title, &text).await {
+                    match prompter.secret(&title, &Text::Raw(text)).await {
                         Some(answer) => answers.push(answer),
                         None => return Ok(false),
                     }

@@ -14,6 +14,7 @@ use super::auth::authenticate;
 use super::known_hosts::{self, KnownHostStatus};
 use super::target::SshTarget;
 use crate::config::HostKeyPolicy;
+use crate::i18n::Text;
 use crate::prompt::Prompter;
 use crate::secrets::SecretSource;
 
@@ -119,13 +120,9 @@ pub async fn verify_host_key(
                 HostKeyPolicy::Strict => false,
                 HostKeyPolicy::AcceptNew => !other,
                 HostKeyPolicy::Ask => {
-                    let note = if other { " (the host is known with keys of other types)" } else { "" };
-                    ctx.prompter
-                        .confirm(
-                            "Unknown host key",
-                            &format!("{shown} offers {key_type} key {fp}{note}. Trust it and remember it?"),
-                        )
-                        .await
+                    let body = if other { "prompt.hostkey_body_other" } else { "prompt.hostkey_body" };
+                    let args = [("host", shown.as_str()), ("type", key_type), ("fingerprint", fp.as_str())];
+                    ctx.prompter.confirm(&Text::key("prompt.hostkey_title", &[]), &Text::key(body, &args)).await
                 }
             };
             if !trust {

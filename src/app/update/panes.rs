@@ -9,6 +9,7 @@ use crate::app::keymap::Action;
 use crate::app::model::{ChatRole, HostForm, Model, Pane, PendingPrompt, RunProgress};
 use crate::app::msg::{Effect, PromptKind, PromptRequest};
 use crate::app::output_buffer::LineKind;
+use crate::i18n::Text;
 use crate::inventory::Host;
 use crate::redact::redact_command;
 
@@ -101,10 +102,9 @@ pub(super) fn on_inventory_action(model: &mut Model, action: Action) -> Vec<Effe
                 model.flash = Some(model.locale.t("flash.localhost_builtin").to_string());
                 return Vec::new();
             }
-            let body = model.locale.tf("confirm.delete", &[("hosts", &names.join(", "))]);
             let request = PromptRequest {
-                title: model.locale.t("confirm.delete_title").to_string(),
-                body,
+                title: Text::key("confirm.delete_title", &[]),
+                body: Text::key("confirm.delete", &[("hosts", &names.join(", "))]),
                 kind: PromptKind::Confirm,
                 approval: None,
                 reply: None,

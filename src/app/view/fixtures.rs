@@ -197,8 +197,8 @@ fn queue_approval(m: &mut Model, request: crate::approval::ApprovalRequest) {
     let (tx, rx) = oneshot::channel();
     std::mem::forget(rx);
     let prompt = PromptRequest {
-        title: format!("Approve: {}", request.summary),
-        body: request.command.clone(),
+        title: crate::i18n::Text::key("prompt.approve_title", &[("summary", &request.summary)]),
+        body: request.command.as_str().into(),
         kind: PromptKind::Approval,
         approval: Some(request),
         reply: Some(tx),

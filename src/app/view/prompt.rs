@@ -19,7 +19,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let key = |action: Action| format!("[{}]", model.keymap.keys(KeyContext::Modal, action));
     let mut lines = match &prompt.request.approval {
         Some(approval) => approval_lines(model, approval),
-        None => vec![Line::raw(prompt.request.body.clone()), Line::raw("")],
+        None => vec![Line::raw(prompt.request.body.render(&model.locale)), Line::raw("")],
     };
     match prompt.request.kind {
         PromptKind::Approval => {
@@ -59,11 +59,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
             lines.push(Line::styled(t("prompt.secret_hint"), theme.dim));
         }
     }
-    let heading = match &prompt.request.approval {
-        Some(a) => model.locale.tf("prompt.approve_title", &[("summary", &a.summary)]),
-        None => prompt.request.title.clone(),
-    };
-    let mut title = format!(" {heading} ");
+    let mut title = format!(" {} ", prompt.request.title.render(&model.locale));
     if queued > 0 {
         title.push_str(&format!("· {} ", model.locale.tf("prompt.more", &[("count", &queued.to_string())])));
     }

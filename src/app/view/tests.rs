@@ -279,6 +279,28 @@ fn french_pipeline_palette_and_approval() {
     let mut m = fixture_detailed_inventory();
     m.set_locale(fr());
     insta::assert_snapshot!("french_inventory_details", render(&m, 160, 34).backend());
+    // A worker's question is drawn in the console's language.
+    use crate::i18n::Text;
+    let (tx, _rx) = oneshot::channel();
+    let args = [
+        ("host", "[10.20.0.11]:22"),
+        ("type", "ssh-ed25519"),
+        ("fingerprint", "SHA256:n4UOw1Xc6Q1jS3Rr9sR0bQf6pLkE0r0xT5yq8GQm2nA"),
+    ];
+    let mut m = fixture_with_output();
+    m.set_locale(fr());
+    update(
+        &mut m,
+        Msg::Prompt(PromptRequest {
+            title: Text::key("prompt.hostkey_title", &[]),
+            body: Text::key("prompt.hostkey_body", &args),
+            kind: PromptKind::Confirm,
+            approval: None,
+            reply: Some(tx),
+        }),
+    );
+    let screen = format!("{:?}", render(&m, 110, 30).backend());
+    assert!(screen.contains("Clé d'hôte inconnue") && screen.contains("La croire et la retenir"), "{screen}");
 }
 
 /// Writes an SVG per pane and modal into `MERLYA_SCREENSHOT_DIR` (run by scripts/screenshots.sh).
