@@ -333,7 +333,10 @@ fn write_screenshots() {
     palette.input.set_text(":");
     let mut split = fixture_pipelines();
     split.diff_view.side_by_side = true;
-    let shots: [(&str, Model); 14] = [
+    let mut drift = fixture_model();
+    drift.set_focus(Pane::Drift);
+    let shots: [(&str, Model); 15] = [
+        ("drift", drift),
         ("inventory-details", fixture_detailed_inventory()),
         ("command-palette", palette),
         ("pipeline-side-by-side", split),
