@@ -10,6 +10,7 @@
 //! - Anything else is a message to the agent.
 
 use super::keymap::Action;
+use crate::i18n::Text;
 
 /// Slash commands: the word, whether it takes arguments, and its locale help key.
 pub const SLASH: [(&str, bool, &str); 11] = [
@@ -104,7 +105,7 @@ pub enum CommandLine {
 }
 
 /// Parses `input` or explains what was expected.
-pub fn parse(input: &str) -> Result<CommandLine, String> {
+pub fn parse(input: &str) -> Result<CommandLine, Text> {
     let input = input.trim();
     if input.is_empty() {
         return Ok(CommandLine::Nothing);
@@ -112,7 +113,7 @@ pub fn parse(input: &str) -> Result<CommandLine, String> {
     if let Some(cmd) = input.strip_prefix('!') {
         let cmd = cmd.trim();
         if cmd.is_empty() {
-            return Err("`!` needs a command, e.g. !uptime".into());
+            return Err(Text::key("cmd.bang_needs_command", &[]));
         }
         return Ok(CommandLine::RunOnSelection(cmd.to_string()));
     }
@@ -130,19 +131,18 @@ pub fn parse(input: &str) -> Result<CommandLine, String> {
         "reload" => Ok(CommandLine::Reload),
         "clear" => Ok(CommandLine::Clear),
         "exec" => {
-            let (targets, command) =
-                args.split_once(" -- ").ok_or("usage: :exec TARGETS -- COMMAND (e.g. :exec @web -- uptime)")?;
+            let (targets, command) = args.split_once(" -- ").ok_or_else(|| Text::key("cmd.exec_usage", &[]))?;
             let (targets, command) = (targets.trim(), command.trim());
             if targets.is_empty() || command.is_empty() {
-                return Err("usage: :exec TARGETS -- COMMAND (e.g. :exec @web -- uptime)".into());
+                return Err(Text::key("cmd.exec_usage", &[]));
             }
             Ok(CommandLine::Exec { targets: targets.into(), command: command.into() })
         }
-        other => Err(format!("unknown command :{other} (type : to see the palette)")),
+        other => Err(Text::key("cmd.unknown_palette", &[("word", other)])),
     }
 }
 
-fn parse_slash(input: &str) -> Result<CommandLine, String> {
+fn parse_slash(input: &str) -> Result<CommandLine, Text> {
     let (word, rest) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
     let args: Vec<&str> = rest.split_whitespace().collect();
     match word {
@@ -156,10 +156,8 @@ fn parse_slash(input: &str) -> Result<CommandLine, String> {
         "/audit" => {
             return match args.as_slice() {
                 [] => Ok(CommandLine::Audit(20)),
-                [n] => {
-                    n.parse().map(CommandLine::Audit).map_err(|_| format!("/audit {n}: expected a number of entries"))
-                }
-                _ => Err("usage: /audit [N]".into()),
+                [n] => n.parse().map(CommandLine::Audit).map_err(|_| Text::key("cmd.audit_number", &[("value", n)])),
+                _ => Err(Text::key("cmd.audit_usage", &[])),
             };
         }
         "/secret" => {
@@ -167,7 +165,7 @@ fn parse_slash(input: &str) -> Result<CommandLine, String> {
                 [] | ["list"] => Ok(CommandLine::Secret(SecretCommand::List)),
                 ["set", name] => Ok(CommandLine::Secret(SecretCommand::Set(name.to_string()))),
                 ["rm", name] => Ok(CommandLine::Secret(SecretCommand::Remove(name.to_string()))),
-                _ => Err("usage: /secret list | set NAME | rm NAME (the value is asked for, hidden)".into()),
+                _ => Err(Text::key("cmd.secret_usage", &[])),
             };
         }
         _ => {}
@@ -176,7 +174,7 @@ fn parse_slash(input: &str) -> Result<CommandLine, String> {
         return match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
             [] => Ok(CommandLine::Language(String::new())),
             [code] => Ok(CommandLine::Language(code.to_string())),
-            _ => Err("usage: /language en|fr".into()),
+            _ => Err(Text::key("cmd.language_usage", &[])),
         };
     }
     if let Some(rest) = input.strip_prefix("/model") {
@@ -187,14 +185,14 @@ fn parse_slash(input: &str) -> Result<CommandLine, String> {
                 let role = match *role {
                     "brain" => crate::llm::ModelRole::Brain,
                     "fast" => crate::llm::ModelRole::Fast,
-                    other => return Err(format!("/model {other}: expected brain or fast")),
+                    other => return Err(Text::key("cmd.model_role", &[("role", other)])),
                 };
                 Ok(CommandLine::Model(Some((role, spec.to_string()))))
             }
-            _ => Err("usage: /model, or /model brain|fast PROVIDER/MODEL".into()),
+            _ => Err(Text::key("cmd.model_usage", &[])),
         };
     }
-    Err(format!("unknown command {word} (type / to see the commands)"))
+    Err(Text::key("cmd.unknown_slash", &[("word", word)]))
 }
 
 #[cfg(test)]
@@ -235,11 +233,11 @@ mod tests {
 
     #[test]
     fn explains_mistakes() {
-        assert!(parse("!").unwrap_err().contains("needs a command"));
-        assert!(parse(":exec web01 uptime").unwrap_err().contains("usage"));
-        assert!(parse(":frobnicate").unwrap_err().contains("unknown command"));
-        assert!(parse("/frobnicate").unwrap_err().contains("unknown command /frobnicate"));
-        assert!(parse("/secret set").unwrap_err().contains("usage"));
-        assert!(parse("/audit many").unwrap_err().contains("expected a number"));
+        assert!(parse("!").unwrap_err().english().contains("needs a command"));
+        assert!(parse(":exec web01 uptime").unwrap_err().english().contains("usage"));
+        assert!(parse(":frobnicate").unwrap_err().english().contains("unknown command"));
+        assert!(parse("/frobnicate").unwrap_err().english().contains("unknown command /frobnicate"));
+        assert!(parse("/secret set").unwrap_err().english().contains("usage"));
+        assert!(parse("/audit many").unwrap_err().english().contains("expected a number"));
     }
 }

@@ -110,7 +110,7 @@ pub struct HostForm {
     /// The field being typed in.
     pub focus: usize,
     /// Why the last save was refused.
-    pub error: Option<String>,
+    pub error: Option<crate::i18n::Text>,
 }
 
 impl HostForm {
@@ -144,17 +144,19 @@ impl HostForm {
     }
 
     /// The host the form describes, or which field is wrong and why.
-    pub fn to_host(&self) -> Result<Host, String> {
+    pub fn to_host(&self) -> Result<Host, crate::i18n::Text> {
+        use crate::i18n::Text;
         let v = |i: usize| self.values.get(i).map(|s| s.trim().to_string()).unwrap_or_default();
-        crate::inventory::host::validate_name(&v(0)).map_err(|e| format!("name: {e}"))?;
+        crate::inventory::host::validate_name(&v(0)).map_err(|e| Text::key("form.err_name", &[("error", &e)]))?;
         if v(1).is_empty() {
-            return Err("address: enter an IP address or a DNS name".into());
+            return Err(Text::key("form.err_address", &[]));
         }
-        let port: u16 = v(2).parse().map_err(|_| format!("port: {:?} is not a port number (1-65535)", v(2)))?;
+        let bad_port = || Text::key("form.err_port", &[("value", &v(2))]);
+        let port: u16 = v(2).parse().map_err(|_| bad_port())?;
         if port == 0 {
-            return Err("port: 0 is not a port number (1-65535)".into());
+            return Err(bad_port());
         }
-        let elevation = v(6).parse().map_err(|e| format!("elevation: {e}"))?;
+        let elevation = v(6).parse().map_err(|e: String| Text::key("form.err_elevation", &[("error", &e)]))?;
         let mut host = Host::new(v(0), v(1));
         host.port = port;
         host.username = Some(v(3)).filter(|u| !u.is_empty());

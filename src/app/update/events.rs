@@ -157,7 +157,7 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
                 }
             }
             let kind = LineKind::Outcome { host: result.host.as_str().into(), ok: result.success() };
-            model.output.push(kind, outcome_text(&result));
+            model.output.push(kind, outcome_text(&result, &model.locale));
             keep_scroll_position(model, 1);
             let mut effects = Vec::new();
             if let Some(reachable) = reachability(&result) {
@@ -180,12 +180,13 @@ pub fn reachability(result: &HostResult) -> Option<bool> {
     if error.starts_with("cannot reach") || error.starts_with("connection to") { Some(false) } else { None }
 }
 
-fn outcome_text(r: &HostResult) -> String {
+fn outcome_text(r: &HostResult, locale: &crate::i18n::Locale) -> String {
     let took = format!("{:.2}s", r.duration_ms as f64 / 1000.0);
+    let exit = |code: i32| locale.tf("output.exit", &[("code", &code.to_string())]);
     match (&r.error, r.exit_code) {
         (Some(e), _) => format!("✗ {} · {e} · {took}", r.host),
-        (None, Some(0)) => format!("✓ {} · exit 0 · {took}", r.host),
-        (None, Some(code)) => format!("✗ {} · exit {code} · {took}", r.host),
-        (None, None) => format!("✗ {} · no exit status · {took}", r.host),
+        (None, Some(0)) => format!("✓ {} · {} · {took}", r.host, exit(0)),
+        (None, Some(code)) => format!("✗ {} · {} · {took}", r.host, exit(code)),
+        (None, None) => format!("✗ {} · {} · {took}", r.host, locale.t("output.no_exit")),
     }
 }

@@ -108,7 +108,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         effects.push(Effect::SaveHistory(redact_command(&line)));
     }
     match command_line::parse(&line) {
-        Err(e) => model.flash = Some(e),
+        Err(e) => model.flash = Some(e.render(&model.locale)),
         Ok(CommandLine::Nothing) => {}
         Ok(CommandLine::Quit) => model.should_quit = true,
         Ok(CommandLine::Help) => model.help_open = true,

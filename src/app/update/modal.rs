@@ -100,7 +100,7 @@ pub(super) fn on_form_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
                 let duplicate = form.original.as_deref() != Some(host.name.as_str())
                     && model.hosts.iter().any(|h| h.name == host.name);
                 if duplicate {
-                    form.error = Some(format!("name: a host named {} already exists", host.name));
+                    form.error = Some(crate::i18n::Text::key("form.err_duplicate", &[("host", &host.name)]));
                     return Vec::new();
                 }
                 let original = form.original.clone();

@@ -38,11 +38,10 @@ pub(super) fn start_run(model: &mut Model, hosts: Vec<Host>, command: String) ->
     let run = model.next_run;
     model.next_run += 1;
     let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
-    let plural = if hosts.len() == 1 { "" } else { "s" };
-    model.output.push(
-        LineKind::Header,
-        format!("$ {} · {} host{plural}: {}", redact_command(&command), hosts.len(), names.join(", ")),
-    );
+    let key = if hosts.len() == 1 { "output.header_one" } else { "output.header_many" };
+    let args = [("command", redact_command(&command)), ("count", hosts.len().to_string()), ("hosts", names.join(", "))];
+    let args: Vec<(&str, &str)> = args.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    model.output.push(LineKind::Header, model.locale.tf(key, &args));
     model.output_view.follow = true;
     model.output_view.scroll = 0;
     model.runs.insert(run, RunProgress { command: redact_command(&command), hosts: hosts.len(), done: 0, failed: 0 });

@@ -130,13 +130,14 @@ fn the_host_form_validates_then_saves() {
     update(&mut m, key(KeyCode::Tab));
     type_text(&mut m, "10.0.0.9");
     update(&mut m, key(KeyCode::Enter));
-    let error = m.form.as_ref().and_then(|f| f.error.clone()).unwrap_or_default();
+    let error = m.form.as_ref().and_then(|f| f.error.as_ref()).map(|e| e.english()).unwrap_or_default();
     assert!(error.starts_with("name:"), "{error}");
     update(&mut m, key(KeyCode::BackTab));
     update(&mut m, ctrl('u'));
     type_text(&mut m, "web01");
     update(&mut m, key(KeyCode::Enter));
-    assert!(m.form.as_ref().and_then(|f| f.error.as_deref()).is_some_and(|e| e.contains("already exists")));
+    let error = m.form.as_ref().and_then(|f| f.error.as_ref()).map(|e| e.english()).unwrap_or_default();
+    assert!(error.contains("already exists"), "{error}");
     update(&mut m, ctrl('u'));
     type_text(&mut m, "web03");
     for _ in 0..2 {

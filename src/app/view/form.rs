@@ -29,7 +29,7 @@ pub fn draw(model: &Model, form: &HostForm, frame: &mut Frame, area: Rect) {
         .collect();
     lines.push(Line::raw(""));
     if let Some(error) = &form.error {
-        lines.push(Line::styled(error.clone(), theme.error));
+        lines.push(Line::styled(error.render(&model.locale), theme.error));
     }
     lines.push(Line::styled(model.locale.t("form.hint").to_string(), theme.dim));
     let title = match &form.original {
