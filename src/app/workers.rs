@@ -94,6 +94,7 @@ pub(super) fn agent_turn(services: &Services, text: String) {
         (services.ctx.clone(), services.executor.clone(), services.gate.clone(), services.sender.clone());
     let prompter: Arc<dyn crate::prompt::Prompter> = services.prompter.clone();
     let conversation = services.conversation.clone();
+    let locale = services.locale();
     tokio::spawn(async move {
         let (id, earlier) = match continue_conversation(&ctx, &conversation, &text).await {
             Ok(found) => found,
@@ -134,9 +135,13 @@ pub(super) fn agent_turn(services: &Services, text: String) {
             sender.send(Msg::Error(format!("the answer was not saved: {e}")));
         }
         let approx = if report.usage.approximate { "~" } else { "" };
-        let summary = format!(
-            "agent: {approx}{} tokens in, {approx}{} out · ${:.4}",
-            report.usage.input_tokens, report.usage.output_tokens, report.cost_usd
+        let summary = locale.tf(
+            "agent.summary",
+            &[
+                ("input", &format!("{approx}{}", report.usage.input_tokens)),
+                ("output", &format!("{approx}{}", report.usage.output_tokens)),
+                ("cost", &format!("{:.4}", report.cost_usd)),
+            ],
         );
         sender.send(Msg::AgentDone { error: report.error, summary });
     });

@@ -104,12 +104,11 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
         AgentEvent::Command(c) => {
             let text = match (&c.refused, c.exit_code) {
                 (Some(why), None) => format!("✗ {} $ {} — {why}", c.specialist, c.command),
-                (_, code) => format!(
-                    "⚙ {} $ {} → exit {}",
-                    c.specialist,
-                    c.command,
-                    code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
-                ),
+                (_, code) => {
+                    let code = code.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
+                    let exit = model.locale.tf("output.exit", &[("code", &code)]);
+                    format!("⚙ {} $ {} → {exit}", c.specialist, c.command)
+                }
             };
             let mut entry = ChatEntry::new(ChatRole::Tool, text);
             entry.detail = model.agent_output.remove(&c.host).unwrap_or_default();
