@@ -191,3 +191,30 @@ fn slash_secret_stores_a_hidden_value_in_the_kernel_keyring() {
         assert!(!String::from_utf8_lossy(&bytes).contains("s3cr3t-value"), "{} holds the secret", file.display());
     }
 }
+
+#[test]
+fn a_line_selection_reaches_the_clipboard_through_osc52() {
+    let env = TestEnv::new();
+    let tmux = Tmux::start("copy", &env, 120, 34);
+    // tmux keeps what applications put on the clipboard (OSC 52) as a paste buffer.
+    tmux.tmux(&["set-option", "-g", "set-clipboard", "on"]);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["!"]);
+    tmux.type_text("printf 'one\\ntwo\\nthree\\n'");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("✓ localhost · exit 0");
+    // From the newest line: up to "three", start the selection, extend it to "one", copy.
+    tmux.keys(&["2", "k", "v", "k", "k"]);
+    tmux.wait_for("selecting 3 lines");
+    tmux.keys(&["y"]);
+    tmux.wait_for("copied 3 lines");
+    assert_eq!(tmux.tmux(&["show-buffer"]), "one\ntwo\nthree");
+    // The layout follows the terminal's size.
+    tmux.tmux(&["resize-window", "-t", "0", "-x", "72", "-y", "20"]);
+    let screen = tmux.wait_for("╭ Inventory · 1 ───────╮");
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines.iter().all(|l| l.chars().count() <= 72), "{screen}");
+    assert!(lines.last().is_some_and(|l| l.contains("OUTPUT")), "the status bar is on the last row:\n{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

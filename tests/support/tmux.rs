@@ -45,6 +45,12 @@ impl Tmux {
         Self { socket }
     }
 
+    /// Runs a tmux command on this server and returns its output.
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap();
+        text(&out.stdout)
+    }
+
     pub fn screen(&self) -> String {
         let out = Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-t", "0"]).output().unwrap();
         text(&out.stdout)

@@ -69,7 +69,11 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
     let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
     let mut spans = vec![
         Span::styled(format!(" {} ", model.locale.t(model.focus.key()).to_uppercase()), theme.selected),
-        Span::raw(format!(" {} {}", model.hosts.len(), model.locale.t("status.hosts"))),
+        Span::raw(format!(
+            " {} {}",
+            model.hosts.len(),
+            model.locale.t(if model.hosts.len() == 1 { "status.host" } else { "status.hosts" })
+        )),
     ];
     if running > 0 {
         spans.push(Span::styled(format!(" · {running} {}", model.locale.t("status.running")), theme.warn));
