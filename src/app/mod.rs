@@ -13,22 +13,39 @@
 //! A worker that needs a person (unknown host key, passphrase, MFA code) sends
 //! a prompt carrying a `oneshot` reply; prompts queue while one is on screen.
 
+/// What a line typed at the bottom means (`!`, `:`, `/`, chat).
 pub mod command_line;
+/// Suggestions for the completion popup, from the parser's own tables.
 pub mod completion;
+/// A unified diff as rows and hunks, unified or side by side.
 pub mod diff_view;
+/// syntect highlighting for code blocks and diffs.
 pub mod highlight;
+/// Key bindings per context, from YAML.
 pub mod keymap;
+/// Where each pane sits for a screen size.
 pub mod layout;
+/// Markdown to terminal lines for the chat.
 pub mod markdown;
+/// All console state.
 pub mod model;
+/// Messages in, effects out.
 pub mod msg;
+/// Per-host bounded scrollback.
 pub mod output_buffer;
+/// The console's `Prompter` and `Approver`: questions become modals.
 pub mod prompter;
+/// The terminal and the event loop.
 pub mod runtime;
+/// The channel workers report on.
 pub mod sender;
+/// Colours from YAML themes.
 pub mod theme;
+/// The pure state transition.
 pub mod update;
+/// Drawing.
 pub mod view;
+/// Effects that touch the store, the keyring or the network.
 mod workers;
 
 pub use runtime::run_console;

@@ -14,6 +14,7 @@ use crate::app::model::{ChatRole, Model, Pane};
 /// Output lines an expanded cell shows.
 const EXPANDED_LINES: usize = 40;
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let chat = model.locale.t("pane.chat");

@@ -9,6 +9,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::view_block;
 use crate::app::model::Model;
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let lines = vec![
         Line::styled(model.locale.t("drift.empty").to_string(), model.theme.dim),

@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use super::centered;
 use crate::app::model::{HostForm, Model};
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, form: &HostForm, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let labels: Vec<String> = HostForm::FIELDS.iter().map(|k| model.locale.t(k).to_string()).collect();

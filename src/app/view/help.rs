@@ -29,6 +29,7 @@ fn section<'a>(model: &Model, contexts: &[KeyContext]) -> Vec<Line<'a>> {
     lines
 }
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let left = section(model, &[KeyContext::Global, KeyContext::Inventory]);

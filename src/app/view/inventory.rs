@@ -44,6 +44,7 @@ const OPTIONAL: [Column; 4] = [
     }),
 ];
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let hosts = model.visible_hosts();
     let mut title = format!(" {} · {} ", model.locale.t("pane.inventory"), hosts.len());

@@ -10,6 +10,7 @@ use super::view_block;
 use crate::app::model::Model;
 use crate::store::metrics::LATENCY_BUCKETS_MS;
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let d = &model.dashboard;

@@ -10,6 +10,7 @@ use crate::app::model::Model;
 use crate::app::output_buffer::LineKind;
 use crate::exec::Stream;
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();

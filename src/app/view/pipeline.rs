@@ -28,6 +28,7 @@ fn mark(status: &str) -> &'static str {
     }
 }
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let runs = &model.dashboard.pipelines;
     let count = model.locale.tf("pipeline.runs", &[("count", &runs.len().to_string())]);

@@ -12,6 +12,7 @@ use crate::app::keymap::{Action, KeyContext};
 use crate::app::model::{Model, PendingPrompt};
 use crate::app::msg::PromptKind;
 
+/// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let t = |k: &str| model.locale.t(k).to_string();

@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragra
 use crate::app::model::Model;
 use crate::app::update::popup;
 
+/// The input line: the editor while typing, else the last notice or a hint.
 pub fn draw_input(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     if model.input.active {
@@ -64,6 +65,7 @@ pub fn draw_popup(model: &Model, frame: &mut Frame, input: Rect) {
     frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);
 }
 
+/// The status bar: focused pane, counts, and key hints from the keymap.
 pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
     let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
