@@ -17,15 +17,15 @@ pub struct Suggestion {
     pub help: String,
 }
 
-/// At most this many suggestions are offered.
-pub const MAX: usize = 8;
+/// Rows the popup shows at once (it scrolls through the rest).
+pub const ROWS: usize = 10;
 
 /// The suggestions for `text`.
 pub fn suggest(text: &str, hosts: &[Host]) -> Vec<Suggestion> {
     if text.contains('\n') {
         return Vec::new();
     }
-    let mut out = match text.split_once(' ') {
+    match text.split_once(' ') {
         None if text.starts_with('/') => words(text, SLASH.iter().map(|(w, args, help)| (*w, *args, *help))),
         None if text.starts_with(':') => words(
             text,
@@ -36,9 +36,7 @@ pub fn suggest(text: &str, hosts: &[Host]) -> Vec<Suggestion> {
         ),
         Some((command, _)) => arguments(command, text, hosts),
         None => Vec::new(),
-    };
-    out.truncate(MAX);
-    out
+    }
 }
 
 /// Commands starting with `text`, then those merely containing it.
@@ -93,7 +91,8 @@ mod tests {
 
     #[test]
     fn slash_and_palette_words_complete() {
-        assert_eq!(labels("/", &[]).len(), MAX, "every command is offered, up to the popup's size");
+        assert_eq!(labels("/", &[]).len(), 11, "every slash command is offered");
+        assert_eq!(labels(":", &[]).len(), 22, "every palette word is offered");
         assert_eq!(labels("/h", &[]), ["/hosts", "/help"]);
         assert_eq!(labels("/la", &[]), ["/language"]);
         assert_eq!(suggest("/la", &[])[0].replacement, "/language ", "commands with arguments leave a space");

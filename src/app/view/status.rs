@@ -48,7 +48,7 @@ pub fn draw_popup(model: &Model, frame: &mut Frame, input: Rect) {
         })
         .collect();
     let width = items.iter().map(|i| i.width()).max().unwrap_or(10) + 3;
-    let height = u16::try_from(items.len()).unwrap_or(8) + 2;
+    let height = u16::try_from(items.len().min(crate::app::completion::ROWS)).unwrap_or(10) + 2;
     let rect = Rect {
         x: input.x + 1,
         y: input.y.saturating_sub(height),
