@@ -28,7 +28,8 @@ pub const SLASH: [(&str, bool, &str); 11] = [
 ];
 
 /// Palette words that do what a key does, anywhere.
-pub const PALETTE: [(&str, Action); 19] = [
+pub const PALETTE: [(&str, Action); 20] = [
+    (":zoom", Action::Zoom),
     (":inventory", Action::FocusInventory),
     (":output", Action::FocusOutput),
     (":chat", Action::FocusChat),

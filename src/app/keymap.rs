@@ -94,6 +94,7 @@ actions! {
     Copy = "copy", "copy the selection (or the lines on screen) to the clipboard (OSC 52)", "copy";
     Select = "select", "start or end a line selection (then move, then copy)", "select";
     Help = "help", "show every key", "help";
+    Zoom = "zoom", "the focused pane fills the screen (again to go back)", "";
     NextPane = "next_pane", "next pane", "pane";
     PreviousPane = "previous_pane", "previous pane", "";
     FocusInventory = "focus_inventory", "focus the inventory", "";

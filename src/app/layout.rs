@@ -17,11 +17,19 @@ pub struct Areas {
 }
 
 impl Areas {
-    /// The layout of a screen of `area` with an input `input_rows` high.
-    pub fn of(area: Rect, input_rows: u16) -> Self {
+    /// The layout of a screen of `area` with an input `input_rows` high;
+    /// `zoomed` gives the whole body to that pane (the others get no room).
+    pub fn of(area: Rect, input_rows: u16, zoomed: Option<Pane>) -> Self {
         let [body, input, status] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(input_rows.max(1)), Constraint::Length(1)])
                 .areas(area);
+        let hidden = Rect::new(body.x, body.y, 0, 0);
+        match zoomed {
+            Some(Pane::Inventory) => return Self { inventory: body, view: hidden, chat: hidden, input, status },
+            Some(Pane::Chat) => return Self { inventory: hidden, view: hidden, chat: body, input, status },
+            Some(_) => return Self { inventory: hidden, view: body, chat: hidden, input, status },
+            None => {}
+        }
         let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 56);
         let [inventory, right] = Layout::horizontal([Constraint::Length(left_width), Constraint::Min(10)]).areas(body);
         let [view, chat] = Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(right);
@@ -49,10 +57,13 @@ mod tests {
 
     #[test]
     fn clicks_land_on_panes() {
-        let a = Areas::of(Rect::new(0, 0, 120, 40), 1);
+        let a = Areas::of(Rect::new(0, 0, 120, 40), 1, None);
         assert_eq!(a.pane_at(2, 2, Pane::Output), Some(Pane::Inventory));
         assert_eq!(a.pane_at(100, 3, Pane::Metrics), Some(Pane::Metrics));
         assert_eq!(a.pane_at(100, 35, Pane::Output), Some(Pane::Chat));
         assert_eq!(a.pane_at(100, 39, Pane::Output), None, "the status bar is not a pane");
+        let zoomed = Areas::of(Rect::new(0, 0, 120, 40), 1, Some(Pane::Output));
+        assert_eq!((zoomed.view.width, zoomed.inventory.width, zoomed.chat.height), (120, 0, 0));
+        assert_eq!(zoomed.pane_at(2, 2, Pane::Output), Some(Pane::Output), "a zoomed pane takes every click");
     }
 }

@@ -341,6 +341,8 @@ pub struct Model {
     pub form: Option<HostForm>,
     /// Background notices, newest last.
     pub toasts: VecDeque<Toast>,
+    /// The focused pane fills the screen (`z`).
+    pub zoomed: bool,
     /// Front is on screen; the rest wait.
     pub prompts: VecDeque<PendingPrompt>,
     pub help_open: bool,
@@ -391,6 +393,7 @@ impl Model {
             agent_output: BTreeMap::new(),
             form: None,
             toasts: VecDeque::new(),
+            zoomed: false,
             prompts: VecDeque::new(),
             help_open: false,
             runs: BTreeMap::new(),
@@ -442,6 +445,11 @@ impl Model {
         let run = self.dashboard.pipelines.get(self.pipeline_cursor)?;
         let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
         (!diff.is_empty()).then(|| super::diff_view::Diff::parse(diff))
+    }
+
+    /// The pane that fills the screen, if zoomed.
+    pub fn zoomed_pane(&self) -> Option<Pane> {
+        self.zoomed.then_some(self.focus)
     }
 
     /// Rows the input line takes: one, or up to six while a multi-line message is typed.

@@ -26,8 +26,11 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Key(_) => Vec::new(),
         Msg::Mouse(mouse) => {
             let screen = Rect::new(0, 0, model.size.0, model.size.1);
-            let under =
-                super::layout::Areas::of(screen, model.input_rows()).pane_at(mouse.column, mouse.row, model.view);
+            let under = super::layout::Areas::of(screen, model.input_rows(), model.zoomed_pane()).pane_at(
+                mouse.column,
+                mouse.row,
+                model.view,
+            );
             match (mouse.kind, under) {
                 (MouseEventKind::ScrollUp, Some(pane)) => panes::scroll(model, pane, true),
                 (MouseEventKind::ScrollDown, Some(pane)) => panes::scroll(model, pane, false),
@@ -161,6 +164,7 @@ fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::Quit => model.should_quit = true,
         Action::Suspend => return vec![Effect::Suspend],
         Action::Help => model.help_open = true,
+        Action::Zoom => model.zoomed = !model.zoomed,
         Action::NextPane => model.set_focus(model.focus.next()),
         Action::PreviousPane => model.set_focus(model.focus.previous()),
         Action::FocusInventory => model.set_focus(Pane::Inventory),

@@ -26,7 +26,7 @@ use super::model::{Model, Pane};
 /// Draws the whole console.
 pub fn view(model: &Model, frame: &mut Frame) {
     let area = frame.area();
-    let areas = Areas::of(area, model.input_rows());
+    let areas = Areas::of(area, model.input_rows(), model.zoomed_pane());
     inventory::draw(model, frame, areas.inventory);
     match model.view {
         Pane::Pipeline => pipeline::draw(model, frame, areas.view),

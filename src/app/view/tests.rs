@@ -303,6 +303,14 @@ fn french_pipeline_palette_and_approval() {
     assert!(screen.contains("Clé d'hôte inconnue") && screen.contains("La croire et la retenir"), "{screen}");
 }
 
+#[test]
+fn zoomed_output_fills_the_screen() {
+    let mut m = fixture_with_output();
+    update(&mut m, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('z'))));
+    assert!(m.zoomed);
+    insta::assert_snapshot!(render(&m, 110, 20).backend());
+}
+
 /// Writes an SVG per pane and modal into `MERLYA_SCREENSHOT_DIR` (run by scripts/screenshots.sh).
 #[test]
 #[ignore = "writes files; run through scripts/screenshots.sh"]
