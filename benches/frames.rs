@@ -75,6 +75,17 @@ fn main() {
     model.output_view = Model::new(Vec::new(), false, 1, Theme::dark()).output_view;
     model.output_view.host = Some("web07".into());
     let one_host = frame_median(&model, &mut terminal, 50);
+    // A long conversation: 200 answers with Markdown and a highlighted code block each.
+    for i in 0..200 {
+        let answer = format!(
+            "## Finding {i}\n\nLoad on **web{:02}** is high; check:\n\n```bash\nps aux --sort=-%cpu | head -5\nsystemctl status php-fpm\n```\n",
+            i % 50
+        );
+        let agent = merlya::agent::AgentEvent::Delta { agent: "main".into(), text: answer };
+        update(&mut model, Msg::Agent(agent));
+        update(&mut model, Msg::Note(format!("turn {i}")));
+    }
+    let chat = frame_median(&model, &mut terminal, 50);
     let rss_after = rss_kib();
     println!("{total} lines from 50 hosts through update, {scrollback} lines kept per host, 200x60 frame");
     println!("ingest: {:.2} s ({:.0} lines/s)", ingest, total as f64 / ingest);
@@ -84,6 +95,7 @@ fn main() {
     println!("frame after the flood:       {full:.3} ms (median of 50) → {:.2}x the baseline", vs(full));
     println!("frame at the oldest line:    {oldest:.3} ms (median of 50) → {:.2}x", vs(oldest));
     println!("frame with one host shown:   {one_host:.3} ms (median of 50) → {:.2}x", vs(one_host));
+    println!("frame with 200 Markdown answers in the chat: {chat:.3} ms (median of 50) → {:.2}x", vs(chat));
     println!(
         "lines held: {} (dropped {}), RSS before {:.1} MiB, peak {:.1} MiB, after {:.1} MiB",
         model.output.len(),

@@ -244,12 +244,22 @@ pub struct ChatEntry {
     pub detail: Vec<String>,
     /// Whether the detail is shown.
     pub expanded: bool,
+    /// The agent's text rendered as Markdown, kept so frames do not parse and
+    /// highlight the whole conversation again (`None`: render when drawn).
+    pub rendered: Option<Vec<ratatui::text::Line<'static>>>,
 }
 
 impl ChatEntry {
     /// An entry with no detail.
     pub fn new(role: ChatRole, text: impl Into<String>) -> Self {
-        Self { role, text: text.into(), detail: Vec::new(), expanded: false }
+        Self { role, text: text.into(), detail: Vec::new(), expanded: false, rendered: None }
+    }
+
+    /// Renders the agent's Markdown once for every frame to come.
+    pub fn render_markdown(&mut self, theme: &Theme) {
+        if self.role == ChatRole::Assistant {
+            self.rendered = Some(super::markdown::render(&self.text, theme));
+        }
     }
 }
 

@@ -93,6 +93,9 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
                 Some(entry) if entry.role == ChatRole::Assistant => entry.text.push_str(&text),
                 _ => model.chat.push(ChatEntry::new(ChatRole::Assistant, text)),
             }
+            if let Some(entry) = model.chat.last_mut() {
+                entry.render_markdown(&model.theme);
+            }
             Vec::new()
         }
         AgentEvent::Delta { .. } => Vec::new(),

@@ -112,7 +112,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::HostChecked { host, reachable, at, error } => events::on_host_checked(model, host, reachable, at, error),
-        Msg::ConversationLoaded(entries) => {
+        Msg::ConversationLoaded(mut entries) => {
+            for entry in entries.iter_mut() {
+                entry.render_markdown(&model.theme);
+            }
             model.chat = entries;
             model.chat_view = Default::default();
             model.set_focus(Pane::Chat);

@@ -307,3 +307,15 @@ fn a_loaded_conversation_replaces_the_chat() {
     assert_eq!(m.chat.len(), 1);
     assert_eq!(m.focus, Pane::Chat);
 }
+
+#[test]
+fn streamed_markdown_is_rendered_once_per_delta_not_per_frame() {
+    let mut m = model();
+    let delta = |t: &str| Msg::Agent(crate::agent::AgentEvent::Delta { agent: "main".into(), text: t.into() });
+    update(&mut m, delta("**Disk** is "));
+    update(&mut m, delta("fine."));
+    let entry = m.chat.last().unwrap();
+    let rendered = entry.rendered.as_ref().expect("rendered as it streams");
+    let text: String = rendered[0].spans.iter().map(|s| s.content.as_ref()).collect();
+    assert_eq!(text, "Disk is fine.", "the whole reply so far, Markdown applied");
+}

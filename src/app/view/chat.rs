@@ -68,7 +68,15 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         }
         lines.push(Line::from(Span::styled(who, style)));
         if entry.role == ChatRole::Assistant {
-            for line in markdown::render(&entry.text, theme) {
+            let fresh;
+            let rendered = match &entry.rendered {
+                Some(lines) => lines,
+                None => {
+                    fresh = markdown::render(&entry.text, theme);
+                    &fresh
+                }
+            };
+            for line in rendered.iter().cloned() {
                 let mut spans = vec![Span::raw("  ")];
                 spans.extend(line.spans);
                 lines.push(Line::from(spans).style(line.style));
