@@ -68,9 +68,19 @@ impl PartialEq for Locale {
     }
 }
 
-fn parse(code: &str) -> Result<HashMap<String, String>, String> {
-    let text = BUILTIN.iter().find(|(c, _)| *c == code).map(|(_, t)| *t).ok_or_else(|| code.to_string())?;
-    yaml_serde::from_str(text).map_err(|e| format!("locales/{code}.yaml: {e}"))
+/// The strings of a built-in language, parsed once per process.
+fn parse(code: &str) -> Result<Arc<HashMap<String, String>>, String> {
+    static PARSED: std::sync::OnceLock<Vec<(&'static str, Result<Arc<HashMap<String, String>>, String>)>> =
+        std::sync::OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        BUILTIN
+            .iter()
+            .map(|(c, text)| {
+                (*c, yaml_serde::from_str(text).map(Arc::new).map_err(|e| format!("locales/{c}.yaml: {e}")))
+            })
+            .collect()
+    });
+    parsed.iter().find(|(c, _)| *c == code).map(|(_, strings)| strings.clone()).unwrap_or_else(|| Err(code.to_string()))
 }
 
 impl Default for Locale {
@@ -86,8 +96,8 @@ impl Default for Locale {
 impl Locale {
     /// The built-in locale `code` (`en`, `fr`).
     pub fn new(code: &str) -> Result<Self, String> {
-        let english = Arc::new(parse("en")?);
-        let strings = if code == "en" { english.clone() } else { Arc::new(parse(code)?) };
+        let english = parse("en")?;
+        let strings = if code == "en" { english.clone() } else { parse(code)? };
         Ok(Self { code: code.to_string(), strings, english })
     }
 

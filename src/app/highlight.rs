@@ -10,7 +10,7 @@ use syntect::easy::HighlightLines;
 use syntect::highlighting::{FontStyle, ThemeSet};
 use syntect::parsing::{SyntaxReference, SyntaxSet};
 
-use super::theme::Theme;
+use super::theme::{ColorDepth, Theme, degrade};
 
 struct Assets {
     syntaxes: SyntaxSet,
@@ -56,7 +56,7 @@ fn syntax_for(hint: &str) -> Option<&'static SyntaxReference> {
 /// Highlights code line by line, keeping the parser state between lines.
 pub struct Highlighter {
     lines: Option<HighlightLines<'static>>,
-    theme: Theme,
+    depth: ColorDepth,
 }
 
 impl Highlighter {
@@ -69,7 +69,7 @@ impl Highlighter {
             let code_theme = assets().themes.themes.get(name)?;
             Some(HighlightLines::new(syntax, code_theme))
         });
-        Self { lines, theme: theme.clone() }
+        Self { lines, depth: theme.depth }
     }
 
     /// Whether a syntax was found.
@@ -95,7 +95,7 @@ impl Highlighter {
                 }
                 let mut out = base;
                 let c = style.foreground;
-                if let Some(fg) = self.theme.degrade_rgb(c.r, c.g, c.b) {
+                if let Some(fg) = degrade(ratatui::style::Color::Rgb(c.r, c.g, c.b), self.depth) {
                     out = out.fg(fg);
                 }
                 if style.font_style.contains(FontStyle::BOLD) {

@@ -157,6 +157,12 @@ async fn event_loop(
                 }
             }
         }
+        // Workers write in the language the console shows.
+        if let Ok(mut locale) = services.locale.write()
+            && locale.code() != model.locale.code()
+        {
+            *locale = model.locale.clone();
+        }
         if model.should_quit {
             return Ok(());
         }
@@ -182,11 +188,6 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
         Effect::SaveSetting { key, value } => {
-            if key == "ui.language"
-                && let (Ok(locale), Ok(mut current)) = (crate::i18n::Locale::new(&value), services.locale.write())
-            {
-                *current = locale;
-            }
             if let Err(e) = crate::config::set_value(&ctx.home.config_file(), &key, &value) {
                 sender.send(Msg::Error(format!("{key} not saved: {e}")));
             }

@@ -198,7 +198,9 @@ pub fn to_16(r: u8, g: u8, b: u8) -> Color {
     }
 }
 
-fn degrade(color: Color, depth: ColorDepth) -> Option<Color> {
+/// `color` as the terminal can show it (`None` under `NO_COLOR`); also used
+/// for the colours of highlighted code.
+pub fn degrade(color: Color, depth: ColorDepth) -> Option<Color> {
     match (color, depth) {
         (_, ColorDepth::None) => None,
         (Color::Rgb(r, g, b), ColorDepth::Palette256) => Some(Color::Indexed(to_256(r, g, b))),
@@ -231,11 +233,6 @@ impl Theme {
             syntax: None,
             depth: ColorDepth::None,
         }
-    }
-
-    /// A colour from a syntect theme, degraded like the theme's own colours.
-    pub fn degrade_rgb(&self, r: u8, g: u8, b: u8) -> Option<Color> {
-        degrade(Color::Rgb(r, g, b), self.depth)
     }
 
     /// A built-in theme.

@@ -76,6 +76,9 @@ fn half_row(row: Option<&Row>, width: usize, h: &mut Highlighter, theme: &Theme)
 
 /// Cuts `spans` to `width` characters, padding with `pad` style.
 fn fit(spans: Vec<Span<'static>>, width: usize, pad: Style) -> Vec<Span<'static>> {
+    if width == 0 {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let mut used = 0;
     for span in spans {

@@ -69,18 +69,17 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let full = Paragraph::new(lines.clone()).wrap(Wrap { trim: false }).line_count(width.saturating_sub(2));
     let room = usize::from(area.height.saturating_sub(4));
     // A body taller than the screen scrolls; the choices stay at the bottom.
-    let (body, scroll) = if full > room {
+    let body = if full > room {
         let choices = lines.split_off(lines.len().saturating_sub(2));
         let max_scroll = full.saturating_sub(room);
         let scroll = prompt.scroll.min(max_scroll);
         let mut body: Vec<Line> = lines.into_iter().skip(scroll).take(room.saturating_sub(choices.len())).collect();
         body.extend(choices);
         block = block.title_bottom(Line::styled(format!(" {} ", t("prompt.scroll")), theme.dim));
-        (body, scroll)
+        body
     } else {
-        (lines, 0)
+        lines
     };
-    let _ = scroll;
     let paragraph = Paragraph::new(body).block(block).wrap(Wrap { trim: false });
     let height = u16::try_from(paragraph.line_count(width)).unwrap_or(u16::MAX);
     let rect = centered(area, width, height);
