@@ -68,10 +68,12 @@ impl PartialEq for Locale {
     }
 }
 
+/// A language's strings, or why its file does not parse.
+type Parsed = Result<Arc<HashMap<String, String>>, String>;
+
 /// The strings of a built-in language, parsed once per process.
-fn parse(code: &str) -> Result<Arc<HashMap<String, String>>, String> {
-    static PARSED: std::sync::OnceLock<Vec<(&'static str, Result<Arc<HashMap<String, String>>, String>)>> =
-        std::sync::OnceLock::new();
+fn parse(code: &str) -> Parsed {
+    static PARSED: std::sync::OnceLock<Vec<(&'static str, Parsed)>> = std::sync::OnceLock::new();
     let parsed = PARSED.get_or_init(|| {
         BUILTIN
             .iter()
