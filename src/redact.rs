@@ -12,7 +12,7 @@ use regex::Regex;
 pub const MASK: &str = "***";
 
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    let rules: [(&str, &str); 6] = [
+    let rules: [(&str, &str); 9] = [
         // --password=x, --token x, --api-key=x, --secret x
         (
             r#"(?i)(--[a-z0-9-]*(?:password|passwd|token|secret|api-key|apikey)[= ])("[^"]*"|'[^']*'|[^\s;&|]+)"#,
@@ -31,6 +31,15 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r#"(://[^/\s:@]+:)([^@\s/]+)(@)"#, "${1}***${3}"),
         // Authorization: Bearer x / token x
         (r#"(?i)(authorization:\s*(?:bearer|token|basic)\s+)([^\s"']+)"#, "${1}***"),
+        // X-API-Key: x, PRIVATE-TOKEN: x, X-Vault-Token: x
+        (
+            r#"(?i)((?:x-api-key|api-key|apikey|x-auth-token|private-token|x-vault-token|x-access-token)\s*:\s*)([^\s"']+)"#,
+            "${1}***",
+        ),
+        // curl -u user:password, --user=user:password
+        (r#"((?:\s-u|\s--user)[= ]?\s*['"]?[^\s:'"]+:)([^\s'"]+)"#, "${1}***"),
+        // sshpass -p password
+        (r#"(\bsshpass\s+-p\s*)("[^"]*"|'[^']*'|\S+)"#, "${1}***"),
     ];
     rules.into_iter().filter_map(|(pattern, replacement)| Regex::new(pattern).ok().map(|r| (r, replacement))).collect()
 });
@@ -74,6 +83,12 @@ mod tests {
             ("echo hunter2 | sudo -S systemctl restart nginx", "echo *** | sudo -S systemctl restart nginx"),
             ("git clone https://bob:tok123@git.example/repo", "git clone https://bob:***@git.example/repo"),
             ("curl -H 'Authorization: Bearer abc.def' x", "curl -H 'Authorization: Bearer ***' x"),
+            ("curl -u admin:hunter2 https://x", "curl -u admin:*** https://x"),
+            ("curl --user='admin:hunter2' https://x", "curl --user='admin:***' https://x"),
+            ("curl -u admin https://x", "curl -u admin https://x"),
+            ("sshpass -p 'hunter2' ssh db01", "sshpass -p *** ssh db01"),
+            ("curl -H 'X-API-Key: abc123' x", "curl -H 'X-API-Key: ***' x"),
+            ("curl -H 'PRIVATE-TOKEN: glpat-xyz' x", "curl -H 'PRIVATE-TOKEN: ***' x"),
         ];
         for (input, expected) in cases {
             assert_eq!(redact_command(input), expected, "input: {input}");

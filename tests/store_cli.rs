@@ -333,11 +333,16 @@ fn exec_resolves_secret_references_and_masks_them() {
     let m = env!("CARGO_BIN_EXE_merlya");
     let script = format!(
         "printf 'tok-9876\\n' | '{m}' secret set api:localhost:token >/dev/null && \
-         '{m}' exec localhost --format json -- 'echo token=@api:localhost:token; echo missing=@api:localhost:other'; \
-         '{m}' exec localhost --format json -- 'echo token=@api:localhost:token'"
+         '{m}' exec localhost --format json -- 'echo token=@api:localhost:token' 2>&1; \
+         '{m}' exec --yes localhost --format json -- 'echo token=@api:localhost:token; echo missing=@api:localhost:other'; \
+         '{m}' exec --yes localhost --format json -- 'echo token=@api:localhost:token'"
     );
     let out = env.keyring_session(&script).output().unwrap();
-    let lines: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let stdout = text(&out.stdout);
+    // Without a person's approval, a command holding a secret does not run.
+    let (refusal, rest) = stdout.split_once('\n').unwrap();
+    assert!(refusal.contains("refused") && refusal.contains("secret reference"), "{refusal}");
+    let lines: Vec<serde_json::Value> = rest.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines[0]["error"].as_str().unwrap().contains("secret @api:localhost:other is not stored"), "{lines:?}");
     assert_eq!(lines[1]["stdout"], "token=***\n", "the value ran but is masked in output");
     let audit = env.ok(&["audit", "list", "--format", "json"]);

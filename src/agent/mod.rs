@@ -79,11 +79,19 @@ pub struct Limits {
     pub max_malformed_per_tool: u32,
     pub max_turns: usize,
     pub max_parallel_subagents: usize,
+    /// Whether specialists may run commands on `localhost` (the operator's own machine).
+    pub allow_localhost: bool,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_tool_calls: 50, max_malformed_per_tool: 3, max_turns: 60, max_parallel_subagents: 5 }
+        Self {
+            max_tool_calls: 50,
+            max_malformed_per_tool: 3,
+            max_turns: 60,
+            max_parallel_subagents: 5,
+            allow_localhost: false,
+        }
     }
 }
 

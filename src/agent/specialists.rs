@@ -13,7 +13,7 @@ use super::{Agent, AgentEvent, CommandRecord, ToolBox, prompts};
 use crate::approval::ApprovalRequest;
 use crate::context::record_result;
 use crate::exec::HostResult;
-use crate::inventory::{Host, resolve_targets};
+use crate::inventory::{Host, resolve_inventory_targets};
 use crate::llm::ToolSpec;
 use crate::safety::leaks::find_leaks;
 use crate::safety::{Specialist, analyze, decide};
@@ -72,7 +72,7 @@ fn describe(result: &HostResult) -> String {
 
 /// Runs specialists on every target host in parallel (bounded) and joins their reports.
 pub async fn delegate(agent: &Agent, kind: Kind, target: &str, task: &str) -> String {
-    let hosts = match resolve_targets(target, &agent.inventory) {
+    let hosts = match resolve_inventory_targets(target, &agent.inventory, agent.limits.allow_localhost) {
         Ok(h) => h,
         Err(e) => return format!("ERROR: {e}; use list_hosts to see the inventory"),
     };
@@ -296,7 +296,37 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
         }
     };
     let t = Instant::now();
-    let analysis = analyze(&change.command);
+    let mut analysis = analyze(&change.command);
+    // The post-check runs without a further question, so it must be proven read-only.
+    if let Some(check) = &change.post_check {
+        let checked = analyze(check);
+        if !checked.is_read_only() {
+            return format!(
+                "REFUSED: the post_check `{check}` is not read-only ({}); a post-check must only look. \
+                 Nothing was run.",
+                checked.reasons.join("; ")
+            );
+        }
+    }
+    // The rollback is approved together with the change: its risk counts, and a
+    // stored rule covers the pair only when it covers both.
+    if let Some(rollback) = &change.rollback {
+        let undo = analyze(rollback);
+        analysis.class = analysis.class.max(undo.class);
+        for reason in undo.reasons {
+            let reason = format!("rollback: {reason}");
+            if !analysis.reasons.contains(&reason) {
+                analysis.reasons.push(reason);
+            }
+        }
+        analysis.rule_keys = match (analysis.rule_keys.take(), undo.rule_keys) {
+            (Some(mut keys), Some(more)) => {
+                keys.extend(more.into_iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
+                Some(keys)
+            }
+            _ => None,
+        };
+    }
     let mut stages = vec![
         stage("Plan", "done", change.summary.clone(), t),
         stage(
@@ -317,6 +347,8 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     );
     request.command = change.display.clone();
     request.diff = change.diff.clone();
+    request.post_check = change.post_check.clone();
+    request.rollback = change.rollback.clone();
     let t = Instant::now();
     let outcome = agent.gate.check(&request).await;
     let Some(approved_by) = outcome.approved_by() else {
@@ -345,7 +377,8 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     let mut needs_rollback = !ok;
     if ok && let Some(check) = &change.post_check {
         let t = Instant::now();
-        let checked = execute(agent, &who, host, check, "post-check of an approved change").await;
+        let checked =
+            execute(agent, &who, host, check, &format!("post-check of the change approved by {approved_by}")).await;
         stages.push(stage("Post-check", if checked.success() { "done" } else { "failed" }, describe(&checked), t));
         report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(&checked)));
         needs_rollback = !checked.success();
@@ -381,7 +414,22 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
         return "ERROR: path must be absolute and contain no quote or newline".into();
     }
     let who = format!("execution@{}", host.name);
-    let current = execute(agent, &who, host, &format!("cat -- '{}'", a.path), "not required").await;
+    let read = format!("cat -- '{}'", a.path);
+    let current = match agent
+        .gate
+        .check(&ApprovalRequest::new(
+            "read the file before editing it".into(),
+            &read,
+            vec![host.name.clone()],
+            &analyze(&read),
+            Vec::new(),
+        ))
+        .await
+        .approved_by()
+    {
+        Some(approved_by) => execute(agent, &who, host, &read, &approved_by).await,
+        None => return "DENIED by the operator: the file was not read; do not retry it.".into(),
+    };
     let old = if current.success() { current.stdout.clone() } else { String::new() };
     let diff = similar::TextDiff::from_lines(&old, &a.content)
         .unified_diff()

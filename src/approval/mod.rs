@@ -32,10 +32,16 @@ pub struct ApprovalRequest {
     pub reasons: Vec<String>,
     /// A unified diff for file edits, if any.
     pub diff: Option<String>,
+    /// The read-only check that runs after the change, shown so nothing runs unseen.
+    pub post_check: Option<String>,
+    /// The command that undoes the change if it or its check fails: approved
+    /// with the change, so it is shown here and its risk counts in `class`.
+    pub rollback: Option<String>,
     /// Password leaks found in the command, with safer rewrites.
     pub leaks: Vec<Leak>,
-    /// The command prefixes an "always" decision would cover; empty when the
-    /// line cannot be covered by a rule (redirections, scripts, parse problems).
+    /// The rule keys an "always" decision would store (program, subcommands,
+    /// options with values: see [`Analysis::rule_keys`]); empty when the line
+    /// cannot be covered by a rule (redirections, assignments, parse problems).
     pub prefixes: Vec<String>,
 }
 
@@ -49,8 +55,10 @@ impl ApprovalRequest {
             class: analysis.class,
             reasons: analysis.reasons.clone(),
             diff: None,
+            post_check: None,
+            rollback: None,
             leaks,
-            prefixes: analysis.rule_prefixes.clone().unwrap_or_default(),
+            prefixes: analysis.rule_keys.clone().unwrap_or_default(),
         }
     }
 
@@ -151,6 +159,12 @@ pub fn render_request(r: &ApprovalRequest) -> String {
     );
     for reason in &r.reasons {
         out.push_str(&format!("    - {reason}\n"));
+    }
+    if let Some(check) = &r.post_check {
+        out.push_str(&format!("  post-check: {check}\n"));
+    }
+    if let Some(rollback) = &r.rollback {
+        out.push_str(&format!("  rollback:  {rollback}\n"));
     }
     for leak in &r.leaks {
         out.push_str(&format!("  ! {}\n    safer: {}\n", leak.what, leak.rewrite));
@@ -269,20 +283,43 @@ mod tests {
         assert_eq!(person.1.load(Ordering::SeqCst), 0);
         let first = gate.check(&request("systemctl restart nginx", &["web01", "web02"])).await;
         assert_eq!(first, GateOutcome::Approved("alice (always: systemctl restart)".into()));
-        // Covered: same prefix, a subset of the hosts, other arguments.
-        let again = gate.check(&request("sudo systemctl restart php-fpm", &["web02"])).await;
+        // Covered: same program, verb and options, a subset of the hosts, other operands.
+        let again = gate.check(&request("systemctl restart php-fpm", &["web02"])).await;
         assert!(matches!(&again, GateOutcome::Approved(by) if by.starts_with("rule #1")), "{again:?}");
         assert_eq!(person.1.load(Ordering::SeqCst), 1);
+        // Not covered: an option, a wrapper or a verb the person did not see.
+        for widened in
+            ["systemctl restart --now nginx", "sudo systemctl restart nginx", "systemctl -H evil restart nginx"]
+        {
+            let before = person.1.load(Ordering::SeqCst);
+            gate.check(&request(widened, &["web01"])).await;
+            assert_eq!(person.1.load(Ordering::SeqCst), before + 1, "{widened} was approved by the rule");
+        }
+        let asked = person.1.load(Ordering::SeqCst);
         // Not covered: another host, or a second command smuggled behind the allowed one.
         gate.check(&request("systemctl restart nginx", &["db01"])).await;
         gate.check(&request("systemctl restart nginx; rm -rf /tmp/x", &["web01"])).await;
         gate.check(&request("systemctl restart nginx > /etc/motd", &["web01"])).await;
-        assert_eq!(person.1.load(Ordering::SeqCst), 4);
+        assert_eq!(person.1.load(Ordering::SeqCst), asked + 3);
         // Dangerous commands are never remembered.
         gate.check(&request("reboot", &["web01"])).await;
         gate.check(&request("reboot", &["web01"])).await;
-        assert_eq!(person.1.load(Ordering::SeqCst), 6);
+        assert_eq!(person.1.load(Ordering::SeqCst), asked + 5);
         assert!(!store.list_rules().await.unwrap().iter().any(|r| r.prefix == "reboot"));
+    }
+
+    #[tokio::test]
+    async fn an_always_rule_for_git_c_never_approves_git_c_config() {
+        let (_dir, store) = store().await;
+        let person = Arc::new(Person(Decision::AlwaysPrefix, AtomicUsize::new(0)));
+        let gate = ApprovalGate::new(person.clone(), store.clone(), false);
+        gate.check(&request("git -C /srv/app pull", &["web01"])).await;
+        let again = gate.check(&request("git -C /srv/app pull", &["web01"])).await;
+        assert!(matches!(&again, GateOutcome::Approved(by) if by.starts_with("rule #")), "{again:?}");
+        assert_eq!(person.1.load(Ordering::SeqCst), 1);
+        gate.check(&request("git -C /srv/app -c core.fsmonitor='touch /tmp/pwned' pull", &["web01"])).await;
+        gate.check(&request("git -C /srv/app pull --upload-pack=x", &["web01"])).await;
+        assert_eq!(person.1.load(Ordering::SeqCst), 3, "each widened git command needs its own decision");
     }
 
     #[tokio::test]

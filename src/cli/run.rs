@@ -109,7 +109,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         // One client per task so tokens and cost are per task.
         let llm = Arc::new(LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref())?);
         let role = role.unwrap_or(args.model);
-        let limits = Limits { max_parallel_subagents: ctx.config.policy.max_parallel_subagents, ..Limits::default() };
+        let limits = Limits {
+            max_parallel_subagents: ctx.config.policy.max_parallel_subagents,
+            allow_localhost: ctx.config.policy.agent_localhost,
+            ..Limits::default()
+        };
         let agent = Agent::new(
             llm.clone(),
             executor.clone(),

@@ -213,11 +213,20 @@ pub struct PolicyConfig {
     pub max_parallel_subagents: usize,
     /// Days raw command output is kept in the database.
     pub raw_log_retention_days: u32,
+    /// Whether the agent may run commands on `localhost` (off by default: it is
+    /// the operator's own machine, with the operator's keys and keyring).
+    pub agent_localhost: bool,
 }
 
 impl Default for PolicyConfig {
     fn default() -> Self {
-        Self { max_parallel: 32, confirm_all: false, max_parallel_subagents: 5, raw_log_retention_days: 7 }
+        Self {
+            max_parallel: 32,
+            confirm_all: false,
+            max_parallel_subagents: 5,
+            raw_log_retention_days: 7,
+            agent_localhost: false,
+        }
     }
 }
 

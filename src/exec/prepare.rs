@@ -7,7 +7,7 @@ use crate::i18n::Text;
 use crate::inventory::{Elevation, Host};
 use crate::prompt::Prompter;
 use crate::secrets::SecretSource;
-use crate::secrets::reference::resolve;
+use crate::secrets::reference::{references, resolve};
 
 /// What actually runs.
 #[derive(Debug)]
@@ -43,6 +43,13 @@ pub async fn prepare(
     secrets: &dyn SecretSource,
     prompter: &dyn Prompter,
 ) -> Result<Prepared, String> {
+    // A reference resolves only on its own host: `@db:db01:password` never reaches web01.
+    if let Some(foreign) = references(command).into_iter().find(|r| r.split(':').nth(1) != Some(host.name.as_str())) {
+        return Err(format!(
+            "secret @{foreign} belongs to another host; it resolves only on its own host, not on {}",
+            host.name
+        ));
+    }
     let resolved = resolve(command, secrets).map_err(|missing| {
         let names: Vec<String> = missing.iter().map(|m| format!("@{m}")).collect();
         let sets: Vec<String> = missing.iter().map(|m| format!("`merlya secret set {m}`")).collect();
@@ -134,5 +141,9 @@ mod tests {
         assert_eq!(p.mask, ["dbpw"]);
         let e = prepare(&host("db01", Elevation::None), "x @api:db01:token", &Secrets, &NoPrompter).await.unwrap_err();
         assert!(e.contains("merlya secret set api:db01:token"), "{e}");
+        let e = prepare(&host("web01", Elevation::None), "PGPASSWORD=@db:db01:password psql", &Secrets, &NoPrompter)
+            .await
+            .unwrap_err();
+        assert!(e.contains("belongs to another host"), "{e}");
     }
 }

@@ -7,4 +7,4 @@ pub mod import;
 pub mod targets;
 
 pub use host::{Elevation, Host, LOCALHOST};
-pub use targets::{TargetError, resolve_targets};
+pub use targets::{TargetError, resolve_inventory_targets, resolve_targets};

@@ -8,7 +8,7 @@
 
 use globset::Glob;
 
-use super::host::{Host, validate_name};
+use super::host::{Host, LOCALHOST, validate_name};
 
 /// Why a target expression selects nothing usable.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -25,6 +25,12 @@ pub enum TargetError {
     /// A glob that cannot be parsed, or a name that is not a valid host name.
     #[error("invalid target {0:?}: {1}")]
     Invalid(String, String),
+    /// The agent named a host that is not in the inventory.
+    #[error("{0} is not in the inventory; the agent may only reach inventory hosts")]
+    NotInInventory(String),
+    /// The agent named localhost, which the operator has not opened to it.
+    #[error("localhost is not open to the agent (set policy.agent_localhost: true to allow it)")]
+    LocalhostClosed,
 }
 
 /// Resolves `expr` against `inventory`.
@@ -63,6 +69,34 @@ pub fn resolve_targets(expr: &str, inventory: &[Host]) -> Result<Vec<Host>, Targ
         }
     }
     Ok(selected)
+}
+
+/// Like [`resolve_targets`], for a caller that may only reach the inventory
+/// (the agent): an ad-hoc `user@host:port` is refused, and `localhost` only
+/// takes part when `allow_localhost` (named explicitly it is an error, in
+/// `all`, tags and globs it is left out).
+pub fn resolve_inventory_targets(
+    expr: &str,
+    inventory: &[Host],
+    allow_localhost: bool,
+) -> Result<Vec<Host>, TargetError> {
+    for part in expr.split(',').map(str::trim) {
+        let wildcard = part == "all" || part.starts_with('@') || part.contains(['*', '?', '[']);
+        if !part.is_empty() && !wildcard && !inventory.iter().any(|h| h.name == part) {
+            return Err(TargetError::NotInInventory(part.into()));
+        }
+        if part == LOCALHOST && !allow_localhost {
+            return Err(TargetError::LocalhostClosed);
+        }
+    }
+    let mut hosts = resolve_targets(expr, inventory)?;
+    if !allow_localhost {
+        hosts.retain(|h| h.name != LOCALHOST);
+    }
+    if hosts.is_empty() {
+        return Err(TargetError::NoMatch(expr.into()));
+    }
+    Ok(hosts)
 }
 
 /// `[user@]name[:port]` not in the inventory: an ad-hoc SSH host.
@@ -130,5 +164,16 @@ mod tests {
         assert_eq!(resolve_targets(" , ", &inv), Err(TargetError::Empty));
         assert!(matches!(resolve_targets("a b", &inv), Err(TargetError::Invalid(..))));
         assert!(matches!(resolve_targets("x:port", &inv), Err(TargetError::Invalid(..))));
+    }
+
+    #[test]
+    fn the_agent_reaches_only_the_inventory() {
+        let inv = inv();
+        assert!(matches!(resolve_inventory_targets("root@evil:22", &inv, false), Err(TargetError::NotInInventory(_))));
+        assert!(matches!(resolve_inventory_targets("web01,db9", &inv, false), Err(TargetError::NotInInventory(_))));
+        assert!(matches!(resolve_inventory_targets("localhost", &inv, false), Err(TargetError::LocalhostClosed)));
+        assert_eq!(names(&resolve_inventory_targets("all", &inv, false).unwrap()), ["web01", "web02", "db01"]);
+        assert_eq!(names(&resolve_inventory_targets("all", &inv, true).unwrap())[0], "localhost");
+        assert_eq!(names(&resolve_inventory_targets("localhost", &inv, true).unwrap()), ["localhost"]);
     }
 }

@@ -3,18 +3,22 @@
 //! `dangerous`, with reasons a person (or a model) can read.
 //!
 //! The diagnostic and security specialists may only run commands whose every
-//! part is proven read-only (an allow-list). Nothing here trusts a prompt.
+//! part is proven read-only: each simple command must be a program with a
+//! spec in `specs.yaml`, used with options and operands that spec allows
+//! (default deny). Nothing here trusts a prompt.
 
+pub mod checks;
+pub mod danger;
+pub mod invocation;
 pub mod leaks;
 pub mod parse;
-pub mod rules;
-pub mod wrappers;
+pub mod spec;
+pub mod table;
 
 use serde::Serialize;
 
 use parse::{SimpleCommand, Word};
-use rules::Judgement;
-use wrappers::Unwrapped;
+use spec::Check;
 
 /// How much a command can change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -48,11 +52,14 @@ pub struct Analysis {
     pub reasons: Vec<String>,
     /// The simple commands found, as text.
     pub commands: Vec<String>,
-    /// The two-word prefixes (`systemctl restart`) of every command that is not
-    /// read-only, wrappers stripped — what an "always allow" rule must cover.
+    /// The rule keys of every command that is not read-only: what an "always
+    /// allow" rule must match. A key names the program, its subcommands and
+    /// every option with its value as the program parses them (`systemctl
+    /// restart [--now]`), so a rule never covers an option the person did not
+    /// see; a command that cannot be fully parsed has an exact key (`= …`).
     /// `None` when part of the risk is not a command (a redirection, a parse
-    /// problem, a script): such a line is never approved by a stored rule.
-    pub rule_prefixes: Option<Vec<String>>,
+    /// problem, an assignment): such a line is never approved by a stored rule.
+    pub rule_keys: Option<Vec<String>>,
 }
 
 const MAX_DEPTH: usize = 4;
@@ -64,7 +71,7 @@ pub fn analyze(command: &str) -> Analysis {
 
 fn analyze_depth(command: &str, depth: usize) -> Analysis {
     let mut analysis =
-        Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_prefixes: Some(Vec::new()) };
+        Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_keys: Some(Vec::new()) };
     if command.trim().is_empty() {
         analysis.raise(Class::Mutating, "empty command".into());
         return analysis;
@@ -77,6 +84,12 @@ fn analyze_depth(command: &str, depth: usize) -> Analysis {
     if compact.contains(":(){") || compact.contains("(){:|:&") {
         analysis.raise(Class::Dangerous, "fork bomb".into());
     }
+    if !crate::secrets::reference::references(command).is_empty() {
+        analysis.raise(
+            Class::Mutating,
+            "uses a secret reference: a person approves every command that holds a secret".into(),
+        );
+    }
     let parsed = parse::parse(command);
     for problem in &parsed.problems {
         analysis.raise(Class::Mutating, problem.clone());
@@ -85,8 +98,8 @@ fn analyze_depth(command: &str, depth: usize) -> Analysis {
         analysis.commands.push(cmd.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "));
         check_redirects(cmd, &mut analysis);
         check_assignments(cmd, &mut analysis);
-        if !cmd.words.is_empty() {
-            check_words(&cmd.words, depth, &mut analysis);
+        if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis) {
+            check_sent_input(cmd, &parsed.commands, &mut analysis);
         }
     }
     check_pipelines(&parsed.commands, &mut analysis);
@@ -94,18 +107,18 @@ fn analyze_depth(command: &str, depth: usize) -> Analysis {
 }
 
 impl Analysis {
-    /// A risk that no command prefix describes: rules can never cover this line.
+    /// A risk that no command describes: rules can never cover this line.
     fn raise(&mut self, class: Class, reason: String) {
-        self.rule_prefixes = None;
+        self.rule_keys = None;
         self.raise_for(class, reason);
     }
 
-    /// A risk carried by a command with this two-word prefix.
-    fn raise_command(&mut self, class: Class, reason: String, prefix: String) {
-        if let Some(prefixes) = self.rule_prefixes.as_mut()
-            && !prefixes.contains(&prefix)
+    /// A risk carried by a command with this rule key.
+    fn raise_command(&mut self, class: Class, reason: String, key: &str) {
+        if let Some(keys) = self.rule_keys.as_mut()
+            && !keys.iter().any(|k| k == key)
         {
-            prefixes.push(prefix);
+            keys.push(key.to_string());
         }
         self.raise_for(class, reason);
     }
@@ -118,15 +131,15 @@ impl Analysis {
     }
 
     fn absorb(&mut self, inner: Analysis) {
-        match (self.rule_prefixes.as_mut(), inner.rule_prefixes) {
+        match (self.rule_keys.as_mut(), inner.rule_keys) {
             (Some(mine), Some(theirs)) => {
-                for p in theirs {
-                    if !mine.contains(&p) {
-                        mine.push(p);
+                for k in theirs {
+                    if !mine.contains(&k) {
+                        mine.push(k);
                     }
                 }
             }
-            _ => self.rule_prefixes = None,
+            _ => self.rule_keys = None,
         }
         self.class = self.class.max(inner.class);
         for r in inner.reasons {
@@ -142,15 +155,28 @@ impl Analysis {
     }
 }
 
+/// Only `/dev/null` and descriptor copies may be written; nothing may be
+/// opened on `/dev/tcp` or `/dev/udp`, which bash turns into connections.
 fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
     for r in &cmd.redirects {
-        let writes = matches!(r.op.as_str(), ">" | ">>" | ">|" | "&>" | "&>>" | ">&");
         let Some(target) = &r.target else { continue };
-        if !writes || (r.op == ">&" && target.text.chars().all(|c| c.is_ascii_digit() || c == '-')) {
+        let t = target.text.as_str();
+        if t.starts_with("/dev/tcp/") || t.starts_with("/dev/udp/") || (!target.is_literal() && t.contains("/dev/")) {
+            analysis.raise(Class::Mutating, format!("`{} {t}` opens a network connection", r.op));
             continue;
         }
-        let t = target.text.as_str();
-        if matches!(t, "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+        let writes = r.op.contains('>');
+        let duplicates = matches!(r.op.as_str(), ">&" | "<&") && (t == "-" || t.chars().all(|c| c.is_ascii_digit()));
+        if duplicates {
+            continue;
+        }
+        if !writes {
+            if !target.is_literal() {
+                analysis.raise(Class::Mutating, format!("reads from a file only known at run time ({t})"));
+            }
+            continue;
+        }
+        if target.is_literal() && t == "/dev/null" {
             continue;
         }
         let block = ["/dev/sd", "/dev/nvme", "/dev/vd", "/dev/hd", "/dev/xvd", "/dev/mmcblk", "/dev/dm-", "/dev/md"];
@@ -158,7 +184,7 @@ fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
             analysis.raise(Class::Dangerous, format!("writes to the block device {t}"));
         } else if ["/etc/passwd", "/etc/shadow", "/etc/sudoers", "/boot/"].iter().any(|p| t.starts_with(p)) {
             analysis.raise(Class::Dangerous, format!("overwrites {t}"));
-        } else if target.dynamic {
+        } else if !target.is_literal() {
             analysis.raise(Class::Mutating, format!("writes to a file only known at run time ({t})"));
         } else {
             analysis.raise(Class::Mutating, format!("writes to {t} with {}", r.op));
@@ -166,108 +192,220 @@ fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
     }
 }
 
+/// `NAME=value cmd`: only names that change how output looks, with literal values.
 fn check_assignments(cmd: &SimpleCommand, analysis: &mut Analysis) {
     for a in &cmd.assignments {
-        let name = a.split('=').next().unwrap_or("");
-        if matches!(
-            name,
-            "LD_PRELOAD" | "LD_LIBRARY_PATH" | "LD_AUDIT" | "PATH" | "BASH_ENV" | "ENV" | "PROMPT_COMMAND"
-        ) {
-            analysis.raise(Class::Mutating, format!("{name}= changes which code runs"));
+        if let Err(reason) = assignment_allowed(a) {
+            analysis.raise(Class::Mutating, reason);
         }
     }
 }
 
-/// Strips wrappers, recurses into `sh -c`, and judges the real command.
-fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis) {
-    let mut words = words;
-    // Bounded: each wrapper consumes at least its own name.
-    for _ in 0..16 {
-        let Some(first) = words.first() else { return };
-        if first.dynamic {
-            analysis.raise(Class::Mutating, format!("the command name `{}` is only known at run time", first.text));
-            return;
+/// Whether the environment assignment `NAME=value` is harmless for a read-only command.
+fn assignment_allowed(assignment: &str) -> Result<(), String> {
+    let (name, value) = assignment.split_once('=').unwrap_or((assignment, ""));
+    let harmless =
+        matches!(name, "LANG" | "LANGUAGE" | "TZ" | "COLUMNS" | "LINES" | "TERM" | "NO_COLOR" | "TIME_STYLE")
+            || name
+                .strip_prefix("LC_")
+                .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_uppercase()));
+    if !harmless {
+        return Err(format!("{name}= may change which code runs or how it behaves"));
+    }
+    if value.contains(['$', '`', '(', ')', '{', '*', '?', '[']) {
+        return Err(format!("{name}= has a value only known at run time"));
+    }
+    Ok(())
+}
+
+/// What one simple command has shown so far, wrapper by wrapper.
+#[derive(Default)]
+struct Levels {
+    keys: Vec<String>,
+    refusals: Vec<String>,
+    danger: Option<String>,
+    sends_input: bool,
+}
+
+/// Reads one simple command: unwraps wrappers, parses each level against its
+/// spec and runs the spec's checker; returns whether the innermost program
+/// sends its input off the host.
+fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis) -> bool {
+    let mut levels = Levels::default();
+    let mut words: Vec<Word> = words.to_vec();
+    let mut rounds = 0;
+    while let Some(next) = check_level(&words, depth, analysis, &mut levels) {
+        rounds += 1;
+        if rounds == 16 {
+            levels.refusals.push("too many nested wrappers".into());
+            break;
         }
-        let name = command_name(&first.text);
-        let args = &words[1..];
-        if wrappers::is_wrapper(name) {
-            match wrappers::unwrap(name, args) {
-                Unwrapped::Command([]) => {
-                    if name == "xargs" {
-                        return; // bare xargs echoes its input
-                    }
-                    if matches!(name, "sudo" | "doas") {
-                        analysis.raise(Class::Mutating, format!("{name} without a command"));
-                    }
-                    return;
+        words = next;
+    }
+    let key = levels.keys.join(" ");
+    for reason in levels.refusals {
+        analysis.raise_command(Class::Mutating, reason, &key);
+    }
+    if let Some(reason) = levels.danger {
+        analysis.raise_command(Class::Dangerous, reason, &key);
+    }
+    levels.sends_input
+}
+
+/// Checks one level of a simple command; returns the wrapped command's words, if any.
+fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &mut Levels) -> Option<Vec<Word>> {
+    let first = words.first()?;
+    let refuse = |levels: &mut Levels, reason: String| {
+        levels.refusals.push(reason);
+        levels.keys.push(exact_key(words));
+        None
+    };
+    if !first.is_literal() {
+        return refuse(levels, format!("the command name `{}` is only known at run time", first.text));
+    }
+    let name = match program_name(&first.text) {
+        Ok(name) => name.to_string(),
+        Err(reason) => return refuse(levels, reason),
+    };
+    let args = &words[1..];
+    if let Some(reason) = danger::judge(&name, args) {
+        levels.danger = Some(reason);
+    }
+    let spec = match table::lookup(&name) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => return refuse(levels, format!("`{name}` is not a program merlya knows to be read-only")),
+        Err(broken) => return refuse(levels, format!("the read-only table could not be loaded ({broken})")),
+    };
+    if spec.check == Some(Check::Test) {
+        levels.keys.push(exact_key(words));
+        if let Err(reason) = checks::test_expression(&name, args) {
+            levels.refusals.push(reason);
+        }
+        return None;
+    }
+    let reading = invocation::read(&name, spec, args);
+    levels.keys.push(if reading.complete { canonical_key(&reading.invocation) } else { exact_key(words) });
+    levels.refusals.extend(reading.refusals.iter().cloned());
+    let inv = reading.invocation;
+    levels.sends_input = inv.sends_stdin;
+    if reading.complete && reading.refusals.is_empty() {
+        match inv.check {
+            Some(Check::Shell) => {
+                check_shell(&name, &inv, depth, analysis, &mut levels.refusals);
+                return None;
+            }
+            Some(check) => {
+                if let Err(reason) = checks::run(check, &inv) {
+                    levels.refusals.push(reason);
                 }
-                Unwrapped::Command(rest) => {
-                    words = rest;
-                    continue;
-                }
-                Unwrapped::Script(script) => {
-                    analysis.absorb(analyze_depth(&script, depth + 1));
-                    return;
-                }
-                Unwrapped::Refuse(reason) => {
-                    analysis.raise(Class::Mutating, reason);
-                    return;
+            }
+            None => {}
+        }
+    }
+    let inner = inv.wrapped.clone()?;
+    unwrap(&name, &inv, inner, depth, analysis, &mut levels.refusals)
+}
+
+/// What a wrapper runs next, or `None` when nothing (or a script, analysed here).
+fn unwrap(
+    name: &str,
+    inv: &invocation::Invocation,
+    mut inner: Vec<Word>,
+    depth: usize,
+    analysis: &mut Analysis,
+    refusals: &mut Vec<String>,
+) -> Option<Vec<Word>> {
+    match name {
+        // `command -v X` only looks X up.
+        "command" if inv.has("-v") || inv.has("-V") => return None,
+        "env" => {
+            let assignments = inner.iter().take_while(|w| w.is_literal() && w.text.contains('=')).count();
+            for word in inner.drain(..assignments) {
+                if let Err(reason) = assignment_allowed(&word.text) {
+                    refusals.push(reason);
                 }
             }
         }
-        if matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "busybox" if name != "busybox" || args.first().is_some_and(|a| a.text == "sh"))
-        {
-            check_shell(name, args, depth, analysis);
-            return;
+        "xargs" => {
+            let replace: Vec<&str> = inv.values("-I").chain(inv.values("--replace")).collect();
+            for word in inner.iter_mut().skip(1) {
+                if replace.iter().any(|r| word.text.contains(r)) {
+                    *word = Word::unknown(word.text.clone());
+                }
+            }
+            if inner.is_empty() {
+                return None; // bare xargs echoes its input
+            }
+            if replace.is_empty() {
+                inner.push(Word::unknown("<arguments read by xargs>"));
+            }
         }
-        if matches!(name, "python" | "python3" | "perl" | "ruby" | "node" | "php" | "lua" | "eval" | "source" | ".") {
-            analysis.raise(Class::Mutating, format!("`{name}` runs arbitrary code"));
-            return;
+        "watch" if !inv.has("-x") && !inv.has("--exec") => {
+            if let Some(w) = inner.iter().find(|w| !w.is_literal()) {
+                refusals.push(format!("watch runs `{}`, only known at run time", w.text));
+                return None;
+            }
+            let script = inner.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
+            analysis.absorb(analyze_depth(&script, depth + 1));
+            return None;
         }
-        if matches!(name, "ssh" | "scp" | "rsync" | "sftp") {
-            analysis.raise(Class::Mutating, format!("`{name}` acts on another host; run it there instead"));
-            return;
+        _ => {}
+    }
+    if inner.is_empty() {
+        let lists = inv.has("-l") || inv.has("--list");
+        if matches!(name, "sudo" | "doas") && !lists {
+            refusals.push(format!("{name} without a command"));
         }
-        if args.iter().any(|w| w.dynamic) && !rules::is_flag_insensitive(name) {
-            analysis.raise(
-                Class::Mutating,
-                format!("`{name}` has an argument only known at run time; its effect cannot be checked"),
-            );
-            return;
-        }
-        let prefix =
-            std::iter::once(name).chain(args.iter().take(1).map(|w| w.text.as_str())).collect::<Vec<_>>().join(" ");
-        match rules::judge(name, args) {
-            Judgement::ReadOnly => {}
-            Judgement::Mutating(r) => analysis.raise_command(Class::Mutating, r, prefix),
-            Judgement::Dangerous(r) => analysis.raise_command(Class::Dangerous, r, prefix),
+        return None;
+    }
+    Some(inner)
+}
+
+/// `sh -c 'STRING'` is analysed in full; `sh FILE` or a bare `sh` runs unknown code.
+fn check_shell(
+    name: &str,
+    inv: &invocation::Invocation,
+    depth: usize,
+    analysis: &mut Analysis,
+    refusals: &mut Vec<String>,
+) {
+    if !inv.has("-c") {
+        match inv.operands.first() {
+            Some(file) => refusals.push(format!("`{name} {}` runs a script file", file.text)),
+            None => refusals.push(format!("`{name}` runs commands read from its input")),
         }
         return;
     }
-    analysis.raise(Class::Mutating, "too many nested wrappers".into());
+    match inv.operands.first() {
+        Some(script) if script.is_literal() => analysis.absorb(analyze_depth(&script.text, depth + 1)),
+        Some(script) => refusals.push(format!("{name} -c with a script only known at run time ({})", script.text)),
+        None => refusals.push(format!("{name} -c without a script")),
+    }
 }
 
-/// `sh -c 'STRING'` is analysed recursively; `sh script` or a bare `sh` runs unknown code.
-fn check_shell(name: &str, args: &[Word], depth: usize, analysis: &mut Analysis) {
-    let mut iter = args.iter().skip(usize::from(name == "busybox"));
-    while let Some(arg) = iter.next() {
-        if arg.text == "-c" || (arg.text.starts_with('-') && !arg.text.starts_with("--") && arg.text.contains('c')) {
-            match iter.next() {
-                Some(script) if !script.dynamic => analysis.absorb(analyze_depth(&script.text, depth + 1)),
-                Some(script) => analysis.raise(
-                    Class::Mutating,
-                    format!("{name} -c with a script only known at run time ({})", script.text),
-                ),
-                None => analysis.raise(Class::Mutating, format!("{name} -c without a script")),
-            }
-            return;
-        }
-        if !arg.text.starts_with('-') {
-            analysis.raise(Class::Mutating, format!("`{name} {}` runs a script file", arg.text));
-            return;
+/// A program that sends its input off the host may only be fed nothing, or
+/// literal text from `echo`/`printf`: never a file, a here-doc or a pipe of data.
+fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut Analysis) {
+    let name = cmd.words.first().map(|w| w.text.clone()).unwrap_or_default();
+    for r in &cmd.redirects {
+        let from_null = r.target.as_ref().is_some_and(|t| t.is_literal() && t.text == "/dev/null");
+        if r.op.starts_with('<') && !from_null {
+            analysis.raise(Class::Mutating, format!("`{name}` would send local data (`{}`) off the host", r.op));
         }
     }
-    analysis.raise(Class::Mutating, format!("`{name}` runs commands read from its input"));
+    let Some((id, pos)) = cmd.pipeline else { return };
+    if pos == 0 {
+        return;
+    }
+    let feeders_literal = all.iter().filter(|c| c.pipeline.is_some_and(|(i, p)| i == id && p < pos)).all(|c| {
+        let Some(first) = c.words.first() else { return false };
+        matches!(first.text.as_str(), "echo" | "printf" | "true" | ":")
+            && c.words.iter().all(Word::is_literal)
+            && !c.redirects.iter().any(|r| r.op.starts_with('<'))
+    });
+    if !feeders_literal {
+        analysis.raise(Class::Mutating, format!("`{name}` would send piped local data off the host"));
+    }
 }
 
 /// `curl ... | sh` and friends.
@@ -275,18 +413,20 @@ fn check_pipelines(commands: &[SimpleCommand], analysis: &mut Analysis) {
     let shells = ["sh", "bash", "dash", "zsh", "ksh", "python", "python3", "perl", "ruby", "node", "php"];
     for cmd in commands {
         let (Some((id, pos)), Some(first)) = (cmd.pipeline, cmd.words.first()) else { continue };
-        let mut name = command_name(&first.text);
+        let mut name = base_name(&first.text);
         let mut idx = 0;
-        while wrappers::is_wrapper(name) && idx + 1 < cmd.words.len() {
+        while matches!(name, "sudo" | "doas" | "env" | "nice" | "nohup" | "timeout" | "exec" | "command")
+            && idx + 1 < cmd.words.len()
+        {
             idx += 1;
-            name = command_name(&cmd.words[idx].text);
+            name = base_name(&cmd.words[idx].text);
         }
         if pos == 0 || !shells.contains(&name) {
             continue;
         }
         let downloads = commands.iter().any(|c| {
             c.pipeline.is_some_and(|(i, p)| i == id && p < pos)
-                && c.words.iter().any(|w| matches!(command_name(&w.text), "curl" | "wget" | "fetch" | "nc" | "ncat"))
+                && c.words.iter().any(|w| matches!(base_name(&w.text), "curl" | "wget" | "fetch" | "nc" | "ncat"))
         });
         if downloads {
             analysis.raise(Class::Dangerous, format!("pipes a download into `{name}`"));
@@ -295,8 +435,56 @@ fn check_pipelines(commands: &[SimpleCommand], analysis: &mut Analysis) {
 }
 
 /// `/usr/bin/rm` → `rm`.
-fn command_name(word: &str) -> &str {
+fn base_name(word: &str) -> &str {
     word.rsplit('/').next().unwrap_or(word)
+}
+
+/// The program a command word names: a bare name, or one in the system's bin
+/// directories (`./ls` or `/tmp/ls` is not `ls`).
+fn program_name(word: &str) -> Result<&str, String> {
+    if !word.contains('/') {
+        return Ok(word);
+    }
+    for dir in ["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/"] {
+        if let Some(name) = word.strip_prefix(dir)
+            && !name.is_empty()
+            && !name.contains('/')
+        {
+            return Ok(name);
+        }
+    }
+    Err(format!("`{word}` is a program outside the system's bin directories"))
+}
+
+/// The key of a fully parsed command: program, path, and sorted options with values.
+fn canonical_key(inv: &invocation::Invocation) -> String {
+    let mut parts: Vec<String> = std::iter::once(inv.program.clone()).chain(inv.path.iter().cloned()).collect();
+    let mut options: Vec<String> = inv
+        .options
+        .iter()
+        .map(|(name, value)| match value {
+            Some(v) => format!("{name}={}", shell_quote(v)),
+            None => name.clone(),
+        })
+        .collect();
+    options.sort();
+    options.dedup();
+    if !options.is_empty() {
+        parts.push(format!("[{}]", options.join(" ")));
+    }
+    parts.join(" ")
+}
+
+/// The key of a command that is only covered when it is exactly the same.
+fn exact_key(words: &[Word]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| shell_quote(&w.text)).collect();
+    format!("= {}", quoted.join(" "))
+}
+
+/// Quotes `s` for display when it holds anything but plain characters.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain { s.to_string() } else { format!("'{}'", s.replace('\'', "'\\''")) }
 }
 
 /// Who is asking: the specialist decides what a verdict allows.

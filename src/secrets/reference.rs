@@ -46,13 +46,55 @@ pub fn resolve(text: &str, source: &dyn SecretSource) -> Result<Resolved, Vec<St
     if missing.is_empty() { Ok(Resolved { text: resolved.into_owned(), values }) } else { Err(missing) }
 }
 
-/// Replaces every occurrence of a secret value in `text` by `***` (for output streams).
+/// Replaces every occurrence of a secret value in `text` by `***` (for output
+/// streams), also in the encodings a command could use to smuggle it past a
+/// plain match: base64 (at each of the three alignments), hex, reversed and
+/// URL-encoded.
 pub fn mask_values(text: &str, values: &[String]) -> String {
     let mut out = text.to_string();
     for v in values.iter().filter(|v| v.len() >= 3) {
-        out = out.replace(v.as_str(), "***");
+        for form in encodings(v) {
+            if form.len() >= 3 {
+                out = out.replace(form.as_str(), "***");
+            }
+        }
     }
     out
+}
+
+/// `value` and the encoded forms [`mask_values`] hides, longest first.
+fn encodings(value: &str) -> Vec<String> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let bytes = value.as_bytes();
+    let mut forms =
+        vec![value.to_string(), value.chars().rev().collect(), hex::encode(bytes), hex::encode_upper(bytes)];
+    // base64 of a value embedded at any offset: the stable middle of each alignment.
+    for pad in 0..3usize {
+        let mut padded = vec![b'\0'; pad];
+        padded.extend_from_slice(bytes);
+        let encoded = b64.encode(&padded);
+        let skip = if pad == 0 { 0 } else { 4 };
+        let keep = (padded.len() / 3) * 4;
+        if keep > skip + 4 {
+            forms.push(encoded[skip..keep].trim_end_matches('=').to_string());
+        }
+    }
+    let url: String = bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    forms.push(url.clone());
+    forms.push(url.to_lowercase());
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    forms.dedup();
+    forms
 }
 
 #[cfg(test)]
@@ -75,5 +117,24 @@ mod tests {
         assert_eq!(mask_values("echo s3cr3t done", &r.values), "echo *** done");
         assert_eq!(resolve("x @api:web:token", &Fixed).unwrap_err(), ["api:web:token"]);
         assert!(references("ssh @web (a tag)").is_empty());
+    }
+
+    #[test]
+    fn encoded_values_are_masked() {
+        use base64::Engine;
+        let secret = "hunter2-Sup3r!".to_string();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        for leaked in [
+            b64.encode(secret.as_bytes()),
+            b64.encode(format!("x{secret}").as_bytes()),
+            b64.encode(format!("xy{secret}\n").as_bytes()),
+            hex::encode(secret.as_bytes()),
+            secret.chars().rev().collect::<String>(),
+            "hunter2-Sup3r%21".to_string(),
+        ] {
+            let masked = mask_values(&format!("out: {leaked} end"), std::slice::from_ref(&secret));
+            assert!(masked.contains("***"), "{leaked} was not masked: {masked}");
+            assert!(!masked.contains(&leaked), "{leaked} survived: {masked}");
+        }
     }
 }

@@ -104,6 +104,12 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
     for reason in &a.reasons {
         lines.push(Line::styled(format!("         · {reason}"), theme.dim));
     }
+    if let Some(check) = &a.post_check {
+        lines.push(Line::from(vec![label("prompt.post_check"), Span::raw(check.clone())]));
+    }
+    if let Some(rollback) = &a.rollback {
+        lines.push(Line::from(vec![label("prompt.rollback"), Span::raw(rollback.clone())]));
+    }
     for leak in &a.leaks {
         lines.push(Line::styled(format!("  ! {}", leak.what), theme.error));
         lines.push(Line::styled(format!("    {}: {}", model.locale.t("prompt.safer"), leak.rewrite), theme.warn));

@@ -1,0 +1,470 @@
+//! Checkers for what an option table cannot express: the embedded languages
+//! (sed scripts, awk programs), URLs, `test` expressions, `dd` operands and
+//! `ip` objects. Each proves a form safe or refuses it with the reason; none
+//! looks for known-bad patterns only.
+
+use super::invocation::Invocation;
+use super::parse::Word;
+use super::spec::Check;
+
+/// Runs `check` on a read invocation; `Err` holds the reason it is refused.
+pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
+    match check {
+        Check::Sed => sed(inv),
+        Check::Awk => awk(inv),
+        Check::Curl => curl(inv),
+        Check::Wget => wget(inv),
+        Check::Dd => dd(inv),
+        Check::Ip => ip(inv),
+        Check::Service => service(inv),
+        Check::Date => match operand_texts(inv).into_iter().find(|o| !o.starts_with('+')) {
+            Some(op) => Err(format!("`date {op}` sets the clock (only +FORMAT is read-only)")),
+            None => Ok(()),
+        },
+        Check::Sysctl => match operand_texts(inv).into_iter().find(|o| o.contains('=')) {
+            Some(op) => Err(format!("`sysctl {op}` writes a kernel setting")),
+            None => Ok(()),
+        },
+        Check::Rpm => rpm(inv),
+        // These read the raw words (test) or recurse (shell): handled by the caller.
+        Check::Test | Check::Shell => Ok(()),
+    }
+}
+
+fn require_any(inv: &Invocation, options: &[&str], reason: &str) -> Result<(), String> {
+    if options.iter().any(|o| inv.has(o)) { Ok(()) } else { Err(reason.to_string()) }
+}
+
+fn operand_texts(inv: &Invocation) -> Vec<&str> {
+    inv.operands.iter().map(|w| w.text.as_str()).collect()
+}
+
+// ---------------------------------------------------------------- sed
+
+fn sed(inv: &Invocation) -> Result<(), String> {
+    let mut scripts: Vec<&str> = inv.values("-e").chain(inv.values("--expression")).collect();
+    if scripts.is_empty() {
+        match inv.operands.first() {
+            Some(script) => scripts.push(&script.text),
+            None => return Err("sed without a script".into()),
+        }
+    }
+    for script in scripts {
+        sed_script(script).map_err(|e| format!("sed script `{script}`: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Proves a GNU sed script free of `e`, `w` and `W` (commands and `s` flags).
+pub fn sed_script(script: &str) -> Result<(), String> {
+    let c: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    loop {
+        while i < c.len() && (c[i].is_whitespace() || c[i] == ';') {
+            i += 1;
+        }
+        if i >= c.len() {
+            return Ok(());
+        }
+        i = sed_address(&c, i)?;
+        while i < c.len() && c[i].is_whitespace() {
+            i += 1;
+        }
+        if i < c.len() && c[i] == ',' {
+            i = sed_address(&c, i + 1)?;
+        }
+        while i < c.len() && (c[i].is_whitespace() || c[i] == '!') {
+            i += 1;
+        }
+        let Some(&cmd) = c.get(i) else { return Err("an address without a command".into()) };
+        i += 1;
+        match cmd {
+            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x' | 'z' | 'F' => {}
+            'l' | 'L' | 'q' | 'Q' => {
+                while i < c.len() && (c[i].is_ascii_digit() || c[i] == ' ') {
+                    i += 1;
+                }
+            }
+            // Labels and a version end at `;` or a new line.
+            ':' | 'b' | 't' | 'T' | 'v' => {
+                while i < c.len() && c[i] != ';' && c[i] != '\n' {
+                    i += 1;
+                }
+            }
+            // Text to print, or a file to read: to the end of the line.
+            '#' | 'a' | 'i' | 'c' | 'r' | 'R' => {
+                while i < c.len() && c[i] != '\n' {
+                    if c[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            'w' | 'W' => return Err(format!("`{cmd}` writes a file")),
+            'e' => return Err("`e` runs a command".into()),
+            's' => {
+                let delim = sed_delimiter(&c, i)?;
+                i = sed_part(&c, i + 1, delim, true)?;
+                i = sed_part(&c, i, delim, false)?;
+                while i < c.len() && !matches!(c[i], ';' | '\n' | '}') {
+                    match c[i] {
+                        'g' | 'p' | 'i' | 'I' | 'm' | 'M' | ' ' | '\t' => {}
+                        d if d.is_ascii_digit() => {}
+                        'e' => return Err("the `e` flag runs the result as a command".into()),
+                        'w' => return Err("the `w` flag writes a file".into()),
+                        other => return Err(format!("unknown s flag `{other}`")),
+                    }
+                    i += 1;
+                }
+            }
+            'y' => {
+                let delim = sed_delimiter(&c, i)?;
+                i = sed_part(&c, i + 1, delim, false)?;
+                i = sed_part(&c, i, delim, false)?;
+            }
+            other => return Err(format!("unknown command `{other}`")),
+        }
+    }
+}
+
+fn sed_delimiter(c: &[char], i: usize) -> Result<char, String> {
+    match c.get(i) {
+        Some(&d) if d != '\n' && d != '\\' => Ok(d),
+        _ => Err("a missing or invalid delimiter".into()),
+    }
+}
+
+/// Reads up to the unescaped `delim`; returns the index after it. In a regex,
+/// a delimiter inside a bracket expression is refused: sed and this reader
+/// could disagree on where the part ends.
+fn sed_part(c: &[char], mut i: usize, delim: char, regex: bool) -> Result<usize, String> {
+    let mut bracket = false;
+    while i < c.len() {
+        match c[i] {
+            '\\' => i += 1,
+            '[' if regex && !bracket => bracket = true,
+            ']' if bracket => bracket = false,
+            d if d == delim && bracket => return Err("the delimiter inside a bracket expression".into()),
+            d if d == delim => return Ok(i + 1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Err("an unterminated s or y command".into())
+}
+
+fn sed_address(c: &[char], mut i: usize) -> Result<usize, String> {
+    match c.get(i) {
+        Some(d) if d.is_ascii_digit() || *d == '+' || *d == '~' => {
+            i += 1;
+            while i < c.len() && (c[i].is_ascii_digit() || c[i] == '~') {
+                i += 1;
+            }
+        }
+        Some('$') => i += 1,
+        Some('/') => i = sed_part(c, i + 1, '/', true)?,
+        Some('\\') => {
+            let delim = sed_delimiter(c, i + 1)?;
+            i = sed_part(c, i + 2, delim, true)?;
+        }
+        _ => return Ok(i),
+    }
+    while i < c.len() && matches!(c[i], 'I' | 'M') {
+        i += 1;
+    }
+    Ok(i)
+}
+
+// ---------------------------------------------------------------- awk
+
+fn awk(inv: &Invocation) -> Result<(), String> {
+    let mut programs: Vec<&str> = inv.values("-e").chain(inv.values("--source")).collect();
+    if programs.is_empty() {
+        match inv.operands.first() {
+            Some(program) => programs.push(&program.text),
+            None => return Err("awk without a program".into()),
+        }
+    }
+    programs.into_iter().try_for_each(awk_program)
+}
+
+/// Proves an awk program cannot run commands, write files or open sockets.
+///
+/// Deliberately lexical and strict: strings are not skipped (a mis-read
+/// string could hide code), so a `>` anywhere after `print` is refused even
+/// when it is a comparison.
+pub fn awk_program(program: &str) -> Result<(), String> {
+    let lower = program.to_ascii_lowercase();
+    if lower.contains("system") {
+        return Err("awk `system()` runs a command".into());
+    }
+    let bytes = program.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'|' {
+            if bytes.get(i + 1) == Some(&b'|') {
+                i += 2;
+                continue;
+            }
+            return Err("awk `|` pipes to or from a command".into());
+        }
+        i += 1;
+    }
+    if lower.contains("/inet") {
+        return Err("awk `/inet/…` opens a network connection".into());
+    }
+    if program.contains('@') {
+        return Err("awk `@` loads code or calls functions indirectly".into());
+    }
+    if let Some(at) = lower.find("print")
+        && program[at..].contains('>')
+    {
+        return Err("awk `print … >` writes a file (compare before print, or in a pattern)".into());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- curl, wget
+
+fn curl(inv: &Invocation) -> Result<(), String> {
+    for header in inv.values("-H").chain(inv.values("--header")) {
+        if header.starts_with('@') {
+            return Err(format!("curl -H {header} sends a local file"));
+        }
+    }
+    for format in inv.values("-w").chain(inv.values("--write-out")) {
+        if format.contains("%output") {
+            return Err("curl -w %output{…} writes a file".into());
+        }
+    }
+    let urls: Vec<&str> = operand_texts(inv).into_iter().chain(inv.values("--url")).collect();
+    if urls.is_empty() {
+        return Err("curl without a URL".into());
+    }
+    urls.into_iter().try_for_each(http_url)
+}
+
+fn wget(inv: &Invocation) -> Result<(), String> {
+    let to_stdout = inv.values("-O").chain(inv.values("--output-document")).any(|v| v == "-");
+    if !to_stdout && !inv.has("--spider") {
+        return Err("wget saves a file: use -O - or --spider".into());
+    }
+    let urls = operand_texts(inv);
+    if urls.is_empty() {
+        return Err("wget without a URL".into());
+    }
+    urls.into_iter().try_for_each(http_url)
+}
+
+/// An http(s) URL, or a bare host that curl will not guess another protocol for.
+fn http_url(url: &str) -> Result<(), String> {
+    if let Some((scheme, _)) = url.split_once("://") {
+        return match scheme.to_ascii_lowercase().as_str() {
+            "http" | "https" => Ok(()),
+            other => Err(format!("the `{other}:` scheme is not a plain web request")),
+        };
+    }
+    let lower = url.to_ascii_lowercase();
+    let guessed = ["ftp.", "dict.", "ldap.", "imap.", "pop3.", "smtp.", "gopher.", "telnet.", "tftp.", "mqtt."];
+    if lower.contains(':') && !lower.split(':').nth(1).is_some_and(|p| p.starts_with(|c: char| c.is_ascii_digit())) {
+        return Err(format!("`{url}` names a scheme curl would use"));
+    }
+    match guessed.iter().find(|g| lower.starts_with(**g)) {
+        Some(g) => Err(format!("curl guesses a non-web protocol from `{g}`; write http:// or https://")),
+        None => Ok(()),
+    }
+}
+
+// ---------------------------------------------------------------- dd, ip, rpm
+
+fn dd(inv: &Invocation) -> Result<(), String> {
+    for op in operand_texts(inv) {
+        match op.split_once('=') {
+            Some(("if" | "bs" | "ibs" | "count" | "skip" | "iseek" | "iflag" | "status" | "cbs", _)) => {}
+            Some((key, _)) => return Err(format!("dd {key}= writes or changes output")),
+            None => return Err(format!("dd operand `{op}` is not KEY=VALUE")),
+        }
+    }
+    Ok(())
+}
+
+const IP_OBJECTS: &[&str] = &[
+    "a",
+    "ad",
+    "addr",
+    "address",
+    "l",
+    "li",
+    "link",
+    "r",
+    "ro",
+    "route",
+    "n",
+    "neigh",
+    "neighbor",
+    "neighbour",
+    "ru",
+    "rule",
+    "m",
+    "maddr",
+    "maddress",
+    "netns",
+    "monitor",
+    "tunnel",
+    "ntable",
+    "netconf",
+];
+const IP_VERBS: &[&str] = &["show", "list", "lst", "ls", "get"];
+
+fn ip(inv: &Invocation) -> Result<(), String> {
+    let ops = operand_texts(inv);
+    let Some(object) = ops.first() else { return Ok(()) };
+    if !IP_OBJECTS.contains(object) {
+        return Err(format!("`ip {object}` is not an object merlya knows to be read-only"));
+    }
+    match ops.get(1) {
+        None => Ok(()),
+        Some(verb) if IP_VERBS.contains(verb) => Ok(()),
+        // `ip monitor all`, `ip route get` are read-only with any filter words.
+        Some(_) if *object == "monitor" => Ok(()),
+        // `ip -s link dev eth0`: filter words without a verb mean show.
+        Some(word) if matches!(*word, "dev" | "up" | "scope" | "table" | "type" | "to" | "from") => Ok(()),
+        Some(verb) => Err(format!("`ip {object} {verb}` changes the network (only show, list and get are read-only)")),
+    }
+}
+
+fn service(inv: &Invocation) -> Result<(), String> {
+    match operand_texts(inv).as_slice() {
+        [] if inv.has("--status-all") => Ok(()),
+        [_, "status"] => Ok(()),
+        other => Err(format!("`service {}` controls a service (only NAME status is read-only)", other.join(" "))),
+    }
+}
+
+fn rpm(inv: &Invocation) -> Result<(), String> {
+    require_any(inv, &["-q", "--query", "-V", "--verify"], "rpm without -q or -V installs or removes packages")?;
+    for format in inv.values("--qf").chain(inv.values("--queryformat")) {
+        if format.contains("%(") || format.contains("%{lua") {
+            return Err("rpm --queryformat with a macro runs code".into());
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- test
+
+/// `test` and `[`: literal operators, no `-v`/`-R` (array subscripts run code),
+/// and no unquoted expansion that could add operators.
+pub fn test_expression(name: &str, args: &[Word]) -> Result<(), String> {
+    let mut args = args;
+    if name == "[" {
+        match args.split_last() {
+            Some((last, rest)) if last.is_literal() && last.text == "]" => args = rest,
+            _ => return Err("`[` without a closing `]`".into()),
+        }
+    }
+    if let Some(w) = args.iter().find(|w| w.opaque.is_some()) {
+        return Err(format!("`{}` is not checked by the classifier", w.text));
+    }
+    if let Some(w) = args.iter().find(|w| w.splits || w.glob) {
+        return Err(format!("`{}` may expand to several words and change the test; quote it", w.text));
+    }
+    let is = |w: &Word, ops: &[&str]| w.is_literal() && ops.contains(&w.text.as_str());
+    let unsafe_unary = ["-v", "-R"];
+    let binary = ["=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef"];
+    let ok = match args {
+        [] | [_] => true,
+        [op, _] => op.is_literal() && !is(op, &unsafe_unary),
+        [a, op, _] => is(op, &binary) || (is(a, &["!"]) && op.is_literal() && !is(op, &unsafe_unary)),
+        many => many.iter().all(|w| w.is_literal() && !is(w, &unsafe_unary)),
+    };
+    if ok { Ok(()) } else { Err(format!("`{name}` expression is not one merlya can prove read-only")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_scripts() {
+        for ok in [
+            "1,20p",
+            "s/a/b/g",
+            "/^#/d;s/x/y/2",
+            "$!N;P;D",
+            "1a hello; w /tmp/x",
+            "s|[/]|x|",
+            "y/abc/xyz/",
+            "/re/I,+3{p;q}",
+            ":a;N;$!ba;s/\\n/ /g",
+        ] {
+            assert!(sed_script(ok).is_ok(), "{ok}: {:?}", sed_script(ok));
+        }
+        for bad in [
+            "w /tmp/x",
+            "1w /tmp/x",
+            "s/a/b/w /tmp/x",
+            "s/a/id/e",
+            "e id",
+            "1e",
+            "s/[/]/x/w /tmp/f",
+            "W /tmp/x",
+            "/x/{w /tmp/y\n}",
+            "s/a/b/gw /tmp/x",
+            "s/a/b",
+            "k",
+        ] {
+            assert!(sed_script(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn awk_programs() {
+        for ok in ["{print $1}", "$5 > 80 {print $1}", "/MemAvailable/ {print $2}", "NR==1 || NR==2"] {
+            assert!(awk_program(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "BEGIN{system(\"id\")}",
+            "{print > \"/tmp/x\"}",
+            "{print | \"sh\"}",
+            "BEGIN{\"id\" | getline x}",
+            "BEGIN{print |& \"/inet/tcp/0/h/80\"}",
+            "@load \"x\"",
+            "BEGIN{f=\"sys\"\"tem\"; @f(\"id\")}",
+            "{printf \"%s\", $0 >> \"/tmp/y\"}",
+        ] {
+            assert!(awk_program(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn urls() {
+        for ok in ["http://x/health", "https://example.org", "localhost:8080/health", "10.0.0.1"] {
+            assert!(http_url(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "file:///etc/shadow",
+            "dict://h:11211/stats",
+            "gopher://x",
+            "ftp.example.org/x",
+            "dict.org",
+            "FILE:///etc/passwd",
+            "ldap:x",
+        ] {
+            assert!(http_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn test_expressions() {
+        let w = |s: &[&str]| s.iter().map(|t| Word::literal(*t)).collect::<Vec<_>>();
+        assert!(test_expression("test", &w(&["-f", "/etc/hosts"])).is_ok());
+        assert!(test_expression("[", &w(&["-d", "/srv", "]"])).is_ok());
+        assert!(test_expression("[", &w(&["-d", "/srv"])).is_err());
+        assert!(test_expression("test", &w(&["-v", "a[$(id)]"])).is_err());
+        assert!(test_expression("test", &w(&["!", "-v", "x"])).is_err());
+        assert!(test_expression("test", &w(&["1", "-eq", "1"])).is_ok());
+        let split = vec![Word::literal("-f"), Word::unknown("$f")];
+        assert!(test_expression("test", &split).is_err());
+    }
+}

@@ -1,0 +1,366 @@
+//! Reading a command's words the way the program's own option parser does,
+//! against its [`CommandSpec`]: combined short options (`-uoF`), attached
+//! values (`-oFILE`, `--out=F`), values in the next word (so `kubectl -n get
+//! delete` is a delete), options after operands unless the program stops at
+//! the first operand, `--`, verbs and subcommands. Abbreviated long options
+//! are never guessed: they are refused, naming what they abbreviate.
+
+use super::parse::Word;
+use super::spec::{Arity, Check, CommandSpec, Operands, OptionDef};
+
+/// A command as its program will understand it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Invocation {
+    /// The program's name.
+    pub program: String,
+    /// Verbs and subcommands (`systemctl status`, `git stash list`).
+    pub path: Vec<String>,
+    /// Options with their values, as spelled in the spec.
+    pub options: Vec<(String, Option<String>)>,
+    /// Operands (including words only known at run time, in dynamic specs).
+    pub operands: Vec<Word>,
+    /// The checker of the deepest spec reached.
+    pub check: Option<Check>,
+    /// For wrappers: the words of the command they run.
+    pub wrapped: Option<Vec<Word>>,
+    /// Whether the deepest spec sends its input off the host.
+    pub sends_stdin: bool,
+}
+
+impl Invocation {
+    /// Whether option `name` was given.
+    pub fn has(&self, name: &str) -> bool {
+        self.options.iter().any(|(n, _)| n == name)
+    }
+
+    /// Every value given to option `name`.
+    pub fn values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.options.iter().filter(move |(n, _)| n == name).filter_map(|(_, v)| v.as_deref())
+    }
+}
+
+/// The result of reading a command against its spec.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reading {
+    /// What the program will do.
+    pub invocation: Invocation,
+    /// Why it is not read-only (empty when the spec allows it).
+    pub refusals: Vec<String>,
+    /// Whether every word was understood (unknown options leave it partial).
+    pub complete: bool,
+}
+
+/// Reads `args` (the words after the program name) against `spec`.
+pub fn read(program: &str, spec: &CommandSpec, args: &[Word]) -> Reading {
+    let mut reading = Reading {
+        invocation: Invocation { program: program.to_string(), ..Invocation::default() },
+        complete: true,
+        ..Reading::default()
+    };
+    Reader { reading: &mut reading, label: program.to_string() }.walk(spec, args);
+    reading
+}
+
+struct Reader<'r> {
+    reading: &'r mut Reading,
+    /// `git stash`: how refusals name the command.
+    label: String,
+}
+
+impl Reader<'_> {
+    fn refuse(&mut self, reason: String) {
+        if !self.reading.refusals.contains(&reason) {
+            self.reading.refusals.push(reason);
+        }
+    }
+
+    fn unknown(&mut self, reason: String) {
+        self.reading.complete = false;
+        self.refuse(reason);
+    }
+
+    fn walk(&mut self, spec: &CommandSpec, args: &[Word]) {
+        let inv = &mut self.reading.invocation;
+        inv.check = spec.check.or(inv.check);
+        inv.sends_stdin |= spec.sends_stdin;
+        let stop_at_operand = spec.posix || spec.wraps_after.is_some();
+        let mut options_done = false;
+        let mut operands = 0usize;
+        let mut verb_seen = false;
+        let mut i = 0;
+        while i < args.len() {
+            let word = &args[i];
+            let is_option = !options_done && word.is_literal() && word.text.starts_with('-') && word.text.len() > 1;
+            if spec.wraps_after == Some(operands) && !is_option && !(word.is_literal() && word.text == "--") {
+                self.reading.invocation.wrapped = Some(args[i..].to_vec());
+                return;
+            }
+            if let Some(what) = word.opaque {
+                self.unknown(format!("`{}` uses {what}, whose value is not checked", word.text));
+                i += 1;
+                continue;
+            }
+            if !options_done && word.is_literal() && word.text == "--" {
+                options_done = true;
+                i += 1;
+                continue;
+            }
+            let first_operand = operands == 0 && !verb_seen;
+            if !word.is_literal() {
+                let position_matters = first_operand && (spec.verbs.is_some() || spec.subcommands.is_some());
+                if !spec.dynamic || position_matters {
+                    let what = if word.dynamic { "only known at run time" } else { "a glob the shell expands" };
+                    self.unknown(format!(
+                        "`{}` in `{}` is {what}; its effect cannot be checked",
+                        word.text, self.label
+                    ));
+                }
+                self.reading.invocation.operands.push(word.clone());
+                operands += 1;
+                i += 1;
+                continue;
+            }
+            if is_option {
+                i += self.option(spec, args, i);
+                continue;
+            }
+            if stop_at_operand {
+                options_done = true;
+            }
+            if first_operand && let Some(subs) = &spec.subcommands {
+                let name = word.text.clone();
+                self.reading.invocation.path.push(name.clone());
+                match subs.get(&name) {
+                    Some(sub) => {
+                        self.label = format!("{} {name}", self.label);
+                        self.walk(sub, &args[i + 1..]);
+                    }
+                    None => self.unknown(format!("`{} {name}` is not a read-only subcommand", self.label)),
+                }
+                return;
+            }
+            if first_operand && let Some(verbs) = &spec.verbs {
+                verb_seen = true;
+                let verb = word.text.clone();
+                self.reading.invocation.path.push(verb.clone());
+                i += 1;
+                match verb_rule(verbs, &verb) {
+                    None => self.refuse(format!("`{} {verb}` is not a read-only verb", self.label)),
+                    Some(None) => {}
+                    // `rollout status`: the verb is read-only only before one of these words.
+                    Some(Some(next_words)) => {
+                        let next = args.get(i).filter(|w| w.is_literal()).map(|w| w.text.clone());
+                        match next {
+                            Some(n) if next_words.contains(&n.as_str()) => {
+                                self.reading.invocation.path.push(n);
+                                i += 1;
+                            }
+                            other => self.refuse(format!(
+                                "`{} {verb} {}` is not read-only (only {})",
+                                self.label,
+                                other.unwrap_or_default(),
+                                next_words.join(", ")
+                            )),
+                        }
+                    }
+                }
+                continue;
+            }
+            self.operand(spec, word, operands);
+            operands += 1;
+            i += 1;
+        }
+        if spec.wraps_after == Some(operands) {
+            self.reading.invocation.wrapped = Some(Vec::new());
+        }
+        if !spec.require.is_empty() && !verb_seen && !spec.require.iter().any(|r| self.reading.invocation.has(r)) {
+            let label = self.label.clone();
+            self.refuse(format!("`{label}` is read-only only with one of {}", spec.require.join(" ")));
+        }
+        let needs_verb = spec.verbs.is_some() || spec.subcommands.is_some();
+        if needs_verb && !spec.bare && !verb_seen {
+            self.refuse(format!("`{}` without a read-only subcommand", self.label));
+        }
+    }
+
+    fn operand(&mut self, spec: &CommandSpec, word: &Word, count: usize) {
+        let label = self.label.clone();
+        match spec.operands {
+            Operands::Any => {}
+            Operands::None => self.refuse(format!("`{label}` takes no operand here (`{}`)", word.text)),
+            Operands::Max(n) if count >= n => {
+                self.refuse(format!("`{label}` with more than {n} operand(s) changes something (`{}`)", word.text))
+            }
+            Operands::Max(_) => {}
+            Operands::Identifiers => {
+                if let Err(reason) = plain_variable(&word.text) {
+                    self.refuse(format!("`{label}` {reason}"));
+                }
+            }
+        }
+        self.reading.invocation.operands.push(word.clone());
+    }
+
+    /// Reads the option at `args[i]`; returns how many words it used.
+    fn option(&mut self, spec: &CommandSpec, args: &[Word], i: usize) -> usize {
+        let text = args[i].text.clone();
+        if spec.any_options {
+            self.reading.invocation.options.push((text, None));
+            return 1;
+        }
+        if text.starts_with("--") || spec.single_dash_long {
+            let (name, attached) = match text.strip_prefix("--").and_then(|_| text.split_once('=')) {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (text.clone(), None),
+            };
+            if let Some(def) = spec.options.get(&name) {
+                return self.apply(def, &name, attached, args.get(i + 1), spec);
+            }
+            if spec.single_dash_long && !text.starts_with("--") && spec.numeric && is_number(&text[1..]) {
+                self.reading.invocation.options.push(("-NUM".into(), Some(text[1..].to_string())));
+                return 1;
+            }
+            let expansions: Vec<&String> =
+                spec.options.keys().filter(|k| k.len() > name.len() && k.starts_with(&name)).collect();
+            let label = self.label.clone();
+            match expansions.as_slice() {
+                [one] => self.unknown(format!(
+                    "`{name}` abbreviates `{one}` in `{label}`; merlya only accepts options spelled out"
+                )),
+                _ => self.unknown(format!("`{label}` option `{name}` is not known to be read-only")),
+            }
+            return 1;
+        }
+        let cluster = &text[1..];
+        if spec.numeric && is_number(cluster) {
+            self.reading.invocation.options.push(("-NUM".into(), Some(cluster.to_string())));
+            return 1;
+        }
+        for (k, c) in cluster.char_indices() {
+            let name = format!("-{c}");
+            let Some(def) = spec.options.get(&name) else {
+                let label = self.label.clone();
+                let inside = if cluster.len() > 1 { format!(" (in `{text}`)") } else { String::new() };
+                self.unknown(format!("`{label}` option `{name}`{inside} is not known to be read-only"));
+                return 1;
+            };
+            let rest = &cluster[k + c.len_utf8()..];
+            match def.arity {
+                Arity::Flag => {
+                    self.record(def, &name, None);
+                }
+                Arity::Optional => {
+                    let value = (!rest.is_empty()).then(|| rest.to_string());
+                    self.record(def, &name, value);
+                    return 1;
+                }
+                Arity::Value => {
+                    let attached = (!rest.is_empty()).then(|| rest.to_string());
+                    return self.apply(def, &name, attached, args.get(i + 1), spec);
+                }
+            }
+        }
+        1
+    }
+
+    /// Applies a known option whose value may be attached or in `next`.
+    fn apply(
+        &mut self,
+        def: &OptionDef,
+        name: &str,
+        attached: Option<String>,
+        next: Option<&Word>,
+        spec: &CommandSpec,
+    ) -> usize {
+        let label = self.label.clone();
+        match (def.arity, attached) {
+            (Arity::Flag, Some(v)) => {
+                self.unknown(format!("`{label}` option `{name}` takes no value (`{name}={v}`)"));
+                1
+            }
+            (Arity::Flag, None) | (Arity::Optional, None) => {
+                self.record(def, name, None);
+                1
+            }
+            (_, Some(v)) => {
+                self.record(def, name, Some(v));
+                1
+            }
+            (Arity::Value, None) => {
+                let Some(word) = next else {
+                    self.unknown(format!("`{label}` option `{name}` needs a value"));
+                    return 1;
+                };
+                if let Some(what) = word.opaque {
+                    self.unknown(format!("the value of `{name}` uses {what}, whose value is not checked"));
+                } else if !word.is_literal() && !spec.dynamic {
+                    self.unknown(format!("the value of `{name}` (`{}`) is only known at run time", word.text));
+                } else if looks_like_option(spec, &word.text) {
+                    self.unknown(format!(
+                        "the value of `{name}` looks like an option (`{}`); attach it as `{name}=VALUE`",
+                        word.text
+                    ));
+                }
+                self.record(def, name, Some(word.text.clone()));
+                2
+            }
+        }
+    }
+
+    fn record(&mut self, def: &OptionDef, name: &str, value: Option<String>) {
+        let label = self.label.clone();
+        if let Some(reason) = &def.refused {
+            self.refuse(format!("`{label} {name}` {reason}"));
+        }
+        if let (Some(allowed), Some(v)) = (&def.values, &value)
+            && !allowed.contains(v)
+        {
+            self.refuse(format!("`{label} {name}` only allows {} here, not `{v}`", allowed.join(" or ")));
+        }
+        self.reading.invocation.options.push((name.to_string(), value));
+    }
+}
+
+/// How `verb` is allowed by a verb list: `None` not at all, `Some(None)` alone,
+/// `Some(Some(words))` only before one of `words` (`rollout:status,history`).
+fn verb_rule<'v>(verbs: &'v [String], verb: &str) -> Option<Option<Vec<&'v str>>> {
+    verbs.iter().find_map(|v| match v.split_once(':') {
+        Some((name, next)) if name == verb => Some(Some(next.split(',').collect())),
+        None if v == verb => Some(None),
+        _ => None,
+    })
+}
+
+/// Whether a word consumed as a value could be read as an option by the
+/// program instead (an optional-value option such as `journalctl -n`).
+fn looks_like_option(spec: &CommandSpec, word: &str) -> bool {
+    if word.starts_with("--") {
+        return true;
+    }
+    let Some(rest) = word.strip_prefix('-') else { return false };
+    if rest.is_empty() || is_number(rest) {
+        return false;
+    }
+    if spec.options.contains_key(word) {
+        return true;
+    }
+    !spec.single_dash_long && rest.chars().next().is_some_and(|c| spec.options.contains_key(&format!("-{c}")))
+}
+
+/// A shell variable a read-only command may set: a plain name with a lower-case
+/// letter, so never an environment variable that changes what runs (`PATH`, `IFS`).
+pub fn plain_variable(name: &str) -> Result<(), String> {
+    let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Err(format!("sets `{name}`, which is not a plain name"));
+    }
+    if !name.chars().any(|c| c.is_ascii_lowercase()) {
+        return Err(format!("sets `{name}`; upper-case names can change what runs (PATH, IFS, …)"));
+    }
+    Ok(())
+}
+
+fn is_number(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())
+}

@@ -1,0 +1,289 @@
+//! Program specs: what a read-only invocation of each known program looks
+//! like, as data (`specs.yaml`), in the manner of Codex's execpolicy.
+//!
+//! A spec lists the options a program accepts in read-only use — with their
+//! arity, as the program's own parser sees it — the options it knows but
+//! refuses (so abbreviations and values are recognised), its read-only verbs
+//! or subcommands, what its operands may be, and an optional checker for an
+//! embedded language (sed scripts, awk programs, find expressions, URLs).
+//! Each spec carries `allow` and `refuse` examples that are checked when the
+//! table is loaded by the tests, so the table tests itself.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// How an option takes its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arity {
+    /// No value (`-a`, `--all`).
+    Flag,
+    /// A value, attached (`-n5`, `--lines=5`) or the next word (`-n 5`).
+    Value,
+    /// A value only when attached (`--color=auto`, `-n5`); never the next word.
+    Optional,
+}
+
+/// One option a spec knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionDef {
+    /// How it takes a value.
+    pub arity: Arity,
+    /// The only values allowed, when restricted (`-o /dev/null`).
+    pub values: Option<Vec<String>>,
+    /// Why it is refused, for options known only to be refused.
+    pub refused: Option<String>,
+}
+
+/// What a command's operands may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Operands {
+    /// Anything literal.
+    #[default]
+    Any,
+    /// None at all.
+    None,
+    /// At most this many.
+    Max(usize),
+    /// Shell identifiers only (`read NAME`).
+    Identifiers,
+}
+
+/// A checker for something the option table cannot express.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// sed scripts: no `e`, `w`, `W` commands or flags.
+    Sed,
+    /// awk programs: no `system`, pipes, output redirection, sockets.
+    Awk,
+    /// curl: GET to a named http(s) URL, output to stdout or /dev/null.
+    Curl,
+    /// wget: output to stdout or `--spider`, http(s) only.
+    Wget,
+    /// test and `[`: no `-v`, literal operators.
+    Test,
+    /// `sh -c SCRIPT`: the script is analysed in full.
+    Shell,
+    /// dd: `if=` and sizes only, never `of=`.
+    Dd,
+    /// ip: OBJECT and a show/list/get verb only.
+    Ip,
+    /// service: `--status-all` or `NAME status` only.
+    Service,
+    /// date: operands are `+FORMAT` only (anything else sets the clock).
+    Date,
+    /// sysctl: no `key=value` operand (that writes).
+    Sysctl,
+    /// rpm: query and verify only, no macros.
+    Rpm,
+}
+
+/// The spec of a command or subcommand.
+#[derive(Debug, Clone, Default)]
+pub struct CommandSpec {
+    /// Options by their full spelling (`-a`, `--all`, `-name`).
+    pub options: BTreeMap<String, OptionDef>,
+    /// `-5` style numeric options (`head -5`, `nice -5`).
+    pub numeric: bool,
+    /// Options end at the first operand (POSIX), instead of GNU permutation.
+    pub posix: bool,
+    /// `-name` is one option (find, openssl), not the cluster `-n -a -m -e`.
+    pub single_dash_long: bool,
+    /// Operand rule.
+    pub operands: Operands,
+    /// Read-only verbs: the first operand must be one of them; options are shared.
+    pub verbs: Option<Vec<String>>,
+    /// Subcommands with their own specs (after global options).
+    pub subcommands: Option<BTreeMap<String, CommandSpec>>,
+    /// Whether the command may run with no verb or subcommand.
+    pub bare: bool,
+    /// A checker for an embedded language.
+    pub check: Option<Check>,
+    /// Every option and operand is harmless, so words only known at run time are fine.
+    pub dynamic: bool,
+    /// Sends its standard input off the host (nc, openssl s_client).
+    pub sends_stdin: bool,
+    /// A wrapper: the command to run follows this many operands.
+    pub wraps_after: Option<usize>,
+    /// Every option of this program only changes what is shown (a claim the
+    /// spec's author makes for programs with no writing option at all).
+    pub any_options: bool,
+    /// At least one of these options must be given (`nginx -t`).
+    pub require: Vec<String>,
+}
+
+/// A program's spec with its examples.
+#[derive(Debug, Clone)]
+pub struct ProgramSpec {
+    /// The names it answers to (`grep`, `egrep`).
+    pub names: Vec<String>,
+    /// The spec.
+    pub spec: CommandSpec,
+    /// Commands this spec must class read-only.
+    pub allow: Vec<String>,
+    /// Commands this spec must refuse.
+    pub refuse: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProgram {
+    name: String,
+    #[serde(flatten)]
+    spec: RawCommand,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    refuse: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    #[serde(default)]
+    options: String,
+    #[serde(default)]
+    refused: BTreeMap<String, String>,
+    #[serde(default)]
+    operands: Option<String>,
+    #[serde(default)]
+    posix: bool,
+    #[serde(default)]
+    single_dash_long: bool,
+    #[serde(default)]
+    verbs: Option<String>,
+    #[serde(default)]
+    subcommands: Option<BTreeMap<String, RawCommand>>,
+    #[serde(default)]
+    bare: bool,
+    #[serde(default)]
+    check: Option<Check>,
+    #[serde(default)]
+    dynamic: bool,
+    #[serde(default)]
+    sends_stdin: bool,
+    #[serde(default)]
+    wraps_after: Option<usize>,
+    #[serde(default)]
+    any_options: bool,
+    #[serde(default)]
+    require: String,
+}
+
+/// The table shipped with merlya.
+pub const SPECS_YAML: &str = include_str!("specs.yaml");
+
+/// Parses a spec table; errors name the program and what is wrong.
+pub fn load(yaml: &str) -> Result<Vec<ProgramSpec>, String> {
+    let raw: Vec<RawProgram> = yaml_serde::from_str(yaml).map_err(|e| format!("specs.yaml: {e}"))?;
+    raw.into_iter()
+        .map(|p| {
+            let spec = compile(p.spec).map_err(|e| format!("specs.yaml: program {}: {e}", p.name))?;
+            let names = p.name.split('|').map(str::to_string).collect();
+            Ok(ProgramSpec { names, spec, allow: p.allow, refuse: p.refuse })
+        })
+        .collect()
+}
+
+fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
+    let mut spec = CommandSpec {
+        posix: raw.posix,
+        single_dash_long: raw.single_dash_long,
+        bare: raw.bare,
+        check: raw.check,
+        dynamic: raw.dynamic,
+        sends_stdin: raw.sends_stdin,
+        wraps_after: raw.wraps_after,
+        any_options: raw.any_options,
+        require: raw.require.split_whitespace().map(str::to_string).collect(),
+        ..CommandSpec::default()
+    };
+    for token in raw.options.split_whitespace() {
+        if token == "-NUM" {
+            spec.numeric = true;
+            continue;
+        }
+        let (name, def) = option_token(token)?;
+        spec.options.insert(name, def);
+    }
+    for (token, reason) in raw.refused {
+        let (name, mut def) = option_token(&token)?;
+        def.refused = Some(reason);
+        if spec.options.insert(name.clone(), def).is_some() {
+            return Err(format!("option {name} is both allowed and refused"));
+        }
+    }
+    spec.operands = match raw.operands.as_deref() {
+        None | Some("any") => Operands::Any,
+        Some("none") => Operands::None,
+        Some("identifiers") => Operands::Identifiers,
+        Some(other) => match other.strip_prefix("max ").map(str::parse) {
+            Some(Ok(n)) => Operands::Max(n),
+            _ => return Err(format!("operands: expected any, none, identifiers or `max N`, found {other:?}")),
+        },
+    };
+    spec.verbs = raw.verbs.map(|v| v.split_whitespace().map(str::to_string).collect());
+    if let Some(subs) = raw.subcommands {
+        let mut compiled = BTreeMap::new();
+        for (names, sub) in subs {
+            let sub = compile(sub).map_err(|e| format!("subcommand {names}: {e}"))?;
+            for name in names.split('|') {
+                compiled.insert(name.to_string(), sub.clone());
+            }
+        }
+        spec.subcommands = Some(compiled);
+    }
+    Ok(spec)
+}
+
+/// `-n`, `-n=`, `--color=?`, `-o=/dev/null|-` → the option's name and definition.
+fn option_token(token: &str) -> Result<(String, OptionDef), String> {
+    if !token.starts_with('-') || token.len() < 2 {
+        return Err(format!("option {token:?} must start with -"));
+    }
+    let (name, rest) = match token[1..].find('=') {
+        Some(i) => (&token[..i + 1], Some(&token[i + 2..])),
+        None => (token, None),
+    };
+    let def = match rest {
+        None => OptionDef { arity: Arity::Flag, values: None, refused: None },
+        Some("") => OptionDef { arity: Arity::Value, values: None, refused: None },
+        Some("?") => OptionDef { arity: Arity::Optional, values: None, refused: None },
+        Some(values) => OptionDef {
+            arity: Arity::Value,
+            values: Some(values.split('|').map(str::to_string).collect()),
+            refused: None,
+        },
+    };
+    Ok((name.to_string(), def))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn option_tokens() {
+        assert_eq!(option_token("-a").unwrap().1.arity, Arity::Flag);
+        assert_eq!(
+            option_token("--lines=").unwrap(),
+            ("--lines".into(), OptionDef { arity: Arity::Value, values: None, refused: None })
+        );
+        assert_eq!(option_token("--color=?").unwrap().1.arity, Arity::Optional);
+        let (name, def) = option_token("-o=/dev/null|-").unwrap();
+        assert_eq!(name, "-o");
+        assert_eq!(def.values, Some(vec!["/dev/null".to_string(), "-".to_string()]));
+        assert!(option_token("x").is_err());
+    }
+
+    #[test]
+    fn malformed_tables_are_errors_naming_the_program() {
+        let e = load("- name: ls\n  options: '-a'\n  refused: {'-a': 'x'}\n").unwrap_err();
+        assert!(e.contains("program ls") && e.contains("both allowed and refused"), "{e}");
+        let e = load("- name: ls\n  operands: some\n").unwrap_err();
+        assert!(e.contains("operands"), "{e}");
+        let e = load("- name: ls\n  optoins: '-a'\n").unwrap_err();
+        assert!(e.contains("optoins"), "{e}");
+    }
+}
