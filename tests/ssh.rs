@@ -669,10 +669,14 @@ fn cached_sudo_credentials_mean_the_password_is_never_sent() {
     assert_eq!(first[0]["stdout"], "0\n", "{first:?}");
     // Now a wrong password is stored: sudo must not ask (cached), so the run succeeds, and
     // nothing is written to stdin, so `cat` after sudo reads end-of-file, not the password.
-    let second = exec_with_sudo_password(&env, "cached", "wrong-on-purpose", &["sudo id -u; cat; echo end"]);
+    let second =
+        exec_with_sudo_password(&env, "cached", "wrong-on-purpose", &["sudo id -u; cat; echo end", "sudo cat"]);
     assert_eq!(second[0]["stdout"], "0\nend\n", "{second:?}");
-    assert_eq!(second[0]["exit_code"], 0, "{second:?}");
-    assert!(!second[0].to_string().contains("***"), "{second:?}");
+    assert_eq!(second[1]["stdout"], "", "the command under sudo reads nothing: {second:?}");
+    for r in &second {
+        assert_eq!(r["exit_code"], 0, "{r}");
+        assert!(!r.to_string().contains("***") && !r.to_string().contains("wrong-on-purpose"), "{r}");
+    }
 }
 
 /// Whether a process whose command line contains `pattern` runs on this machine.

@@ -155,7 +155,7 @@ fn approval_modal_shows_escape_sequences_instead_of_running_them() {
     let terminal = render(&fixture_with_hostile_approval(), 110, 34);
     let screen = format!("{:?}", terminal.backend());
     assert!(!screen.contains('\x1b') && !screen.contains('\r') && !screen.contains('\x07'), "{screen}");
-    for shown in ["^[]52;c;cm0gLXJmIC8=^G", "echo harmless^M^[[2Jrm -rf /srv/data"] {
+    for shown in ["tidy logs^[]52;c;cm0gLXJmIC8=^G^[[2J", "rm -rf /srv/data #^M^[[2Kecho harmless ^[]52;c;"] {
         assert!(screen.contains(shown), "{shown} in {screen}");
     }
     insta::assert_snapshot!(terminal.backend());
