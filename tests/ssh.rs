@@ -736,3 +736,31 @@ fn exec_on_a_terminal_shows_escape_sequences_unless_raw() {
     let piped = env.ok(&["exec", "web01", "--", command]);
     assert!(piped.contains("\x1b]0;pwned\x07"), "{piped:?}");
 }
+
+#[tokio::test]
+async fn a_cancelled_command_is_stopped_on_the_host() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
+    let executor = Arc::new(executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter)));
+    let pattern = format!("sleep {}", 300_000 + u32::from(sshd.port));
+    let (task_executor, host, command) = (executor.clone(), host_for("web01", &sshd), format!("{pattern}; echo never"));
+    let run = tokio::spawn(async move {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        task_executor.run(&host, &command, Duration::from_secs(120), &tx).await
+    });
+    let started = std::time::Instant::now() + Duration::from_secs(10);
+    while !running(&pattern) && std::time::Instant::now() < started {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(running(&pattern), "the command started");
+    // The console dropping a run (or the whole task being aborted) must not leave it behind.
+    run.abort();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(&pattern) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!running(&pattern), "`{pattern}` still runs on the host after the run was cancelled");
+}
