@@ -625,13 +625,13 @@ fn sudo_password_reaches_only_sudo_after_its_prompt() {
         ],
     );
     let stdout: Vec<&str> = records.iter().map(|r| r["stdout"].as_str().unwrap_or("?")).collect();
+    let marker = regex::Regex::new("[0-9a-f]{16}[PS]").unwrap();
     assert_eq!(stdout, ["0\n", "", "", "read-nothing\n", "0\nend\n"], "{records:?}");
     for r in &records {
         assert_eq!(r["exit_code"], 0, "{r}");
         let shown = r.to_string();
         assert!(!shown.contains(TEST_PASSWORD) && !shown.contains("***"), "the password reached a command: {r}");
         // The prompt and start markers are stripped from what is shown.
-        let marker = regex::Regex::new("[0-9a-f]{16}[PS]").unwrap();
         assert!(!marker.is_match(r["stderr"].as_str().unwrap_or("")), "{r}");
     }
     // The marker was the prompt: sudo's command line on the host carried it, the password never.
@@ -693,7 +693,8 @@ fn a_timed_out_command_is_stopped_on_the_host() {
     let out = env.run(&["exec", "slow", "--timeout", "2", "--format", "json", "--", &format!("{remote}; echo never")]);
     let records = json_lines(&text(&out.stdout));
     assert_eq!(records[0]["error"], "timed out after 2s", "{records:?}");
-    let out = env.run(&["exec", "localhost", "--timeout", "1", "--format", "json", "--", &format!("{local}; echo never")]);
+    let out =
+        env.run(&["exec", "localhost", "--timeout", "1", "--format", "json", "--", &format!("{local}; echo never")]);
     let records = json_lines(&text(&out.stdout));
     assert_eq!(records[0]["error"], "timed out after 1s", "{records:?}");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -707,7 +708,8 @@ fn a_timed_out_command_is_stopped_on_the_host() {
 /// Runs merlya with `args` on a pseudo-terminal (util-linux `script`) and returns what the terminal got.
 fn on_a_pty(env: &TestEnv, args: &[&str]) -> Vec<u8> {
     let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
+    let line: Vec<String> =
+        std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
     let out = std::process::Command::new("script")
         .args(["-qec", &line.join(" "), "/dev/null"])
         .env("MERLYA_HOME", env.merlya_home())

@@ -125,8 +125,8 @@ fn command_start(rest: &str) -> Result<Option<usize>, String> {
                 "prompt" | "askpass" => return Err(own_prompt_error()),
                 "login" | "shell" => shell_mode = true,
                 "list" | "validate" | "edit" | "remove-timestamp" | "version" | "help" => no_command = true,
-                "user" | "group" | "chdir" | "host" | "chroot" | "role" | "type" | "command-timeout"
-                | "other-user" | "close-from" | "auth-type" | "login-class" => needs_value = !has_value,
+                "user" | "group" | "chdir" | "host" | "chroot" | "role" | "type" | "command-timeout" | "other-user"
+                | "close-from" | "auth-type" | "login-class" => needs_value = !has_value,
                 _ => {}
             }
         } else {

@@ -2,13 +2,13 @@
 //! reachability checks, and dashboard refreshes (with toasts for what
 //! finished in the background).
 
-use crate::term_safe::{visible, visible_line};
 use super::panes::keep_scroll_position;
 use crate::agent::AgentEvent;
 use crate::app::model::{ChatEntry, ChatRole, Dashboard, Model, Pane, ToastLevel};
 use crate::app::msg::Effect;
 use crate::app::output_buffer::LineKind;
 use crate::exec::{ExecEvent, HostResult};
+use crate::term_safe::{visible, visible_line};
 
 /// Lines of an agent command's output kept for its tool cell.
 const TOOL_OUTPUT_LINES: usize = 200;

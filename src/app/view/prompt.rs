@@ -29,8 +29,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
                 vec![Span::styled(key(Action::Yes), theme.ok), Span::raw(format!(" {}   ", t("prompt.once")))];
             if let Some(a) = prompt.request.approval.as_ref().filter(|a| a.rule_possible()) {
                 choices.push(Span::styled(key(Action::Always), theme.warn));
-                let always =
-                    model.locale.tf("prompt.always", &[("prefixes", &visible_line(&a.prefixes.join("`, `")))]);
+                let always = model.locale.tf("prompt.always", &[("prefixes", &visible_line(&a.prefixes.join("`, `")))]);
                 choices.push(Span::raw(format!(" {always}   ")));
             }
             choices.push(Span::styled(format!("{} {}", key(Action::No), key(Action::Decline)), theme.error));
@@ -101,9 +100,8 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
     // The command keeps its lines (each control character shown, `\r` as `^M`), indented under the label.
     let command = visible(&a.command).into_owned();
     let mut command_lines = command.split('\n');
-    let mut lines = vec![
-        Line::from(vec![label("prompt.command"), Span::raw(command_lines.next().unwrap_or("").to_string())]),
-    ];
+    let mut lines =
+        vec![Line::from(vec![label("prompt.command"), Span::raw(command_lines.next().unwrap_or("").to_string())])];
     lines.extend(command_lines.map(|l| Line::raw(format!("{:9}{l}", ""))));
     lines.extend([
         Line::from(vec![label("prompt.hosts"), Span::raw(visible_line(&a.hosts.join(", ")).into_owned())]),
