@@ -15,7 +15,7 @@ use crate::exec::{ExecEvent, HostResult, Stream};
 use crate::inventory::resolve_targets;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
-use crate::term_safe::{visible, visible_line};
+use crate::term_safe::visible_line;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -110,12 +110,13 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     }
     let results = runner.await.map_err(|e| eyre!("fan-out task failed: {e}"))?;
     if args.format == OutputFormat::Text {
-        print!("\n{}", if neutralise { visible(&summary(&results)).into_owned() } else { summary(&results) });
+        print!("\n{}", summary(&results));
     }
     Ok(if results.iter().all(HostResult::success) { EXIT_OK } else { EXIT_HOST_FAILED })
 }
 
-/// The table printed after a text-mode run.
+/// The table printed after a text-mode run. Errors can quote what a host
+/// sent, so their control characters are shown, never sent to the terminal.
 pub fn summary(results: &[HostResult]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
@@ -124,7 +125,7 @@ pub fn summary(results: &[HostResult]) -> String {
                 r.host.clone(),
                 r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
                 format!("{:.2}s", r.duration_ms as f64 / 1000.0),
-                r.error.clone().unwrap_or_default(),
+                visible_line(r.error.as_deref().unwrap_or_default()).into_owned(),
             ]
         })
         .collect();

@@ -209,7 +209,7 @@ impl Executor {
         };
         // A remote command is stopped on its host at the deadline (remote::run); the grace lets
         // that finish, and covers connecting. Dropping a local run kills its process group.
-        let limit = if host.is_local() { timeout } else { timeout + STOP_GRACE * 2 };
+        let limit = if host.is_local() { timeout } else { timeout + STOP_GRACE * 3 };
         let mut result = match tokio::time::timeout(limit, run).await {
             Ok(Ok(mut result)) => {
                 result.duration_ms = started.elapsed().as_millis() as u64;
