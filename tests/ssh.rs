@@ -598,10 +598,21 @@ fn ensure_cached_sudo_user() -> &'static str {
 /// Runs `merlya exec HOST --format json -- CMD` for each command in one
 /// keyring session after storing `password` as the host's sudo password.
 fn exec_with_sudo_password(env: &TestEnv, host: &str, password: &str, commands: &[&str]) -> Vec<serde_json::Value> {
+    exec_with_sudo_password_and(env, host, password, "", commands)
+}
+
+/// [`exec_with_sudo_password`] with more `exec` options (`--timeout 2`).
+fn exec_with_sudo_password_and(
+    env: &TestEnv,
+    host: &str,
+    password: &str,
+    options: &str,
+    commands: &[&str],
+) -> Vec<serde_json::Value> {
     let merlya = env!("CARGO_BIN_EXE_merlya");
     let mut script = format!("printf '%s\\n' '{password}' | '{merlya}' secret set sudo:{host}:password >/dev/null");
     for command in commands {
-        script.push_str(&format!(" && '{merlya}' exec {host} --yes --format json -- '{command}'"));
+        script.push_str(&format!(" ; '{merlya}' exec {host} {options} --yes --format json -- '{command}'"));
     }
     let out = env.keyring_session(&script).output().expect("keyctl (scripts/test.sh installs keyutils)");
     let records = json_lines(&text(&out.stdout));
@@ -703,6 +714,18 @@ fn a_timed_out_command_is_stopped_on_the_host() {
     }
     assert!(!running(&remote), "`{remote}` still runs on the host after the timeout");
     assert!(!running(&local), "`{local}` still runs on localhost after the timeout");
+
+    // Under sudo, as root: sudo relays the signal to its command.
+    env.add_host("slowroot", &sshd, &["--elevation", "sudo_password"]);
+    let root = format!("sleep {}", 400_000 + u32::from(sshd.port));
+    let records =
+        exec_with_sudo_password_and(&env, "slowroot", TEST_PASSWORD, "--timeout 2", &[&format!("sudo {root}")]);
+    assert_eq!(records[0]["error"], "timed out after 2s", "{records:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(&root) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!running(&root), "`sudo {root}` still runs on the host after the timeout");
 }
 
 /// Runs merlya with `args` on a pseudo-terminal (util-linux `script`) and returns what the terminal got.
