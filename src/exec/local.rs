@@ -101,3 +101,28 @@ pub async fn run(
         error: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_password_is_written_on_the_prompt_and_stdin_closes_after_it() {
+        let feed = SudoFeed::new("pw-local".into()).unwrap();
+        // Plays sudo: prompts with the marker, reads one line, then the "command" starts and reads stdin.
+        let command = format!(
+            "printf %s {} >&2; IFS= read -r pw; echo got-$pw; printf %s {} >&2; cat; echo end",
+            feed.prompt(),
+            feed.started()
+        );
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let events = MaskingSender::new(tx, Vec::new());
+        let result = run("localhost", &command, Some(&feed), &events).await.unwrap();
+        assert_eq!(result.stdout, "got-pw-local\nend\n", "cat after the password reads end-of-file");
+        assert_eq!(result.stderr, "", "both markers are stripped");
+        // No prompt: nothing is written, and the start marker closes stdin.
+        let command = format!("printf %s {} >&2; cat; echo end", feed.started());
+        let result = run("localhost", &command, Some(&feed), &events).await.unwrap();
+        assert_eq!(result.stdout, "end\n");
+    }
+}
