@@ -23,3 +23,4 @@ pub mod safety;
 pub mod secrets;
 pub mod ssh;
 pub mod store;
+pub mod term_safe;

@@ -250,9 +250,12 @@ pub struct ChatEntry {
 }
 
 impl ChatEntry {
-    /// An entry with no detail.
+    /// An entry with no detail. Its text may come from the model or a host:
+    /// control characters are made visible before it is ever drawn.
     pub fn new(role: ChatRole, text: impl Into<String>) -> Self {
-        Self { role, text: text.into(), detail: Vec::new(), expanded: false, rendered: None }
+        let text: String = text.into();
+        let text = crate::term_safe::visible(&text).into_owned();
+        Self { role, text, detail: Vec::new(), expanded: false, rendered: None }
     }
 
     /// Renders the agent's Markdown once for every frame to come.
@@ -433,7 +436,9 @@ impl Model {
         if self.toasts.len() == 5 {
             self.toasts.pop_front();
         }
-        self.toasts.push_back(Toast { level, text: text.into(), ticks_left: 8 });
+        // Toasts carry host errors: control characters are shown, not sent to the terminal.
+        let text = crate::term_safe::visible_line(&text.into()).into_owned();
+        self.toasts.push_back(Toast { level, text, ticks_left: 8 });
     }
 
     /// Every tag in the inventory with its host count, by name.

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::safety::leaks::Leak;
 use crate::safety::{Analysis, Class};
 use crate::store::Store;
+use crate::term_safe::{visible, visible_line};
 
 /// What a person is asked to approve.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -148,17 +149,19 @@ impl Approver for TerminalApprover {
     }
 }
 
-/// The request as plain text (terminal prompt, logs).
+/// The request as plain text (terminal prompt, logs). Every field may come
+/// from the model or a host, so control characters are made visible: an
+/// escape sequence cannot clear the prompt or rewrite what is approved.
 pub fn render_request(r: &ApprovalRequest) -> String {
     let mut out = format!(
         "APPROVAL NEEDED: {}\n  command: {}\n  hosts:   {}\n  risk:    {}\n",
-        r.summary,
-        r.command,
-        r.hosts.join(", "),
+        visible_line(&r.summary),
+        visible(&r.command).replace('\n', "\n           "),
+        visible_line(&r.hosts.join(", ")),
         r.class.as_str()
     );
     for reason in &r.reasons {
-        out.push_str(&format!("    - {reason}\n"));
+        out.push_str(&format!("    - {}\n", visible_line(reason)));
     }
     if let Some(check) = &r.post_check {
         out.push_str(&format!("  post-check: {check}\n"));
@@ -167,10 +170,11 @@ pub fn render_request(r: &ApprovalRequest) -> String {
         out.push_str(&format!("  rollback:  {rollback}\n"));
     }
     for leak in &r.leaks {
-        out.push_str(&format!("  ! {}\n    safer: {}\n", leak.what, leak.rewrite));
+        out.push_str(&format!("  ! {}\n    safer: {}\n", visible_line(&leak.what), visible_line(&leak.rewrite)));
     }
     if let Some(diff) = &r.diff {
-        out.push_str(diff);
+        let diff = visible(diff);
+        out.push_str(&diff);
         if !diff.ends_with('\n') {
             out.push('\n');
         }
@@ -306,6 +310,17 @@ mod tests {
         gate.check(&request("reboot", &["web01"])).await;
         assert_eq!(person.1.load(Ordering::SeqCst), asked + 5);
         assert!(!store.list_rules().await.unwrap().iter().any(|r| r.prefix == "reboot"));
+    }
+
+    #[test]
+    fn the_terminal_prompt_shows_control_characters_instead_of_sending_them() {
+        let mut r = request("echo ok\r\x1b[2Jrm -rf /\necho two", &["web01"]);
+        r.summary = "fine\x1b]52;c;cm0=\x07\n  hosts:   nowhere".into();
+        let text = render_request(&r);
+        assert!(!text.contains(['\x1b', '\r', '\x07']), "{text:?}");
+        assert!(text.contains("APPROVAL NEEDED: fine^[]52;c;cm0=^G^J  hosts:   nowhere\n"), "{text}");
+        assert!(text.contains("  command: echo ok^M^[[2Jrm -rf /\n           echo two\n"), "{text}");
+        assert_eq!(text.matches("\n  hosts:").count(), 1, "no forged line: {text}");
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@ use crate::exec::{ExecEvent, HostResult, Stream};
 use crate::inventory::resolve_targets;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
+use crate::term_safe::visible_line;
 
 #[derive(Debug, Args)]
 pub struct ExecArgs {
@@ -31,6 +32,10 @@ pub struct ExecArgs {
     /// Approve a command that changes something without asking (recorded as such in the audit log).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Pass the hosts' output through unchanged, escape sequences included. Without it, control
+    /// characters are shown as `^[`, `<9b>`… when stdout is a terminal, so a host cannot drive it.
+    #[arg(long)]
+    pub raw: bool,
     /// The command, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -69,7 +74,11 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.ssh.command_timeout_secs as f64).max(0.001));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let tty = std::io::stdout().is_terminal();
+    let color = tty && std::env::var_os("NO_COLOR").is_none();
+    // What hosts print reaches a terminal only as visible text, unless --raw asks for the bytes.
+    let neutralise = tty && !args.raw;
+    let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
     let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
 
     let mut stdout = std::io::stdout();
@@ -78,6 +87,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
             ExecEvent::Started { .. } => {}
             ExecEvent::Line { host, stream, line } => {
                 if args.format == OutputFormat::Text {
+                    let line = shown(&line);
                     let mark = if stream == Stream::Stderr { "!" } else { "|" };
                     let _ = match (color, stream) {
                         (true, Stream::Stderr) => {
@@ -105,7 +115,8 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     Ok(if results.iter().all(HostResult::success) { EXIT_OK } else { EXIT_HOST_FAILED })
 }
 
-/// The table printed after a text-mode run.
+/// The table printed after a text-mode run. Errors can quote what a host
+/// sent, so their control characters are shown, never sent to the terminal.
 pub fn summary(results: &[HostResult]) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
@@ -114,7 +125,7 @@ pub fn summary(results: &[HostResult]) -> String {
                 r.host.clone(),
                 r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
                 format!("{:.2}s", r.duration_ms as f64 / 1000.0),
-                r.error.clone().unwrap_or_default(),
+                visible_line(r.error.as_deref().unwrap_or_default()).into_owned(),
             ]
         })
         .collect();

@@ -1,6 +1,6 @@
 //! `merlya run "TASK"`: the agent without the console.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,6 +14,7 @@ use crate::agent::{Agent, AgentEvent, Limits, Observer, RunReport};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
 use crate::llm::{LlmClient, ModelRole};
+use crate::term_safe::visible;
 
 /// The agent could not complete the task.
 pub const EXIT_TASK_FAILED: u8 = 6;
@@ -79,6 +80,9 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
     let text_mode = args.format == OutputFormat::Text;
+    // The model's words and host errors are shown, never interpreted, by a terminal.
+    let stdout_tty = std::io::stdout().is_terminal();
+    let shown = move |s: &str, tty: bool| if tty { visible(s).into_owned() } else { s.to_string() };
     let observer: Observer = Arc::new(move |event: AgentEvent| {
         if !text_mode {
             return;
@@ -86,19 +90,21 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         let mut err = std::io::stderr();
         let _ = match event {
             AgentEvent::Delta { agent, text } if agent == "main" => {
-                write!(std::io::stdout(), "{text}").and_then(|_| std::io::stdout().flush())
+                write!(std::io::stdout(), "{}", shown(&text, stdout_tty)).and_then(|_| std::io::stdout().flush())
             }
             AgentEvent::Command(c) => match (&c.refused, c.exit_code) {
-                (Some(why), None) => writeln!(err, "  ✗ {} {} $ {} — {why}", c.specialist, c.host, c.command),
+                (Some(why), None) => {
+                    writeln!(err, "  ✗ {} {} $ {} — {}", c.specialist, c.host, visible(&c.command), visible(why))
+                }
                 (_, code) => writeln!(
                     err,
                     "  ⚙ {} $ {} → exit {}",
                     c.specialist,
-                    c.command,
+                    visible(&c.command),
                     code.map(|c| c.to_string()).unwrap_or("-".into())
                 ),
             },
-            AgentEvent::Notice(n) => writeln!(err, "  ! {n}"),
+            AgentEvent::Notice(n) => writeln!(err, "  ! {}", visible(&n)),
             _ => Ok(()),
         };
     });

@@ -1,28 +1,52 @@
-//! `localhost`: commands run through `sh -c` without SSH.
+//! `localhost`: commands run through `sh -c` without SSH, in a process group
+//! of their own so that a timeout or a cancellation stops everything they
+//! started, not just the shell.
 
 use std::process::Stdio;
 
 use super::lines::{LineSplitter, MaskingSender};
+use super::sudo::{StderrGate, SudoFeed};
 use super::{HostResult, Stream};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-/// Runs `command` locally; the child is killed if the future is dropped (timeout).
-pub async fn run(host: &str, command: &str, stdin: Option<&str>, events: &MaskingSender) -> Result<HostResult, String> {
+/// Kills the command's process group if the run is dropped before it ended.
+struct KillGroup {
+    pgid: Option<u32>,
+}
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1) {
+            // SAFETY: kill(2) with a negative pid signals the group created for this child only.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Runs `command` locally; the whole process group is killed if the future is
+/// dropped (timeout). A `sudo` password is written only on sudo's prompt.
+pub async fn run(
+    host: &str,
+    command: &str,
+    sudo: Option<&SudoFeed>,
+    events: &MaskingSender,
+) -> Result<HostResult, String> {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if sudo.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start sh: {e}"))?;
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        use tokio::io::AsyncWriteExt;
-        pipe.write_all(input.as_bytes()).await.map_err(|e| format!("cannot write to the command's stdin: {e}"))?;
-        // Dropping the pipe closes stdin.
-    }
+    let mut group = KillGroup { pgid: child.id() };
+    let mut stdin = child.stdin.take();
+    let mut gate = sudo.cloned().map(StderrGate::new);
     let mut stdout = child.stdout.take().ok_or("no stdout pipe")?;
     let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
     let mut out = LineSplitter::new(host, Stream::Stdout);
@@ -37,13 +61,33 @@ pub async fn run(host: &str, command: &str, stdin: Option<&str>, events: &Maskin
             },
             n = stderr.read(&mut err_buf), if err_open => match n {
                 Ok(0) | Err(_) => err_open = false,
-                Ok(n) => err.push(&err_buf[..n], events),
+                Ok(n) => match gate.as_mut() {
+                    None => err.push(&err_buf[..n], events),
+                    Some(gate) => {
+                        let gated = gate.push(&err_buf[..n]);
+                        err.push(&gated.output, events);
+                        if let (Some(password), Some(pipe)) = (gated.write, stdin.as_mut()) {
+                            pipe.write_all(password.as_bytes())
+                                .await
+                                .map_err(|e| format!("cannot write the sudo password: {e}"))?;
+                        }
+                        if gated.close_input {
+                            // Dropping the pipe closes stdin.
+                            stdin = None;
+                        }
+                    }
+                },
             },
         }
     }
+    if let Some(gate) = gate.as_mut() {
+        err.push(&gate.finish(), events);
+    }
     out.finish(events);
     err.finish(events);
+    drop(stdin);
     let status = child.wait().await.map_err(|e| format!("cannot wait for the command: {e}"))?;
+    group.pgid = None;
     let exit_code = status.code().or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         status.signal().map(|s| 128 + s)
@@ -56,4 +100,29 @@ pub async fn run(host: &str, command: &str, stdin: Option<&str>, events: &Maskin
         duration_ms: 0,
         error: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_password_is_written_on_the_prompt_and_stdin_closes_after_it() {
+        let feed = SudoFeed::new("pw-local".into()).unwrap();
+        // Plays sudo: prompts with the marker, reads one line, then the "command" starts and reads stdin.
+        let command = format!(
+            "printf %s {} >&2; IFS= read -r pw; echo got-$pw; printf %s {} >&2; cat; echo end",
+            feed.prompt(),
+            feed.started()
+        );
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let events = MaskingSender::new(tx, Vec::new());
+        let result = run("localhost", &command, Some(&feed), &events).await.unwrap();
+        assert_eq!(result.stdout, "got-pw-local\nend\n", "cat after the password reads end-of-file");
+        assert_eq!(result.stderr, "", "both markers are stripped");
+        // No prompt: nothing is written, and the start marker closes stdin.
+        let command = format!("printf %s {} >&2; cat; echo end", feed.started());
+        let result = run("localhost", &command, Some(&feed), &events).await.unwrap();
+        assert_eq!(result.stdout, "end\n");
+    }
 }

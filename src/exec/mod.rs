@@ -7,6 +7,7 @@ pub mod lines;
 pub mod local;
 pub mod prepare;
 pub mod remote;
+pub mod sudo;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,6 +75,14 @@ impl HostResult {
             error: Some(error),
         }
     }
+}
+
+/// How long a stopped remote command gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The error of a command cut off by its timeout.
+pub fn timed_out(timeout: Duration) -> String {
+    format!("timed out after {}s", timeout.as_secs_f64())
 }
 
 /// Output kept per host and stream in a [`HostResult`]; the live stream carries everything.
@@ -182,28 +191,32 @@ impl Executor {
         };
         let masked = lines::MaskingSender::new(events.clone(), prepared.mask.clone());
         let events = &masked;
-        let (command, stdin) = (prepared.command.as_str(), prepared.stdin.as_deref());
+        let (command, sudo) = (prepared.command.as_str(), prepared.sudo.as_ref());
+        let deadline = tokio::time::Instant::now() + timeout;
         let run = async {
             if host.is_local() {
-                local::run(&host.name, command, stdin, events).await
+                local::run(&host.name, command, sudo, events).await
             } else {
                 let target = match self.resolve.read() {
                     Ok(resolve) => resolve.resolve(host),
                     Err(_) => Err("the host resolver is unavailable".to_string()),
                 };
                 match target {
-                    Ok(target) => remote::run(&self.pool, &target, command, stdin, events).await,
+                    Ok(target) => remote::run(&self.pool, &target, command, sudo, (deadline, timeout), events).await,
                     Err(e) => Err(e),
                 }
             }
         };
-        let mut result = match tokio::time::timeout(timeout, run).await {
+        // A remote command is stopped on its host at the deadline (remote::run); the grace lets
+        // that finish, and covers connecting. Dropping a local run kills its process group.
+        let limit = if host.is_local() { timeout } else { timeout + STOP_GRACE * 3 };
+        let mut result = match tokio::time::timeout(limit, run).await {
             Ok(Ok(mut result)) => {
                 result.duration_ms = started.elapsed().as_millis() as u64;
                 result
             }
             Ok(Err(error)) => HostResult::failed(&host.name, started, error),
-            Err(_) => HostResult::failed(&host.name, started, format!("timed out after {}s", timeout.as_secs_f64())),
+            Err(_) => HostResult::failed(&host.name, started, timed_out(timeout)),
         };
         result.host = host.name.clone();
         result.stdout = mask_values(&result.stdout, &prepared.mask);

@@ -1,7 +1,8 @@
 //! Turning the command a person or model wrote into what runs: secret
 //! references resolved, `sudo` adapted to the host's elevation, and the values
 //! to mask in output. The password for `sudo_password` hosts goes to sudo's
-//! stdin, never into argv (where `ps` shows it to every local user).
+//! stdin after sudo's own prompt (see [`super::sudo`]), never into argv (where
+//! `ps` shows it to every local user).
 
 use crate::i18n::Text;
 use crate::inventory::{Elevation, Host};
@@ -9,13 +10,16 @@ use crate::prompt::Prompter;
 use crate::secrets::SecretSource;
 use crate::secrets::reference::{references, resolve};
 
+use super::sudo::{SudoFeed, sudo_command};
+
 /// What actually runs.
 #[derive(Debug)]
 pub struct Prepared {
     /// The command line to execute.
     pub command: String,
-    /// Bytes for the process's stdin (the sudo password), if any.
-    pub stdin: Option<String>,
+    /// The sudo password and this run's prompt marker, for `sudo_password`
+    /// hosts: written to stdin only once sudo's prompt shows on stderr.
+    pub sudo: Option<SudoFeed>,
     /// Secret values to replace by `***` wherever output is shown or stored.
     pub mask: Vec<String>,
 }
@@ -58,7 +62,7 @@ pub async fn prepare(
     let mut mask = resolved.values;
     let text = resolved.text;
     let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
-        return Ok(Prepared { command: text, stdin: None, mask });
+        return Ok(Prepared { command: text, sudo: None, mask });
     };
     match host.elevation {
         Elevation::SudoPassword => {
@@ -73,11 +77,11 @@ pub async fn prepare(
                     .ok_or_else(|| missing_password_error(&host.name))?,
             };
             mask.push(password.clone());
-            // -S reads the password from stdin; -p '' keeps the prompt out of the output.
-            Ok(Prepared { command: format!("sudo -S -p '' {rest}"), stdin: Some(format!("{password}\n")), mask })
+            let feed = SudoFeed::new(password)?;
+            Ok(Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask })
         }
         // Never let sudo wait for a password nobody will type.
-        _ => Ok(Prepared { command: format!("sudo -n {rest}"), stdin: None, mask }),
+        _ => Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask }),
     }
 }
 
@@ -113,12 +117,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn sudo_password_goes_to_stdin_and_is_masked() {
+    async fn sudo_password_waits_for_the_marker_and_is_masked() {
         let p = prepare(&host("web01", Elevation::SudoPassword), "sudo systemctl restart nginx", &Secrets, &NoPrompter)
             .await
             .unwrap();
-        assert_eq!(p.command, "sudo -S -p '' systemctl restart nginx");
-        assert_eq!(p.stdin.as_deref(), Some("pw-web01\n"));
+        let feed = p.sudo.as_ref().unwrap();
+        assert_eq!(feed.password, "pw-web01");
+        assert!(p.command.starts_with(&format!("sudo -S -p '{}' sh -c ", feed.prompt())), "{}", p.command);
+        assert!(p.command.ends_with(&format!("{} systemctl restart nginx", feed.started())), "{}", p.command);
         assert!(!p.command.contains("pw-web01"));
         assert_eq!(p.mask, ["pw-web01"]);
     }

@@ -8,6 +8,7 @@ use crate::app::model::{ChatEntry, ChatRole, Dashboard, Model, Pane, ToastLevel}
 use crate::app::msg::Effect;
 use crate::app::output_buffer::LineKind;
 use crate::exec::{ExecEvent, HostResult};
+use crate::term_safe::{visible, visible_line};
 
 /// Lines of an agent command's output kept for its tool cell.
 const TOOL_OUTPUT_LINES: usize = 200;
@@ -90,7 +91,7 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
     match event {
         AgentEvent::Delta { agent, text } if agent == "main" => {
             match model.chat.last_mut() {
-                Some(entry) if entry.role == ChatRole::Assistant => entry.text.push_str(&text),
+                Some(entry) if entry.role == ChatRole::Assistant => entry.text.push_str(&visible(&text)),
                 _ => model.chat.push(ChatEntry::new(ChatRole::Assistant, text)),
             }
             if let Some(entry) = model.chat.last_mut() {
@@ -131,7 +132,7 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
                 ExecEvent::Line { host, line, .. } => {
                     let lines = model.agent_output.entry(host.clone()).or_default();
                     if lines.len() < TOOL_OUTPUT_LINES {
-                        lines.push(line.clone());
+                        lines.push(visible_line(line).into_owned());
                     } else if lines.len() == TOOL_OUTPUT_LINES {
                         lines.push("…".into());
                     }
@@ -147,7 +148,8 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
     match event {
         ExecEvent::Started { .. } => Vec::new(),
         ExecEvent::Line { host, stream, line } => {
-            model.output.push(LineKind::Output { host: host.into(), stream }, line);
+            // Host output never reaches the terminal as it is: escape sequences are shown, not run.
+            model.output.push(LineKind::Output { host: host.into(), stream }, visible_line(&line).into_owned());
             keep_scroll_position(model, 1);
             Vec::new()
         }
@@ -159,7 +161,7 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
                 }
             }
             let kind = LineKind::Outcome { host: result.host.as_str().into(), ok: result.success() };
-            model.output.push(kind, outcome_text(&result, &model.locale));
+            model.output.push(kind, visible_line(&outcome_text(&result, &model.locale)).into_owned());
             keep_scroll_position(model, 1);
             let mut effects = Vec::new();
             if let Some(reachable) = reachability(&result) {

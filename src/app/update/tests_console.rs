@@ -319,3 +319,18 @@ fn streamed_markdown_is_rendered_once_per_delta_not_per_frame() {
     let text: String = rendered[0].spans.iter().map(|s| s.content.as_ref()).collect();
     assert_eq!(text, "Disk is fine.", "the whole reply so far, Markdown applied");
 }
+
+#[test]
+fn escape_sequences_from_hosts_and_the_model_are_stored_visible() {
+    let mut m = model();
+    let line = "\x1b]0;pwned\x07ok\r\x1b[2Jfake".to_string();
+    update(&mut m, Msg::Exec { run: 1, event: ExecEvent::Line { host: "web01".into(), stream: Stream::Stdout, line } });
+    let texts: Vec<&str> = m.output.window(10, 0, None).into_iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(texts, ["^[]0;pwned^Gok^M^[[2Jfake"], "the output pane");
+    let delta = |t: &str| Msg::Agent(crate::agent::AgentEvent::Delta { agent: "main".into(), text: t.into() });
+    update(&mut m, delta("copy \x1b]52;c;cm0="));
+    update(&mut m, delta("\x07 done\nnext line"));
+    assert_eq!(m.chat.last().map(|e| e.text.as_str()), Some("copy ^[]52;c;cm0=^G done\nnext line"), "chat");
+    m.toast(crate::app::model::ToastLevel::Error, "web01: \x1b[31mred\x1b[0m");
+    assert_eq!(m.toasts.back().map(|t| t.text.as_str()), Some("web01: ^[[31mred^[[0m"), "toasts");
+}

@@ -241,3 +241,22 @@ pub fn fixture_with_diff_approval() -> Model {
     queue_approval(&mut m, request);
     m
 }
+
+/// A change whose summary and command carry escape sequences a host or the
+/// model could send: an OSC 52 clipboard write, a screen clear, and a `\r`
+/// plus erase-line that would show only "echo harmless" on a terminal.
+pub fn fixture_with_hostile_approval() -> Model {
+    use crate::approval::ApprovalRequest;
+    use crate::safety::analyze;
+    let mut m = fixture_with_output();
+    let command = "rm -rf /srv/data #\r\x1b[2Kecho harmless \x1b]52;c;cm0gLXJmIC8=\x07";
+    let request = ApprovalRequest::new(
+        "tidy logs\x1b]52;c;cm0gLXJmIC8=\x07\x1b[2J".into(),
+        command,
+        vec!["web01".into()],
+        &analyze(command),
+        Vec::new(),
+    );
+    queue_approval(&mut m, request);
+    m
+}

@@ -11,6 +11,7 @@ use super::centered;
 use crate::app::keymap::{Action, KeyContext};
 use crate::app::model::{Model, PendingPrompt};
 use crate::app::msg::PromptKind;
+use crate::term_safe::{visible, visible_line};
 
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Frame, area: Rect) {
@@ -20,7 +21,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let key = |action: Action| format!("[{}]", model.keymap.keys(KeyContext::Modal, action));
     let mut lines = match &prompt.request.approval {
         Some(approval) => approval_lines(model, approval),
-        None => vec![Line::raw(prompt.request.body.render(&model.locale)), Line::raw("")],
+        None => vec![Line::raw(visible(&prompt.request.body.render(&model.locale)).into_owned()), Line::raw("")],
     };
     match prompt.request.kind {
         PromptKind::Approval => {
@@ -28,7 +29,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
                 vec![Span::styled(key(Action::Yes), theme.ok), Span::raw(format!(" {}   ", t("prompt.once")))];
             if let Some(a) = prompt.request.approval.as_ref().filter(|a| a.rule_possible()) {
                 choices.push(Span::styled(key(Action::Always), theme.warn));
-                let always = model.locale.tf("prompt.always", &[("prefixes", &a.prefixes.join("`, `"))]);
+                let always = model.locale.tf("prompt.always", &[("prefixes", &visible_line(&a.prefixes.join("`, `")))]);
                 choices.push(Span::raw(format!(" {always}   ")));
             }
             choices.push(Span::styled(format!("{} {}", key(Action::No), key(Action::Decline)), theme.error));
@@ -46,7 +47,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
         PromptKind::Text => {
             lines.push(Line::from(vec![
                 Span::raw("› "),
-                Span::raw(prompt.typed.clone()),
+                Span::raw(visible_line(&prompt.typed).into_owned()),
                 Span::styled("▏", theme.accent),
             ]));
             lines.push(Line::styled(t("prompt.text_hint"), theme.dim));
@@ -60,7 +61,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
             lines.push(Line::styled(t("prompt.secret_hint"), theme.dim));
         }
     }
-    let mut title = format!(" {} ", prompt.request.title.render(&model.locale));
+    let mut title = format!(" {} ", visible_line(&prompt.request.title.render(&model.locale)));
     if queued > 0 {
         title.push_str(&format!("· {} ", model.locale.tf("prompt.more", &[("count", &queued.to_string())])));
     }
@@ -96,13 +97,18 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
         crate::safety::Class::Dangerous => theme.error,
     };
     let label = |key: &str| Span::styled(format!("{:<9}", model.locale.t(key)), theme.dim);
-    let mut lines = vec![
-        Line::from(vec![label("prompt.command"), Span::raw(a.command.clone())]),
-        Line::from(vec![label("prompt.hosts"), Span::raw(a.hosts.join(", "))]),
+    // The command keeps its lines (each control character shown, `\r` as `^M`), indented under the label.
+    let command = visible(&a.command).into_owned();
+    let mut command_lines = command.split('\n');
+    let mut lines =
+        vec![Line::from(vec![label("prompt.command"), Span::raw(command_lines.next().unwrap_or("").to_string())])];
+    lines.extend(command_lines.map(|l| Line::raw(format!("{:9}{l}", ""))));
+    lines.extend([
+        Line::from(vec![label("prompt.hosts"), Span::raw(visible_line(&a.hosts.join(", ")).into_owned())]),
         Line::from(vec![label("prompt.risk"), Span::styled(a.class.as_str().to_string(), risk_style)]),
-    ];
+    ]);
     for reason in &a.reasons {
-        lines.push(Line::styled(format!("         · {reason}"), theme.dim));
+        lines.push(Line::styled(format!("         · {}", visible_line(reason)), theme.dim));
     }
     if let Some(check) = &a.post_check {
         lines.push(Line::from(vec![label("prompt.post_check"), Span::raw(check.clone())]));
@@ -111,11 +117,12 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
         lines.push(Line::from(vec![label("prompt.rollback"), Span::raw(rollback.clone())]));
     }
     for leak in &a.leaks {
-        lines.push(Line::styled(format!("  ! {}", leak.what), theme.error));
-        lines.push(Line::styled(format!("    {}: {}", model.locale.t("prompt.safer"), leak.rewrite), theme.warn));
+        lines.push(Line::styled(format!("  ! {}", visible_line(&leak.what)), theme.error));
+        let safer = model.locale.t("prompt.safer");
+        lines.push(Line::styled(format!("    {safer}: {}", visible_line(&leak.rewrite)), theme.warn));
     }
     if let Some(diff) = &a.diff {
-        lines.extend(super::diff::lines(&crate::app::diff_view::Diff::parse(diff), false, 94, theme));
+        lines.extend(super::diff::lines(&crate::app::diff_view::Diff::parse(&visible(diff)), false, 94, theme));
     }
     lines.push(Line::raw(""));
     lines

@@ -151,6 +151,17 @@ fn approval_modal_with_a_queued_request() {
 }
 
 #[test]
+fn approval_modal_shows_escape_sequences_instead_of_running_them() {
+    let terminal = render(&fixture_with_hostile_approval(), 110, 34);
+    let screen = format!("{:?}", terminal.backend());
+    assert!(!screen.contains('\x1b') && !screen.contains('\r') && !screen.contains('\x07'), "{screen}");
+    for shown in ["tidy logs^[]52;c;cm0gLXJmIC8=^G^[[2J", "rm -rf /srv/data #^M^[[2Kecho harmless ^[]52;c;"] {
+        assert!(screen.contains(shown), "{shown} in {screen}");
+    }
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
 fn small_terminal_still_draws() {
     insta::assert_snapshot!(render(&fixture_with_output(), 60, 16).backend());
 }

@@ -1,0 +1,261 @@
+//! Safety of what runs and what is shown, against real OpenSSH daemons on
+//! loopback: the sudo password reaches only sudo (after its own prompt),
+//! commands cut off by a timeout or a cancellation are stopped on the host,
+//! and escape sequences from hosts never reach a terminal as they are.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use merlya::config::HostKeyPolicy;
+use merlya::exec::Executor;
+use merlya::inventory::Host;
+use merlya::prompt::NoPrompter;
+use merlya::ssh::SshPool;
+use merlya::ssh::client::ConnectContext;
+use merlya::ssh::target::ResolveContext;
+use support::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER, TestEnv, TestKey, json_lines, text};
+
+/// An executor that logs in with `key` and trusts only `known_hosts`.
+fn executor_for(key: &TestKey, known_hosts: std::path::PathBuf) -> Executor {
+    let ctx = ConnectContext {
+        known_hosts_files: vec![known_hosts.clone()],
+        own_known_hosts: known_hosts,
+        policy: HostKeyPolicy::Strict,
+        prompter: Arc::new(NoPrompter),
+        secrets: Arc::new(merlya::secrets::Secrets::memory()),
+        connect_timeout: Duration::from_secs(10),
+    };
+    let pool = Arc::new(SshPool::new(ctx, 50, Duration::from_secs(300)));
+    let resolve = ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() };
+    Executor::new(pool, resolve)
+}
+
+fn host_for(name: &str, sshd: &Sshd) -> Host {
+    let mut h = Host::new(name, "127.0.0.1");
+    h.port = sshd.port;
+    h.username = Some(TEST_USER.into());
+    h
+}
+
+/// Creates (once) a login user whose sudo timestamp is shared by all its
+/// sessions, so a second run finds sudo's credentials already cached.
+fn ensure_cached_sudo_user() -> &'static str {
+    const USER: &str = "merlyacache";
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        support::sshd::ensure_test_user();
+        let exists = std::process::Command::new("id").arg(USER).output().map(|o| o.status.success());
+        if !exists.unwrap_or(false) {
+            let made = std::process::Command::new("useradd").args(["-m", "-s", "/bin/sh", USER]).status();
+            assert!(made.map(|s| s.success()).unwrap_or(false), "useradd {USER}");
+        }
+        let mut chpasswd =
+            std::process::Command::new("chpasswd").stdin(std::process::Stdio::piped()).spawn().expect("chpasswd");
+        if let Some(mut stdin) = chpasswd.stdin.take() {
+            use std::io::Write;
+            let _ = writeln!(stdin, "{USER}:{TEST_PASSWORD}");
+        }
+        let _ = chpasswd.wait();
+        let path = format!("/etc/sudoers.d/{USER}");
+        std::fs::write(&path, format!("Defaults:{USER} timestamp_type=global\n{USER} ALL=(ALL:ALL) ALL\n")).unwrap();
+        support::set_mode(std::path::Path::new(&path), 0o440);
+    });
+    USER
+}
+
+/// Runs `merlya exec HOST --format json -- CMD` for each command in one
+/// keyring session after storing `password` as the host's sudo password.
+fn exec_with_sudo_password(env: &TestEnv, host: &str, password: &str, commands: &[&str]) -> Vec<serde_json::Value> {
+    exec_with_sudo_password_and(env, host, password, "", commands)
+}
+
+/// [`exec_with_sudo_password`] with more `exec` options (`--timeout 2`).
+fn exec_with_sudo_password_and(
+    env: &TestEnv,
+    host: &str,
+    password: &str,
+    options: &str,
+    commands: &[&str],
+) -> Vec<serde_json::Value> {
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let mut script = format!("printf '%s\\n' '{password}' | '{merlya}' secret set sudo:{host}:password >/dev/null");
+    for command in commands {
+        script.push_str(&format!(" ; '{merlya}' exec {host} {options} --yes --format json -- '{command}'"));
+    }
+    let out = env.keyring_session(&script).output().expect("keyctl (scripts/test.sh installs keyutils)");
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records.len(), commands.len(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    records
+}
+
+#[test]
+fn sudo_password_reaches_only_sudo_after_its_prompt() {
+    let (_key, sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
+    let records = exec_with_sudo_password(
+        &env,
+        "web01",
+        TEST_PASSWORD,
+        &[
+            "sudo id -u",
+            "sudo cat",
+            "sudo head -c 100",
+            "sudo -u root sh -c \"cat; echo read-nothing\"",
+            "sudo id -u; cat; echo end",
+        ],
+    );
+    let stdout: Vec<&str> = records.iter().map(|r| r["stdout"].as_str().unwrap_or("?")).collect();
+    let marker = regex::Regex::new("[0-9a-f]{16}[PS]").unwrap();
+    assert_eq!(stdout, ["0\n", "", "", "read-nothing\n", "0\nend\n"], "{records:?}");
+    for r in &records {
+        assert_eq!(r["exit_code"], 0, "{r}");
+        let shown = r.to_string();
+        assert!(!shown.contains(TEST_PASSWORD) && !shown.contains("***"), "the password reached a command: {r}");
+        // The prompt and start markers are stripped from what is shown.
+        assert!(!marker.is_match(r["stderr"].as_str().unwrap_or("")), "{r}");
+    }
+    // The marker was the prompt: sudo's command line on the host carried it, the password never.
+    assert!(!sshd.log_text().contains(TEST_PASSWORD));
+
+    // A wrong password: sudo asks again and gets end-of-file, nothing hangs.
+    let records = exec_with_sudo_password(&env, "web01", "not-the-password", &["sudo id -u"]);
+    assert_ne!(records[0]["exit_code"], 0, "{:?}", records[0]);
+    assert!(records[0]["error"].is_null(), "it ended, not timed out: {:?}", records[0]);
+}
+
+#[test]
+fn cached_sudo_credentials_mean_the_password_is_never_sent() {
+    let user = ensure_cached_sudo_user();
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    let port = sshd.port.to_string();
+    env.ok(&[
+        "hosts",
+        "add",
+        "cached",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--user",
+        user,
+        "--elevation",
+        "sudo_password",
+    ]);
+    let first = exec_with_sudo_password(&env, "cached", TEST_PASSWORD, &["sudo id -u"]);
+    assert_eq!(first[0]["stdout"], "0\n", "{first:?}");
+    // Now a wrong password is stored: sudo must not ask (cached), so the run succeeds, and
+    // nothing is written to stdin, so `cat` after sudo reads end-of-file, not the password.
+    let second =
+        exec_with_sudo_password(&env, "cached", "wrong-on-purpose", &["sudo id -u; cat; echo end", "sudo cat"]);
+    assert_eq!(second[0]["stdout"], "0\nend\n", "{second:?}");
+    assert_eq!(second[1]["stdout"], "", "the command under sudo reads nothing: {second:?}");
+    for r in &second {
+        assert_eq!(r["exit_code"], 0, "{r}");
+        assert!(!r.to_string().contains("***") && !r.to_string().contains("wrong-on-purpose"), "{r}");
+    }
+}
+
+/// Whether a process whose command line contains `pattern` runs on this machine.
+fn running(pattern: &str) -> bool {
+    std::process::Command::new("pgrep").args(["-f", pattern]).output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+#[test]
+fn a_timed_out_command_is_stopped_on_the_host() {
+    let (_key, sshd, env) = support::one_trusted_host("slow", &[]);
+    let remote = format!("sleep {}", 100_000 + u32::from(sshd.port));
+    let local = format!("sleep {}", 200_000 + u32::from(sshd.port));
+    // `; echo` keeps the shell alive as sleep's parent: the whole process group must go.
+    let out = env.run(&["exec", "slow", "--timeout", "2", "--format", "json", "--", &format!("{remote}; echo never")]);
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records[0]["error"], "timed out after 2s", "{records:?}");
+    let out =
+        env.run(&["exec", "localhost", "--timeout", "1", "--format", "json", "--", &format!("{local}; echo never")]);
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records[0]["error"], "timed out after 1s", "{records:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while (running(&remote) || running(&local)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!running(&remote), "`{remote}` still runs on the host after the timeout");
+    assert!(!running(&local), "`{local}` still runs on localhost after the timeout");
+
+    // Under sudo, as root: sudo relays the signal to its command.
+    env.add_host("slowroot", &sshd, &["--elevation", "sudo_password"]);
+    let root = format!("sleep {}", 400_000 + u32::from(sshd.port));
+    let records =
+        exec_with_sudo_password_and(&env, "slowroot", TEST_PASSWORD, "--timeout 2", &[&format!("sudo {root}")]);
+    assert_eq!(records[0]["error"], "timed out after 2s", "{records:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(&root) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!running(&root), "`sudo {root}` still runs on the host after the timeout");
+}
+
+/// Runs merlya with `args` on a pseudo-terminal (util-linux `script`) and returns what the terminal got.
+fn on_a_pty(env: &TestEnv, args: &[&str]) -> Vec<u8> {
+    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+    let line: Vec<String> =
+        std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env("MERLYA_HOME", env.merlya_home())
+        .env("HOME", env.home())
+        .env("NO_COLOR", "1")
+        .env("USER", "tester")
+        .env_remove("SSH_AUTH_SOCK")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux)");
+    out.stdout
+}
+
+#[test]
+fn exec_on_a_terminal_shows_escape_sequences_unless_raw() {
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
+    let command = r"printf '\033]0;pwned\007\033]52;c;cm0gLXJmIC8=\007ok\r\033[2Jfake\n'";
+    let shown = on_a_pty(&env, &["exec", "web01", "--", command]);
+    let text = String::from_utf8_lossy(&shown);
+    assert!(!shown.contains(&0x1b) && !shown.contains(&0x07), "an escape reached the terminal: {text:?}");
+    assert!(text.contains("web01 | ^[]0;pwned^G^[]52;c;cm0gLXJmIC8=^Gok^M^[[2Jfake"), "{text:?}");
+    let raw = on_a_pty(&env, &["exec", "web01", "--raw", "--", command]);
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIC8=\x07ok"), "--raw passes bytes through: {text:?}");
+    // Not a terminal (a pipe): unchanged, as scripts expect; JSON escapes by itself.
+    let piped = env.ok(&["exec", "web01", "--", command]);
+    assert!(piped.contains("\x1b]0;pwned\x07"), "{piped:?}");
+}
+
+#[tokio::test]
+async fn a_cancelled_command_is_stopped_on_the_host() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
+    let executor = Arc::new(executor_for(&key, known));
+    let pattern = format!("sleep {}", 300_000 + u32::from(sshd.port));
+    let (task_executor, host, command) = (executor.clone(), host_for("web01", &sshd), format!("{pattern}; echo never"));
+    let run = tokio::spawn(async move {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        task_executor.run(&host, &command, Duration::from_secs(120), &tx).await
+    });
+    let started = std::time::Instant::now() + Duration::from_secs(10);
+    while !running(&pattern) && std::time::Instant::now() < started {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(running(&pattern), "the command started");
+    // The console dropping a run (or the whole task being aborted) must not leave it behind.
+    run.abort();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(&pattern) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!running(&pattern), "`{pattern}` still runs on the host after the run was cancelled");
+}
