@@ -164,10 +164,10 @@ pub fn render_request(r: &ApprovalRequest) -> String {
         out.push_str(&format!("    - {}\n", visible_line(reason)));
     }
     if let Some(check) = &r.post_check {
-        out.push_str(&format!("  post-check: {check}\n"));
+        out.push_str(&format!("  post-check: {}\n", visible_line(check)));
     }
     if let Some(rollback) = &r.rollback {
-        out.push_str(&format!("  rollback:  {rollback}\n"));
+        out.push_str(&format!("  rollback:  {}\n", visible_line(rollback)));
     }
     for leak in &r.leaks {
         out.push_str(&format!("  ! {}\n    safer: {}\n", visible_line(&leak.what), visible_line(&leak.rewrite)));

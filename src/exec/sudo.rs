@@ -1,4 +1,4 @@
-//! Feeding a sudo password to sudo and to nothing else (ADR 0013).
+//! Feeding a sudo password to sudo and to nothing else (ADR 0014).
 //!
 //! A `sudo_password` host runs `sudo -S -p MARKER…`: sudo reads the password
 //! from the session's stdin, but only once merlya has seen sudo's own prompt —

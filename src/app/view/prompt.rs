@@ -111,10 +111,10 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
         lines.push(Line::styled(format!("         · {}", visible_line(reason)), theme.dim));
     }
     if let Some(check) = &a.post_check {
-        lines.push(Line::from(vec![label("prompt.post_check"), Span::raw(check.clone())]));
+        lines.push(Line::from(vec![label("prompt.post_check"), Span::raw(visible(check).into_owned())]));
     }
     if let Some(rollback) = &a.rollback {
-        lines.push(Line::from(vec![label("prompt.rollback"), Span::raw(rollback.clone())]));
+        lines.push(Line::from(vec![label("prompt.rollback"), Span::raw(visible(rollback).into_owned())]));
     }
     for leak in &a.leaks {
         lines.push(Line::styled(format!("  ! {}", visible_line(&leak.what)), theme.error));
