@@ -6,51 +6,9 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
+use support::agent::{KEY, configured, fleet, is_main, json_out, run};
 use support::llm::{Recorded, Reply, ScriptedLlm, anthropic, openai};
-use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey, text};
-
-const KEY: &str = "sk-test-merlya-0123456789";
-
-/// A home whose config points both roles at the scripted server.
-fn configured(llm: &ScriptedLlm, provider: &str, extra: &str) -> TestEnv {
-    let env = TestEnv::new();
-    let (model, base) = match provider {
-        "anthropic" => ("anthropic/claude-test", llm.url.clone()),
-        _ => ("openai/gpt-test", format!("{}/v1", llm.url)),
-    };
-    let fast = model.replace("test", "fast");
-    let config = format!(
-        "model:\n  brain: {model}\n  fast: {fast}\n  base_url: {base}\n  api_key_env: MERLYA_TEST_LLM_KEY\n  retry_base_ms: 10\n  \
-         prices:\n    gpt-test: {{ input_per_mtok: 1000, output_per_mtok: 2000 }}\n{extra}"
-    );
-    std::fs::write(env.merlya_home().join("config.yaml"), config).unwrap();
-    env
-}
-
-fn run(env: &TestEnv, args: &[&str]) -> std::process::Output {
-    let mut full = vec!["run"];
-    full.extend_from_slice(args);
-    env.merlya(&full).env("MERLYA_TEST_LLM_KEY", KEY).output().unwrap()
-}
-
-fn json_out(out: &std::process::Output) -> Value {
-    serde_json::from_str(&text(&out.stdout))
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
-}
-
-fn is_main(r: &Recorded) -> bool {
-    r.system().contains("You are merlya, an SRE")
-}
-
-fn fleet(n: usize, key: &TestKey, env: &TestEnv) -> Vec<Sshd> {
-    let daemons: Vec<Sshd> = (0..n).map(|_| Sshd::start(SshdOptions::allowing(key))).collect();
-    env.install_default_key(key);
-    for (i, d) in daemons.iter().enumerate() {
-        env.trust(d);
-        env.add_host(&format!("web0{}", i + 1), d, &["--tag", "web"]);
-    }
-    daemons
-}
+use support::{TEST_USER, TestEnv, TestKey, text};
 
 #[test]
 fn diagnostic_run_executes_df_on_two_hosts_and_answers() {
@@ -240,7 +198,7 @@ async fn execution_is_denied_without_approval_then_applied_with_audit() {
         commands,
         [
             (format!("touch {marker}").as_str(), "tester (--yes)"),
-            (format!("test -f {marker}").as_str(), "post-check of an approved change")
+            (format!("test -f {marker}").as_str(), "post-check of the change approved by tester (--yes)")
         ]
     );
     assert!(env.ok(&["audit", "verify"]).contains("intact: 2 entries"));

@@ -198,33 +198,15 @@ fn a_timed_out_command_is_stopped_on_the_host() {
     assert!(!running(&root), "`sudo {root}` still runs on the host after the timeout");
 }
 
-/// Runs merlya with `args` on a pseudo-terminal (util-linux `script`) and returns what the terminal got.
-fn on_a_pty(env: &TestEnv, args: &[&str]) -> Vec<u8> {
-    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-    let line: Vec<String> =
-        std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
-    let out = std::process::Command::new("script")
-        .args(["-qec", &line.join(" "), "/dev/null"])
-        .env("MERLYA_HOME", env.merlya_home())
-        .env("HOME", env.home())
-        .env("NO_COLOR", "1")
-        .env("USER", "tester")
-        .env_remove("SSH_AUTH_SOCK")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("script (util-linux)");
-    out.stdout
-}
-
 #[test]
 fn exec_on_a_terminal_shows_escape_sequences_unless_raw() {
     let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
     let command = r"printf '\033]0;pwned\007\033]52;c;cm0gLXJmIC8=\007ok\r\033[2Jfake\n'";
-    let shown = on_a_pty(&env, &["exec", "web01", "--", command]);
+    let shown = env.on_a_pty(&["exec", "web01", "--", command], "", &[]);
     let text = String::from_utf8_lossy(&shown);
     assert!(!shown.contains(&0x1b) && !shown.contains(&0x07), "an escape reached the terminal: {text:?}");
     assert!(text.contains("web01 | ^[]0;pwned^G^[]52;c;cm0gLXJmIC8=^Gok^M^[[2Jfake"), "{text:?}");
-    let raw = on_a_pty(&env, &["exec", "web01", "--raw", "--", command]);
+    let raw = env.on_a_pty(&["exec", "web01", "--raw", "--", command], "", &[]);
     let text = String::from_utf8_lossy(&raw);
     assert!(text.contains("\x1b]0;pwned\x07\x1b]52;c;cm0gLXJmIC8=\x07ok"), "--raw passes bytes through: {text:?}");
     // Not a terminal (a pipe): unchanged, as scripts expect; JSON escapes by itself.

@@ -181,7 +181,7 @@ fn cli_approval_prompt_stores_an_always_rule() {
     let rules: Vec<serde_json::Value> =
         serde_json::from_str(&env.ok(&["approvals", "list", "--format", "json"])).unwrap();
     assert_eq!(rules.len(), 1);
-    assert_eq!(rules[0]["prefix"], "mkdir -p");
+    assert_eq!(rules[0]["prefix"], "mkdir [-p]");
     assert_eq!(rules[0]["hosts"], serde_json::json!(["web01"]));
     let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
     assert!(audit[1]["approved_by"].as_str().unwrap().starts_with("rule #1"), "{audit:?}");

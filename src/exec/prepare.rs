@@ -87,9 +87,8 @@ pub async fn prepare(
 
 /// A read-only probe printing the elevation method a host offers:
 /// passwordless sudo, sudo with a password, doas, su, or none.
-pub const ELEVATION_PROBE: &str = "out=$(sudo -n true 2>&1); rc=$?; \
-if [ $rc -eq 0 ]; then echo sudo; \
-elif printf '%s' \"$out\" | grep -q 'password is required'; then echo sudo_password; \
+pub const ELEVATION_PROBE: &str = "if sudo -n true 2>/dev/null; then echo sudo; \
+elif sudo -n true 2>&1 | grep -q 'password is required'; then echo sudo_password; \
 elif command -v doas >/dev/null 2>&1; then if doas -n true 2>/dev/null; then echo doas; else echo doas_password; fi; \
 elif command -v su >/dev/null 2>&1; then echo su; \
 else echo none; fi";
@@ -98,6 +97,12 @@ else echo none; fi";
 mod tests {
     use super::*;
     use crate::prompt::NoPrompter;
+
+    #[test]
+    fn the_elevation_probe_passes_the_read_only_gate() {
+        let analysis = crate::safety::analyze(ELEVATION_PROBE);
+        assert!(analysis.is_read_only(), "{:?}", analysis.reasons);
+    }
 
     struct Secrets;
     impl SecretSource for Secrets {

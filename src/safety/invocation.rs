@@ -80,6 +80,9 @@ impl Reader<'_> {
     }
 
     fn walk(&mut self, spec: &CommandSpec, args: &[Word]) {
+        if let Some(what) = &spec.changes {
+            self.refuse(format!("`{}` {what}", self.label));
+        }
         let inv = &mut self.reading.invocation;
         inv.check = spec.check.or(inv.check);
         inv.sends_stdin |= spec.sends_stdin;

@@ -111,6 +111,9 @@ pub struct CommandSpec {
     pub any_options: bool,
     /// At least one of these options must be given (`nginx -t`).
     pub require: Vec<String>,
+    /// A known program that changes something, with what it changes: never
+    /// read-only, but read completely, so an "always" rule gets a precise key.
+    pub changes: Option<String>,
 }
 
 /// A program's spec with its examples.
@@ -169,6 +172,8 @@ struct RawCommand {
     any_options: bool,
     #[serde(default)]
     require: String,
+    #[serde(default)]
+    changes: Option<String>,
 }
 
 /// The table shipped with merlya.
@@ -197,6 +202,7 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         wraps_after: raw.wraps_after,
         any_options: raw.any_options,
         require: raw.require.split_whitespace().map(str::to_string).collect(),
+        changes: raw.changes,
         ..CommandSpec::default()
     };
     for token in raw.options.split_whitespace() {

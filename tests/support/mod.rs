@@ -2,6 +2,7 @@
 //! and helpers to run the real `merlya` binary against a temporary home.
 #![allow(dead_code)]
 
+pub mod agent;
 pub mod llm;
 pub mod sshd;
 pub mod tmux;
@@ -91,6 +92,31 @@ impl TestEnv {
         let out = self.run(args);
         assert!(out.status.success(), "merlya {args:?} failed: {}\n{}", out.status, text(&out.stderr));
         text(&out.stdout)
+    }
+
+    /// Runs merlya with `args` on a pseudo-terminal (util-linux `script`), typing
+    /// `input`, and returns what the terminal showed.
+    pub fn on_a_pty(&self, args: &[&str], input: &str, env: &[(&str, &str)]) -> Vec<u8> {
+        use std::io::Write;
+        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+        let line: Vec<String> =
+            std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
+        let mut child = Command::new("script")
+            .args(["-qec", &line.join(" "), "/dev/null"])
+            .env("MERLYA_HOME", self.merlya_home())
+            .env("HOME", self.home())
+            .env("NO_COLOR", "1")
+            .env("USER", "tester")
+            .env_remove("SSH_AUTH_SOCK")
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("script (util-linux)");
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        child.wait_with_output().expect("script output").stdout
     }
 
     /// Points the brain model at the scripted LLM at `url` (key in `MERLYA_TEST_LLM_KEY`).
