@@ -101,7 +101,7 @@ fn the_rollback_and_post_check_are_shown_in_the_approval_with_escapes_visible() 
     assert!(screen.contains("APPROVAL NEEDED"), "{screen}");
     assert!(screen.contains(&format!("rollback:  rm -rf {}", dir.path().display())), "{screen}");
     assert!(screen.contains(&format!("post-check: test -f {}", made.display())), "{screen}");
-    assert!(screen.contains("rollback: `rm` is not a program"), "the rollback's risk is shown: {screen}");
+    assert!(screen.contains("rollback: `rm` deletes files"), "the rollback's risk is shown: {screen}");
     assert!(!shown.contains(&0x1b) && !shown.contains(&0x07), "an escape sequence reached the terminal: {screen:?}");
     assert!(screen.contains("^[]52;c;cm0gLXJmIC8=^G"), "{screen}");
     assert!(!made.exists(), "denied: the change did not run");

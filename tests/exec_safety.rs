@@ -241,3 +241,57 @@ async fn a_cancelled_command_is_stopped_on_the_host() {
     }
     assert!(!running(&pattern), "`{pattern}` still runs on the host after the run was cancelled");
 }
+
+#[test]
+fn secret_values_stay_out_of_the_hosts_process_list_and_are_masked_when_encoded() {
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
+    let secret = "tok-argv-5309-zz";
+    // Polls the host's process list (the sshd is on this machine) while the command runs.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            let mut polls = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
+                seen.extend(text(&ps.stdout).lines().filter(|l| l.contains(secret)).map(String::from));
+                polls += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (seen, polls)
+        })
+    };
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    // The shell stays alive for the whole run, so a value in its command line would show in `ps`.
+    let command = "t=@api:web01:token; sleep 1; echo \"$t\" | rev; echo \"$t\" | base64; printf %s \"$t\" | od -An -tx1 | tr -d \" \\n\"; echo; echo done";
+    // The value reaches `secret set` on stdin: no process of this test holds it in argv either.
+    let script = format!(
+        "'{merlya}' secret set api:web01:token >/dev/null && '{merlya}' exec --yes web01 --format json -- '{}'",
+        command.replace('\'', r"'\''")
+    );
+    let mut child = env
+        .keyring_session(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("keyctl (scripts/test.sh installs keyutils)");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(secret.as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (seen, polls) = poller.join().unwrap();
+    let result = &json_lines(&text(&out.stdout))[0];
+    assert!(result["stdout"].as_str().unwrap().ends_with("done\n"), "{result}\n{}", text(&out.stderr));
+    assert!(polls > 10, "the process list was polled during the run ({polls} times)");
+    assert!(seen.is_empty(), "the secret appeared in a process's argv: {seen:?}");
+    let stdout = result["stdout"].as_str().unwrap();
+    let reversed: String = secret.chars().rev().collect();
+    assert!(!stdout.contains(&reversed) && !stdout.contains("dG9rLWFyZ3Yt"), "encoded forms are masked: {stdout}");
+    assert!(!stdout.contains("746f6b2d61726776"), "hex is masked: {stdout}");
+    assert!(stdout.matches("***").count() >= 3, "{stdout}");
+}

@@ -170,7 +170,7 @@ fn cli_approval_prompt_stores_an_always_rule() {
         env.home().display(),
     );
     let tmux = Tmux::attach(format!("merlya-e2e-rule-{}", std::process::id()), &cmd, 120, 30);
-    let screen = tmux.wait_for("[o]nce, [a]lways for this prefix");
+    let screen = tmux.wait_for("[o]nce, [a]lways `mkdir [-p]` on these hosts");
     assert!(screen.contains("APPROVAL NEEDED") && screen.contains("risk:    mutating"), "{screen}");
     tmux.type_text("a");
     tmux.keys(&["Enter"]);

@@ -128,8 +128,9 @@ impl Approver for TerminalApprover {
         let _turn = self.one_at_a_time.lock().await;
         let text = render_request(request);
         let rule_possible = request.rule_possible();
+        let keys = visible_line(&request.prefixes.join("`, `")).into_owned();
         tokio::task::spawn_blocking(move || {
-            let always = if rule_possible { "[a]lways for this prefix on these hosts, " } else { "" };
+            let always = if rule_possible { format!("[a]lways `{keys}` on these hosts, ") } else { String::new() };
             eprint!("{text}\n[o]nce, {always}[d]eny? ");
             let mut answer = String::new();
             if std::io::stdin().read_line(&mut answer).is_err() {

@@ -5,7 +5,8 @@
 use std::process::Stdio;
 
 use super::lines::{LineSplitter, MaskingSender};
-use super::sudo::{StderrGate, SudoFeed};
+use super::prepare::Prepared;
+use super::sudo::StderrGate;
 use super::{HostResult, Stream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -28,16 +29,12 @@ impl Drop for KillGroup {
 
 /// Runs `command` locally; the whole process group is killed if the future is
 /// dropped (timeout). A `sudo` password is written only on sudo's prompt.
-pub async fn run(
-    host: &str,
-    command: &str,
-    sudo: Option<&SudoFeed>,
-    events: &MaskingSender,
-) -> Result<HostResult, String> {
+pub async fn run(host: &str, prepared: &Prepared, events: &MaskingSender) -> Result<HostResult, String> {
+    let sudo = prepared.sudo.as_ref();
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(command)
-        .stdin(if sudo.is_some() { Stdio::piped() } else { Stdio::null() })
+        .arg(&prepared.command)
+        .stdin(if sudo.is_some() || prepared.input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -46,6 +43,12 @@ pub async fn run(
         .map_err(|e| format!("cannot start sh: {e}"))?;
     let mut group = KillGroup { pgid: child.id() };
     let mut stdin = child.stdin.take();
+    if let (Some(input), Some(pipe)) = (prepared.input.as_ref(), stdin.as_mut()) {
+        pipe.write_all(input.as_bytes()).await.map_err(|e| format!("cannot write the command: {e}"))?;
+    }
+    if sudo.is_none() {
+        stdin = None;
+    }
     let mut gate = sudo.cloned().map(StderrGate::new);
     let mut stdout = child.stdout.take().ok_or("no stdout pipe")?;
     let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
@@ -105,6 +108,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::sudo::SudoFeed;
 
     #[tokio::test]
     async fn the_password_is_written_on_the_prompt_and_stdin_closes_after_it() {
@@ -117,12 +121,23 @@ mod tests {
         );
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let events = MaskingSender::new(tx, Vec::new());
-        let result = run("localhost", &command, Some(&feed), &events).await.unwrap();
+        let prepared = |command: String| Prepared { command, sudo: Some(feed.clone()), mask: Vec::new(), input: None };
+        let result = run("localhost", &prepared(command), &events).await.unwrap();
         assert_eq!(result.stdout, "got-pw-local\nend\n", "cat after the password reads end-of-file");
         assert_eq!(result.stderr, "", "both markers are stripped");
         // No prompt: nothing is written, and the start marker closes stdin.
         let command = format!("printf %s {} >&2; cat; echo end", feed.started());
-        let result = run("localhost", &command, Some(&feed), &events).await.unwrap();
+        let result = run("localhost", &prepared(command), &events).await.unwrap();
         assert_eq!(result.stdout, "end\n");
+    }
+
+    #[tokio::test]
+    async fn a_command_holding_secrets_reaches_the_shell_on_stdin_not_in_argv() {
+        let script = "echo from-stdin; cat; echo end".to_string();
+        let command = format!("eval \"$(dd bs=1 count={} 2>/dev/null)\"", script.len());
+        let prepared = Prepared { command, sudo: None, mask: Vec::new(), input: Some(script) };
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let result = run("localhost", &prepared, &MaskingSender::new(tx, Vec::new())).await.unwrap();
+        assert_eq!(result.stdout, "from-stdin\nend\n", "the script ran and its own stdin is at end-of-file");
     }
 }

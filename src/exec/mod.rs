@@ -191,18 +191,17 @@ impl Executor {
         };
         let masked = lines::MaskingSender::new(events.clone(), prepared.mask.clone());
         let events = &masked;
-        let (command, sudo) = (prepared.command.as_str(), prepared.sudo.as_ref());
         let deadline = tokio::time::Instant::now() + timeout;
         let run = async {
             if host.is_local() {
-                local::run(&host.name, command, sudo, events).await
+                local::run(&host.name, &prepared, events).await
             } else {
                 let target = match self.resolve.read() {
                     Ok(resolve) => resolve.resolve(host),
                     Err(_) => Err("the host resolver is unavailable".to_string()),
                 };
                 match target {
-                    Ok(target) => remote::run(&self.pool, &target, command, sudo, (deadline, timeout), events).await,
+                    Ok(target) => remote::run(&self.pool, &target, &prepared, (deadline, timeout), events).await,
                     Err(e) => Err(e),
                 }
             }

@@ -22,6 +22,23 @@ pub struct Prepared {
     pub sudo: Option<SudoFeed>,
     /// Secret values to replace by `***` wherever output is shown or stored.
     pub mask: Vec<String>,
+    /// Bytes written to the command's stdin before anything else: the command
+    /// text itself when it holds secret values, so that they never appear in
+    /// an argv that `ps` shows (the host runs a loader that reads them).
+    pub input: Option<String>,
+}
+
+impl Prepared {
+    /// Runs `text` through a loader reading it from stdin when it holds secret values.
+    fn with_secrets_off_argv(mut self, has_secrets: bool) -> Self {
+        if has_secrets {
+            let script = std::mem::take(&mut self.command);
+            // `dd bs=1` reads exactly the script, leaving stdin for sudo's password.
+            self.command = format!("eval \"$(dd bs=1 count={} 2>/dev/null)\"", script.len());
+            self.input = Some(script);
+        }
+        self
+    }
 }
 
 /// The secret name of a host's sudo password.
@@ -59,10 +76,11 @@ pub async fn prepare(
         let sets: Vec<String> = missing.iter().map(|m| format!("`merlya secret set {m}`")).collect();
         format!("secret {} is not stored; store it with {}", names.join(", "), sets.join(", "))
     })?;
+    let has_secrets = !resolved.values.is_empty();
     let mut mask = resolved.values;
     let text = resolved.text;
     let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
-        return Ok(Prepared { command: text, sudo: None, mask });
+        return Ok(Prepared { command: text, sudo: None, mask, input: None }.with_secrets_off_argv(has_secrets));
     };
     match host.elevation {
         Elevation::SudoPassword => {
@@ -78,10 +96,12 @@ pub async fn prepare(
             };
             mask.push(password.clone());
             let feed = SudoFeed::new(password)?;
-            Ok(Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask })
+            let prepared = Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask, input: None };
+            Ok(prepared.with_secrets_off_argv(has_secrets))
         }
         // Never let sudo wait for a password nobody will type.
-        _ => Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask }),
+        _ => Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None }
+            .with_secrets_off_argv(has_secrets)),
     }
 }
 
@@ -148,7 +168,9 @@ mod tests {
         let p = prepare(&host("db01", Elevation::None), "PGPASSWORD=@db:db01:password psql", &Secrets, &NoPrompter)
             .await
             .unwrap();
-        assert_eq!(p.command, "PGPASSWORD=dbpw psql");
+        // The value travels on stdin to a loader, never in the command line.
+        assert_eq!(p.command, "eval \"$(dd bs=1 count=20 2>/dev/null)\"");
+        assert_eq!(p.input.as_deref(), Some("PGPASSWORD=dbpw psql"));
         assert_eq!(p.mask, ["dbpw"]);
         let e = prepare(&host("db01", Elevation::None), "x @api:db01:token", &Secrets, &NoPrompter).await.unwrap_err();
         assert!(e.contains("merlya secret set api:db01:token"), "{e}");

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::lines::{LineSplitter, MaskingSender};
-use super::sudo::{StderrGate, SudoFeed};
+use super::prepare::Prepared;
+use super::sudo::StderrGate;
 use super::{HostResult, STOP_GRACE, Stream, timed_out};
 use crate::ssh::client::Connection;
 use crate::ssh::{SshPool, SshTarget};
@@ -26,14 +27,13 @@ enum AttemptError {
 pub async fn run(
     pool: &SshPool,
     target: &SshTarget,
-    command: &str,
-    sudo: Option<&SudoFeed>,
+    prepared: &Prepared,
     (deadline, timeout): (Instant, Duration),
     events: &MaskingSender,
 ) -> Result<HostResult, String> {
     for attempt in 0..2 {
         let conn = pool.get(target).await.map_err(|e| e.to_string())?;
-        match run_once(&conn, target, command, sudo, (deadline, timeout), events).await {
+        match run_once(&conn, target, prepared, (deadline, timeout), events).await {
             Ok(result) => return Ok(result),
             Err(AttemptError::NotStarted(e)) if attempt == 0 => {
                 tracing::info!(host = %target.name, error = %e, "pooled connection is dead; redialling once");
@@ -99,11 +99,11 @@ async fn stop(read: &mut ChannelReadHalf, write: &ChannelWriteHalf<Msg>, host: &
 async fn run_once(
     conn: &Connection,
     target: &SshTarget,
-    command: &str,
-    sudo: Option<&SudoFeed>,
+    prepared: &Prepared,
     (deadline, timeout): (Instant, Duration),
     events: &MaskingSender,
 ) -> Result<HostResult, AttemptError> {
+    let (command, sudo) = (prepared.command.as_str(), prepared.sudo.as_ref());
     let channel = conn
         .handle
         .channel_open_session()
@@ -116,6 +116,12 @@ async fn run_once(
     let (mut read, write) = channel.split();
     let mut guard = StopOnDrop { write: Arc::new(write), armed: true };
     let write = guard.write.clone();
+    if let Some(input) = &prepared.input {
+        write
+            .data_bytes(input.clone().into_bytes())
+            .await
+            .map_err(|e| AttemptError::Failed(format!("cannot write the command: {e}")))?;
+    }
     let mut gate = sudo.cloned().map(StderrGate::new);
     if gate.is_none() {
         // No more input: commands that read stdin see end-of-file instead of waiting.
