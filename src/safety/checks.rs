@@ -17,6 +17,19 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
         Check::Dd => dd(inv),
         Check::Ip => ip(inv),
         Check::Service => service(inv),
+        Check::Nft => match operand_texts(inv).into_iter().find(|o| o.contains([';', '\n', '{', '}'])) {
+            Some(op) => Err(format!("nft joins its arguments into one script; `{op}` starts another command")),
+            None => Ok(()),
+        },
+        Check::Tar => match inv.values("-f").chain(inv.values("--file")).find(|f| f.contains(':')) {
+            Some(f) => Err(format!("tar -f {f} reaches another host (HOST:FILE)")),
+            None => Ok(()),
+        },
+        Check::Lookup => match operand_texts(inv).as_slice() {
+            [] => Err("without a name to look up it reads queries from its input".into()),
+            ops if ops.contains(&"-") => Err("`-` reads queries from its input".into()),
+            _ => Ok(()),
+        },
         Check::Date => match operand_texts(inv).into_iter().find(|o| !o.starts_with('+')) {
             Some(op) => Err(format!("`date {op}` sets the clock (only +FORMAT is read-only)")),
             None => Ok(()),
@@ -85,14 +98,23 @@ pub fn sed_script(script: &str) -> Result<(), String> {
                     i += 1;
                 }
             }
-            // Labels and a version end at `;` or a new line.
+            // GNU sed ends labels and versions at white space or `;`.
             ':' | 'b' | 't' | 'T' | 'v' => {
-                while i < c.len() && c[i] != ';' && c[i] != '\n' {
+                while i < c.len() && (c[i] == ' ' || c[i] == '\t') {
+                    i += 1;
+                }
+                while i < c.len() && !c[i].is_whitespace() && c[i] != ';' {
                     i += 1;
                 }
             }
-            // Text to print, or a file to read: to the end of the line.
-            '#' | 'a' | 'i' | 'c' | 'r' | 'R' => {
+            // A comment or a file name ends at the new line, backslash or not.
+            '#' | 'r' | 'R' => {
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
+            }
+            // Text to print: to the end of the line, `\` continuing it.
+            'a' | 'i' | 'c' => {
                 while i < c.len() && c[i] != '\n' {
                     if c[i] == '\\' {
                         i += 1;
@@ -198,6 +220,9 @@ pub fn awk_program(program: &str) -> Result<(), String> {
     if lower.contains("system") {
         return Err("awk `system()` runs a command".into());
     }
+    if lower.contains("getline") {
+        return Err("awk `getline` reads from commands or sockets (`/in\" \"et/…`)".into());
+    }
     let bytes = program.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -233,8 +258,8 @@ fn curl(inv: &Invocation) -> Result<(), String> {
         }
     }
     for format in inv.values("-w").chain(inv.values("--write-out")) {
-        if format.contains("%output") {
-            return Err("curl -w %output{…} writes a file".into());
+        if format.contains("%output") || format.starts_with('@') {
+            return Err("curl -w %output{…} or -w @FILE can write files".into());
         }
     }
     let urls: Vec<&str> = operand_texts(inv).into_iter().chain(inv.values("--url")).collect();
@@ -258,6 +283,9 @@ fn wget(inv: &Invocation) -> Result<(), String> {
 
 /// An http(s) URL, or a bare host that curl will not guess another protocol for.
 fn http_url(url: &str) -> Result<(), String> {
+    if url.contains(['{', '}', '[', ']']) {
+        return Err(format!("`{url}` uses URL globbing, which can change the scheme curl picks"));
+    }
     if let Some((scheme, _)) = url.split_once("://") {
         return match scheme.to_ascii_lowercase().as_str() {
             "http" | "https" => Ok(()),
@@ -280,7 +308,7 @@ fn http_url(url: &str) -> Result<(), String> {
 fn dd(inv: &Invocation) -> Result<(), String> {
     for op in operand_texts(inv) {
         match op.split_once('=') {
-            Some(("if" | "bs" | "ibs" | "count" | "skip" | "iseek" | "iflag" | "status" | "cbs", _)) => {}
+            Some(("if" | "bs" | "ibs" | "count" | "skip" | "iseek" | "status" | "cbs", _)) => {}
             Some((key, _)) => return Err(format!("dd {key}= writes or changes output")),
             None => return Err(format!("dd operand `{op}` is not KEY=VALUE")),
         }
@@ -336,7 +364,7 @@ fn ip(inv: &Invocation) -> Result<(), String> {
 fn service(inv: &Invocation) -> Result<(), String> {
     match operand_texts(inv).as_slice() {
         [] if inv.has("--status-all") => Ok(()),
-        [_, "status"] => Ok(()),
+        [name, "status"] if !name.contains('/') && !name.starts_with('.') => Ok(()),
         other => Err(format!("`service {}` controls a service (only NAME status is read-only)", other.join(" "))),
     }
 }

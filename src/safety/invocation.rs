@@ -109,6 +109,18 @@ impl Reader<'_> {
                 continue;
             }
             let first_operand = operands == 0 && !verb_seen;
+            // `<(cmd)` becomes a /dev/fd path: never an option, and its command is checked on its own.
+            if word.dynamic
+                && !word.splits
+                && word.opaque.is_none()
+                && word.text.starts_with("<(")
+                && !(first_operand && (spec.verbs.is_some() || spec.subcommands.is_some()))
+            {
+                self.reading.invocation.operands.push(word.clone());
+                operands += 1;
+                i += 1;
+                continue;
+            }
             if !word.is_literal() {
                 let position_matters = first_operand && (spec.verbs.is_some() || spec.subcommands.is_some());
                 if !spec.dynamic || position_matters {
@@ -124,7 +136,9 @@ impl Reader<'_> {
                 continue;
             }
             if is_option {
-                i += self.option(spec, args, i);
+                // cobra (kubectl) takes any flag before the verb as taking a value.
+                let before_verb = spec.cobra && !verb_seen;
+                i += self.option(spec, args, i, before_verb);
                 continue;
             }
             if stop_at_operand {
@@ -205,7 +219,7 @@ impl Reader<'_> {
     }
 
     /// Reads the option at `args[i]`; returns how many words it used.
-    fn option(&mut self, spec: &CommandSpec, args: &[Word], i: usize) -> usize {
+    fn option(&mut self, spec: &CommandSpec, args: &[Word], i: usize, values_only: bool) -> usize {
         let text = args[i].text.clone();
         if spec.any_options {
             self.reading.invocation.options.push((text, None));
@@ -217,7 +231,8 @@ impl Reader<'_> {
                 None => (text.clone(), None),
             };
             if let Some(def) = spec.options.get(&name) {
-                return self.apply(def, &name, attached, args.get(i + 1), spec);
+                let def = if values_only { valued(def) } else { def.clone() };
+                return self.apply(&def, &name, attached, args.get(i + 1), spec);
             }
             if spec.single_dash_long && !text.starts_with("--") && spec.numeric && is_number(&text[1..]) {
                 self.reading.invocation.options.push(("-NUM".into(), Some(text[1..].to_string())));
@@ -241,7 +256,7 @@ impl Reader<'_> {
         }
         for (k, c) in cluster.char_indices() {
             let name = format!("-{c}");
-            let Some(def) = spec.options.get(&name) else {
+            let Some(def) = spec.options.get(&name).map(|d| if values_only { valued(d) } else { d.clone() }) else {
                 let label = self.label.clone();
                 let inside = if cluster.len() > 1 { format!(" (in `{text}`)") } else { String::new() };
                 self.unknown(format!("`{label}` option `{name}`{inside} is not known to be read-only"));
@@ -250,16 +265,16 @@ impl Reader<'_> {
             let rest = &cluster[k + c.len_utf8()..];
             match def.arity {
                 Arity::Flag => {
-                    self.record(def, &name, None);
+                    self.record(&def, &name, None);
                 }
                 Arity::Optional => {
                     let value = (!rest.is_empty()).then(|| rest.to_string());
-                    self.record(def, &name, value);
+                    self.record(&def, &name, value);
                     return 1;
                 }
                 Arity::Value => {
                     let attached = (!rest.is_empty()).then(|| rest.to_string());
-                    return self.apply(def, &name, attached, args.get(i + 1), spec);
+                    return self.apply(&def, &name, attached, args.get(i + 1), spec);
                 }
             }
         }
@@ -322,6 +337,11 @@ impl Reader<'_> {
         }
         self.reading.invocation.options.push((name.to_string(), value));
     }
+}
+
+/// `def` read as taking a value (cobra's rule for flags before the verb).
+fn valued(def: &OptionDef) -> OptionDef {
+    OptionDef { arity: if def.arity == Arity::Flag { Arity::Value } else { def.arity }, ..def.clone() }
 }
 
 /// How `verb` is allowed by a verb list: `None` not at all, `Some(None)` alone,

@@ -160,6 +160,10 @@ impl Analysis {
 fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
     for r in &cmd.redirects {
         let Some(target) = &r.target else { continue };
+        if let Some(reason) = side_effect_path(target) {
+            analysis.raise(Class::Mutating, reason);
+            continue;
+        }
         let t = target.text.as_str();
         if t.starts_with("/dev/tcp/") || t.starts_with("/dev/udp/") || (!target.is_literal() && t.contains("/dev/")) {
             analysis.raise(Class::Mutating, format!("`{} {t}` opens a network connection", r.op));
@@ -270,6 +274,9 @@ fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &m
     let args = &words[1..];
     if let Some(reason) = danger::judge(&name, args) {
         levels.danger = Some(reason);
+    }
+    if let Some(reason) = args.iter().find_map(side_effect_path) {
+        levels.refusals.push(reason);
     }
     let spec = match table::lookup(&name) {
         Ok(Some(spec)) => spec,
@@ -383,29 +390,47 @@ fn check_shell(
     }
 }
 
-/// A program that sends its input off the host may only be fed nothing, or
-/// literal text from `echo`/`printf`: never a file, a here-doc or a pipe of data.
+/// A program that sends its input off the host runs only when that input is
+/// provably harmless: `< /dev/null`, or a pipe from `echo`/`printf` of literal
+/// text. Anything else — a file, a here-doc, a group or loop fed by a pipe, an
+/// earlier `exec <` — is refused, since its stdin cannot be known from syntax.
 fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut Analysis) {
     let name = cmd.words.first().map(|w| w.text.clone()).unwrap_or_default();
-    for r in &cmd.redirects {
-        let from_null = r.target.as_ref().is_some_and(|t| t.is_literal() && t.text == "/dev/null");
-        if r.op.starts_with('<') && !from_null {
-            analysis.raise(Class::Mutating, format!("`{name}` would send local data (`{}`) off the host", r.op));
+    let inputs: Vec<_> = cmd.redirects.iter().filter(|r| r.op.starts_with('<')).collect();
+    let from_null = |r: &&parse::Redirect| {
+        r.op == "<" && r.target.as_ref().is_some_and(|t| t.is_literal() && t.text == "/dev/null")
+    };
+    if !inputs.is_empty() {
+        if !inputs.iter().all(from_null) {
+            analysis
+                .raise(Class::Mutating, format!("`{name}` would send local data (a redirected input) off the host"));
         }
-    }
-    let Some((id, pos)) = cmd.pipeline else { return };
-    if pos == 0 {
         return;
     }
-    let feeders_literal = all.iter().filter(|c| c.pipeline.is_some_and(|(i, p)| i == id && p < pos)).all(|c| {
-        let Some(first) = c.words.first() else { return false };
-        matches!(first.text.as_str(), "echo" | "printf" | "true" | ":")
-            && c.words.iter().all(Word::is_literal)
-            && !c.redirects.iter().any(|r| r.op.starts_with('<'))
+    let fed_literally = cmd.pipeline.is_some_and(|(id, pos)| {
+        pos > 0
+            && all.iter().filter(|c| c.pipeline.is_some_and(|(i, p)| i == id && p < pos)).all(|c| {
+                let Some(first) = c.words.first() else { return false };
+                matches!(first.text.as_str(), "echo" | "printf" | "true" | ":")
+                    && c.words.iter().all(Word::is_literal)
+                    && !c.redirects.iter().any(|r| r.op.starts_with('<'))
+            })
     });
-    if !feeders_literal {
-        analysis.raise(Class::Mutating, format!("`{name}` would send piped local data off the host"));
+    if !fed_literally {
+        analysis.raise(
+            Class::Mutating,
+            format!("`{name}` sends its input off the host; give it `< /dev/null` or pipe literal text from echo"),
+        );
     }
+}
+
+/// Files whose mere reading changes the machine (a watchdog armed, kernel
+/// messages consumed) or reaches the network (autofs `/net`).
+fn side_effect_path(word: &Word) -> Option<String> {
+    let t = word.text.as_str();
+    let risky = ["/dev/watchdog", "/proc/kmsg", "/proc/sysrq-trigger", "/net/", "/dev/tcp/", "/dev/udp/"];
+    let tracing = t.contains("/tracing/trace_pipe");
+    (risky.iter().any(|p| t.starts_with(p)) || tracing).then(|| format!("opening `{t}` has side effects"))
 }
 
 /// `curl ... | sh` and friends.

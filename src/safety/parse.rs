@@ -110,39 +110,8 @@ fn skipped_text(root: Node, source: &str) -> Option<String> {
     (!skipped.is_empty()).then_some(skipped)
 }
 
-/// Removes backslash-newline pairs outside single quotes, as bash's reader
-/// does before it splits words (tree-sitter-bash would split there instead).
-fn join_continued_lines(source: &str) -> std::borrow::Cow<'_, str> {
-    if !source.contains("\\\n") {
-        return std::borrow::Cow::Borrowed(source);
-    }
-    let mut out = String::with_capacity(source.len());
-    let mut chars = source.chars().peekable();
-    let mut single = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                single = !single;
-                out.push(c);
-            }
-            '\\' if !single => match chars.next() {
-                Some('\n') => {}
-                Some(next) => {
-                    out.push(c);
-                    out.push(next);
-                }
-                None => out.push(c),
-            },
-            _ => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 /// Parses `source`.
 pub fn parse(source: &str) -> Parsed {
-    let joined = join_continued_lines(source);
-    let source: &str = &joined;
     let mut parser = Parser::new();
     let mut parsed = Parsed::default();
     if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
@@ -156,6 +125,11 @@ pub fn parse(source: &str) -> Parsed {
     let root = tree.root_node();
     if root.has_error() {
         parsed.problems.push("the command is not valid shell syntax".into());
+    }
+    // bash joins `\`+newline inside words, comments end at the newline, quotes change
+    // both: rather than model it, a line continuation is not vouched for.
+    if source.contains("\\\n") {
+        parsed.problems.push("a line continuation (backslash before a new line); write it on one line".into());
     }
     if let Some(skipped) = skipped_text(root, source) {
         parsed.problems.push(format!("the parser skipped `{skipped}`; the command cannot be vouched for"));
@@ -180,6 +154,9 @@ impl Walker<'_> {
         match node.kind() {
             "program" | "list" | "compound_statement" | "subshell" | "negated_command" | "do_group" | "else_clause"
             | "elif_clause" | "if_statement" | "while_statement" | "for_statement" | "case_statement" | "case_item" => {
+                if (0..node.child_count()).filter_map(|i| node.child(i)).any(|c| c.kind() == "&") {
+                    self.parsed.problems.push("runs a command in the background, beyond its timeout".into());
+                }
                 let mut cursor = node.walk();
                 let loop_variable = node.child_by_field_name("variable").map(|v| v.id());
                 for child in node.named_children(&mut cursor) {
@@ -282,6 +259,9 @@ impl Walker<'_> {
     }
 
     fn redirect(&mut self, node: Node, out: &mut Vec<Redirect>) {
+        if self.text(node).starts_with('{') {
+            self.parsed.problems.push(format!("`{}` assigns a descriptor to a variable", self.text(node)));
+        }
         match node.kind() {
             "file_redirect" => {
                 let mut op = String::new();
@@ -392,8 +372,12 @@ impl Walker<'_> {
                     word.text.push_str(&inner.text);
                 }
                 // `{a,b}` is parsed as punctuation around words: look at the source.
-                if word.opaque.is_none() && has_brace_expansion(&self.text(node)) {
+                let source = self.text(node);
+                if word.opaque.is_none() && has_brace_expansion(&source) {
                     word.opaque = Some("brace expansion");
+                }
+                if source.starts_with('{') && source.contains('}') {
+                    word.opaque = Some("a `{NAME}` word (bash reads it as a descriptor-variable redirection)");
                 }
                 word
             }
@@ -471,6 +455,13 @@ impl Walker<'_> {
         for child in node.named_children(&mut cursor) {
             if matches!(child.kind(), "command_substitution" | "process_substitution") {
                 self.word(child);
+            } else if child.kind() == "arithmetic_expansion" {
+                self.parsed.problems.push("arithmetic evaluation (array subscripts in it run code)".into());
+            } else if let Some(risk) =
+                (child.kind() == "expansion").then(|| expansion_risk(&self.text(child))).flatten()
+            {
+                self.parsed.problems.push(format!("`{}` uses {risk}", self.text(child)));
+                self.substitutions(child);
             } else {
                 self.substitutions(child);
             }
@@ -481,6 +472,10 @@ impl Walker<'_> {
 /// An unquoted word: backslashes removed, globs and braces noted.
 fn unquoted_word(raw: &str) -> Word {
     let mut word = Word { text: unescape(raw), ..Word::default() };
+    // `{NAME}<file` makes bash assign a descriptor number to NAME (even PATH or IFS).
+    if raw.starts_with('{') && raw.contains('}') {
+        word.opaque = Some("a `{NAME}` word (bash reads it as a descriptor-variable redirection)");
+    }
     let mut escaped = false;
     for (i, c) in raw.chars().enumerate() {
         if escaped {
@@ -536,11 +531,17 @@ fn has_brace_expansion(raw: &str) -> bool {
 /// variable's value), and `${x:=v}` assigns.
 fn expansion_risk(text: &str) -> Option<&'static str> {
     let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))?;
-    let inner = inner.strip_prefix(['#', '!']).unwrap_or(inner);
+    if inner.starts_with('!') {
+        return Some("an indirect expansion (${!x} evaluates the variable named by x)");
+    }
+    let inner = inner.strip_prefix('#').unwrap_or(inner);
     let name_len = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count();
     let rest = &inner[name_len..];
     if text.contains("$((") || rest.starts_with('[') {
         return Some("an array subscript or arithmetic in an expansion");
+    }
+    if rest.contains('@') {
+        return Some("a transforming expansion (${x@P} runs prompt expansion)");
     }
     if rest.starts_with(":=") || rest.starts_with('=') {
         return Some("an assigning expansion (${x:=v})");

@@ -75,6 +75,12 @@ pub enum Check {
     Date,
     /// sysctl: no `key=value` operand (that writes).
     Sysctl,
+    /// nft: no operand that starts another nft command (it joins its arguments).
+    Nft,
+    /// host, nslookup: a name to look up, never queries read from stdin.
+    Lookup,
+    /// tar: listing a local archive only (`host:file` runs rsh).
+    Tar,
     /// rpm: query and verify only, no macros.
     Rpm,
 }
@@ -111,6 +117,8 @@ pub struct CommandSpec {
     pub any_options: bool,
     /// At least one of these options must be given (`nginx -t`).
     pub require: Vec<String>,
+    /// cobra's parser (kubectl): every flag before the verb takes a value.
+    pub cobra: bool,
     /// A known program that changes something, with what it changes: never
     /// read-only, but read completely, so an "always" rule gets a precise key.
     pub changes: Option<String>,
@@ -174,6 +182,8 @@ struct RawCommand {
     require: String,
     #[serde(default)]
     changes: Option<String>,
+    #[serde(default)]
+    cobra: bool,
 }
 
 /// The table shipped with merlya.
@@ -203,6 +213,7 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         any_options: raw.any_options,
         require: raw.require.split_whitespace().map(str::to_string).collect(),
         changes: raw.changes,
+        cobra: raw.cobra,
         ..CommandSpec::default()
     };
     for token in raw.options.split_whitespace() {
@@ -212,6 +223,9 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         }
         let (name, def) = option_token(token)?;
         spec.options.insert(name, def);
+    }
+    if raw.dynamic && !raw.refused.is_empty() {
+        return Err("a dynamic spec cannot refuse options: a word only known at run time could become one".into());
     }
     for (token, reason) in raw.refused {
         let (name, mut def) = option_token(&token)?;

@@ -138,7 +138,7 @@ const READ_ONLY: &[&str] = &[
     "jq .status /tmp/health.json",
     "command -v nginx",
     "ethtool eth0",
-    "dd if=/dev/sda bs=512 count=1 | xxd | head",
+    "dd if=/dev/sda bs=512 count=1 | od -An -tx1 | head",
 ];
 
 const MUTATING: &[&str] = &[
@@ -501,4 +501,18 @@ fn the_spec_table_loads() {
     if let Err(e) = table::programs() {
         panic!("{e}");
     }
+}
+
+#[test]
+fn red_team_corpus_is_refused() {
+    let (total, wrong) = run_corpus(include_str!("corpus/refuse-redteam.txt"), false);
+    assert!(wrong.is_empty(), "{} of {total} red-team commands classed read-only:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+#[test]
+fn open_holes_are_tracked() {
+    // Each line is a known, accepted gap (ADR 0013): when one starts being refused, move it.
+    let (total, refused) = run_corpus(include_str!("corpus/open.txt"), true);
+    assert!(total > 0);
+    assert!(refused.is_empty(), "now refused, move these to refuse-redteam.txt:\n{}", refused.join("\n"));
 }
