@@ -238,6 +238,8 @@ pub fn fixture_with_diff_approval() -> Model {
         "--- a/etc/prometheus/prometheus.yml\n+++ b/etc/prometheus/prometheus.yml\n@@ -1,6 +1,6 @@\n global:\n-  scrape_interval: 60s # default\n+  scrape_interval: 15s\n   evaluation_interval: 30s\n scrape_configs:\n   - job_name: \"node\"\n"
             .into(),
     );
+    request.post_check = Some("promtool check config /etc/prometheus/prometheus.yml".into());
+    request.rollback = Some("cp /etc/prometheus/prometheus.yml.bak /etc/prometheus/prometheus.yml".into());
     queue_approval(&mut m, request);
     m
 }
