@@ -10,33 +10,13 @@ use std::time::Duration;
 
 use merlya::config::HostKeyPolicy;
 use merlya::exec::Executor;
-use merlya::inventory::Host;
 use merlya::prompt::NoPrompter;
-use merlya::ssh::SshPool;
-use merlya::ssh::client::ConnectContext;
-use merlya::ssh::target::ResolveContext;
-use support::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER, TestEnv, TestKey, json_lines, text};
+use support::executor::{host_for, pooled_executor};
+use support::{Sshd, SshdOptions, TEST_PASSWORD, TestEnv, TestKey, json_lines, text};
 
 /// An executor that logs in with `key` and trusts only `known_hosts`.
 fn executor_for(key: &TestKey, known_hosts: std::path::PathBuf) -> Executor {
-    let ctx = ConnectContext {
-        known_hosts_files: vec![known_hosts.clone()],
-        own_known_hosts: known_hosts,
-        policy: HostKeyPolicy::Strict,
-        prompter: Arc::new(NoPrompter),
-        secrets: Arc::new(merlya::secrets::Secrets::memory()),
-        connect_timeout: Duration::from_secs(10),
-    };
-    let pool = Arc::new(SshPool::new(ctx, 50, Duration::from_secs(300)));
-    let resolve = ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() };
-    Executor::new(pool, resolve)
-}
-
-fn host_for(name: &str, sshd: &Sshd) -> Host {
-    let mut h = Host::new(name, "127.0.0.1");
-    h.port = sshd.port;
-    h.username = Some(TEST_USER.into());
-    h
+    pooled_executor(key, known_hosts, HostKeyPolicy::Strict, Arc::new(NoPrompter), 50, Duration::from_secs(300))
 }
 
 /// Creates (once) a login user whose sudo timestamp is shared by all its

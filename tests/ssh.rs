@@ -11,9 +11,7 @@ use merlya::exec::fanout::fan_out;
 use merlya::i18n::Text;
 use merlya::inventory::Host;
 use merlya::prompt::{NoPrompter, Prompter};
-use merlya::ssh::SshPool;
-use merlya::ssh::client::ConnectContext;
-use merlya::ssh::target::ResolveContext;
+use support::executor::{host_for, pooled_executor};
 use support::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER, TestEnv, TestKey, json_lines, text};
 
 #[test]
@@ -250,34 +248,6 @@ fn executor_for(
     prompter: Arc<dyn Prompter>,
 ) -> Executor {
     pooled_executor(key, known_hosts, policy, prompter, 50, Duration::from_secs(300))
-}
-
-fn pooled_executor(
-    key: &TestKey,
-    known_hosts: std::path::PathBuf,
-    policy: HostKeyPolicy,
-    prompter: Arc<dyn Prompter>,
-    max: usize,
-    idle: Duration,
-) -> Executor {
-    let ctx = ConnectContext {
-        known_hosts_files: vec![known_hosts.clone()],
-        own_known_hosts: known_hosts,
-        policy,
-        prompter,
-        secrets: Arc::new(merlya::secrets::Secrets::memory()),
-        connect_timeout: Duration::from_secs(10),
-    };
-    let pool = Arc::new(SshPool::new(ctx, max, idle));
-    let resolve = ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() };
-    Executor::new(pool, resolve)
-}
-
-fn host_for(name: &str, sshd: &Sshd) -> Host {
-    let mut h = Host::new(name, "127.0.0.1");
-    h.port = sshd.port;
-    h.username = Some(TEST_USER.into());
-    h
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod executor;
 pub mod llm;
 pub mod sshd;
 pub mod tmux;
