@@ -5,7 +5,7 @@
 //! the first operand, `--`, verbs and subcommands. Abbreviated long options
 //! are never guessed: they are refused, naming what they abbreviate.
 
-use super::parse::Word;
+use super::parse::{Word, plain_variable};
 use super::spec::{Arity, Check, CommandSpec, Operands, OptionDef};
 
 /// A command as its program will understand it.
@@ -368,20 +368,6 @@ fn looks_like_option(spec: &CommandSpec, word: &str) -> bool {
         return true;
     }
     !spec.single_dash_long && rest.chars().next().is_some_and(|c| spec.options.contains_key(&format!("-{c}")))
-}
-
-/// A shell variable a read-only command may set: a plain name with a lower-case
-/// letter, so never an environment variable that changes what runs (`PATH`, `IFS`).
-pub fn plain_variable(name: &str) -> Result<(), String> {
-    let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ident {
-        return Err(format!("sets `{name}`, which is not a plain name"));
-    }
-    if !name.chars().any(|c| c.is_ascii_lowercase()) {
-        return Err(format!("sets `{name}`; upper-case names can change what runs (PATH, IFS, …)"));
-    }
-    Ok(())
 }
 
 fn is_number(s: &str) -> bool {

@@ -163,7 +163,7 @@ impl Walker<'_> {
                     // Loop heads and case values hold words: their substitutions still count.
                     if Some(child.id()) == loop_variable {
                         let name = self.text(child);
-                        if let Err(reason) = super::invocation::plain_variable(&name) {
+                        if let Err(reason) = plain_variable(&name) {
                             self.parsed.problems.push(format!("the loop {reason}"));
                         }
                         continue;
@@ -467,6 +467,20 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// A shell variable a read-only command may set: a plain name with a lower-case
+/// letter, so never an environment variable that changes what runs (`PATH`, `IFS`).
+pub fn plain_variable(name: &str) -> Result<(), String> {
+    let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Err(format!("sets `{name}`, which is not a plain name"));
+    }
+    if !name.chars().any(|c| c.is_ascii_lowercase()) {
+        return Err(format!("sets `{name}`; upper-case names can change what runs (PATH, IFS, …)"));
+    }
+    Ok(())
 }
 
 /// An unquoted word: backslashes removed, globs and braces noted.
