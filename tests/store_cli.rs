@@ -147,7 +147,7 @@ async fn tamper(db: &std::path::Path, statements: &[&str]) {
         .iter()
         .chain(statements)
     {
-        sqlx::query(sql).execute(&mut conn).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut conn).await.unwrap();
     }
     conn.close().await.unwrap();
 }

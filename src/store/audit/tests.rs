@@ -56,7 +56,7 @@ async fn attacker(db: &Path) -> sqlx::SqliteConnection {
 
 async fn exec(db: &Path, sql: &str) {
     let mut conn = attacker(db).await;
-    sqlx::query(sql).execute(&mut conn).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut conn).await.unwrap();
     conn.close().await.unwrap();
 }
 
