@@ -241,6 +241,9 @@ fn a_command_that_outlives_the_timeout_is_cut_off() {
         assert_eq!(r["error"], "timed out after 1s", "{r}");
         assert!(r["duration_ms"].as_u64().unwrap() < 30_000);
     }
+    let audit: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "timed_out", "--format", "json"])).unwrap();
+    assert_eq!(audit.len(), 2, "{audit:?}");
 }
 
 fn executor_for(
