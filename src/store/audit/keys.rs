@@ -172,17 +172,35 @@ impl AuditFiles {
         let io = |source| KeyFileError::Io { path: self.key_path.clone(), source };
         let mut bytes = [0u8; KEY_LEN];
         std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(io)?;
-        {
+        // Written in full to a private temporary file, then hard-linked into
+        // place: linking fails if a key exists, and a concurrent reader never
+        // sees a half-written key.
+        let dir = self.key_path.parent().unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(".audit.key.{}.{:?}.tmp", std::process::id(), std::thread::current().id()));
+        let linked = (|| {
             use std::io::Write;
-            let mut file = private_file_options().write(true).create_new(true).open(&self.key_path).map_err(io)?;
-            file.write_all(&bytes).map_err(io)?;
-            file.sync_all().map_err(io)?;
-        }
+            let mut file = private_file_options().write(true).create_new(true).open(&tmp)?;
+            file.write_all(&bytes)?;
+            file.sync_all()?;
+            std::fs::hard_link(&tmp, &self.key_path)
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        linked.map_err(io)?;
         let key = AuditKey(bytes);
         if let Ok(mut guard) = self.loaded.lock() {
             *guard = Some(key.clone());
         }
         Ok(key)
+    }
+
+    /// An exclusive lock held while deciding whether to create the key
+    /// (released when the file is dropped).
+    pub fn lock_creation(&self) -> Result<std::fs::File, KeyFileError> {
+        let path = self.key_path.with_extension("key.lock");
+        let io = |source| KeyFileError::Io { path: path.clone(), source };
+        let file = private_file_options().write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(file)
     }
 
     /// The checkpoint if `audit.checkpoint` exists (its signature is not checked here).

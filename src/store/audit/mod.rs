@@ -427,6 +427,12 @@ impl Store {
         if let Some(key) = self.audit.load_key().map_err(key_error)? {
             return Ok(key);
         }
+        // Deciding to create the key is serialised across processes, so two
+        // first appends cannot both decide, and none sees the other half done.
+        let _creating = self.audit.lock_creation().map_err(key_error)?;
+        if let Some(key) = self.audit.load_key().map_err(key_error)? {
+            return Ok(key);
+        }
         let keyed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE chain != ?")
             .bind(CHAIN_SHA256)
             .fetch_one(self.pool())
@@ -438,22 +444,9 @@ impl Store {
                 what: "missing, but the audit log was keyed with it; restore it (merlya will not start a new chain over a keyed one)".into(),
             }));
         }
-        match self.audit.create_key() {
-            Ok(key) => {
-                self.audit.advance_checkpoint(&key, 0, GENESIS, 0).map_err(key_error)?;
-                Ok(key)
-            }
-            // Another process created it first.
-            Err(KeyFileError::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
-                self.audit.load_key().map_err(key_error)?.ok_or_else(|| {
-                    key_error(KeyFileError::Invalid {
-                        path: self.audit.key_path().to_path_buf(),
-                        what: "vanished while being created".into(),
-                    })
-                })
-            }
-            Err(e) => Err(key_error(e)),
-        }
+        let key = self.audit.create_key().map_err(key_error)?;
+        self.audit.advance_checkpoint(&key, 0, GENESIS, 0).map_err(key_error)?;
+        Ok(key)
     }
 
     /// Appends one keyed entry (after a re-base entry if the log so far is

@@ -424,3 +424,27 @@ async fn an_older_world_readable_database_is_narrowed() {
     let _store = Store::open(&f.db).await.unwrap();
     assert_eq!(mode(&f.db), 0o600);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_appends_share_one_key() {
+    for _ in 0..5 {
+        let f = fixture().await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = f.store.clone();
+            // Separate stores on one file too, as separate processes would be.
+            let other = Store::open(&f.db).await.unwrap();
+            tasks.spawn(async move {
+                let store = if i % 2 == 0 { store } else { other };
+                let ticket = store.audit_start(request(&format!("web{i}"), "uptime")).await?;
+                ticket.finish(AuditOutcome::Ok, Some(0), None).await
+            });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            joined.unwrap().unwrap();
+        }
+        let report = f.store.verify_audit().await.unwrap();
+        assert_eq!(report.broken, None, "{}", report.describe());
+        assert_eq!(report.entries, 16);
+    }
+}
