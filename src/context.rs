@@ -1,7 +1,7 @@
 //! What every command needs, opened once: home, configuration, database,
 //! session id, and the executor with its SSH pool.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -148,33 +148,42 @@ pub fn audit_request(
     }
 }
 
+/// The open audit tickets of a fan-out, by host name (a name may repeat for ad-hoc targets).
+#[derive(Debug, Default)]
+pub struct HostTickets(HashMap<String, VecDeque<AuditTicket>>);
+
+impl HostTickets {
+    /// The ticket of the next result reported for `host`.
+    pub fn take(&mut self, host: &str) -> Option<AuditTicket> {
+        self.0.get_mut(host).and_then(VecDeque::pop_front)
+    }
+
+    /// Closes the tickets left once a run is over (hosts that never reported).
+    pub async fn finish_rest(self, outcome: AuditOutcome, reason: &str) {
+        for ticket in self.0.into_values().flatten() {
+            if let Err(e) = ticket.finish(outcome, None, Some(reason.to_string())).await {
+                tracing::warn!(error = %e, "cannot finish an audit entry");
+            }
+        }
+    }
+}
+
 /// Write-ahead audit for a fan-out: one start entry per host before any
 /// command runs. If one cannot be written, those already written are closed
 /// as cancelled and nothing runs.
-pub async fn audit_start_all(store: &Store, requests: Vec<AuditRequest>) -> Result<HashMap<String, AuditTicket>> {
-    let mut tickets = HashMap::new();
+pub async fn audit_start_all(store: &Store, requests: Vec<AuditRequest>) -> Result<HostTickets> {
+    let mut tickets = HostTickets::default();
     for request in requests {
         let host = request.host.clone();
         match store.audit_start(request).await {
-            Ok(ticket) => {
-                tickets.insert(host, ticket);
-            }
+            Ok(ticket) => tickets.0.entry(host).or_default().push_back(ticket),
             Err(e) => {
-                finish_all(tickets, AuditOutcome::Cancelled, "the audit log could not record every host").await;
+                tickets.finish_rest(AuditOutcome::Cancelled, "the audit log could not record every host").await;
                 return Err(e).wrap_err("cannot write the audit log; nothing was run");
             }
         }
     }
     Ok(tickets)
-}
-
-/// Closes the tickets left once a run is over (hosts that never reported).
-pub async fn finish_all(tickets: HashMap<String, AuditTicket>, outcome: AuditOutcome, reason: &str) {
-    for (_, ticket) in tickets {
-        if let Err(e) = ticket.finish(outcome, None, Some(reason.to_string())).await {
-            tracing::warn!(error = %e, "cannot finish an audit entry");
-        }
-    }
 }
 
 /// Records a refused or denied attempt on each host; failures are logged

@@ -23,7 +23,7 @@ use super::update::update;
 use super::view::view;
 use super::workers::{self, Services, agent_turn, refresh_dashboard, switch_model};
 use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
-use crate::context::{Context, audit_refused_all, audit_request, audit_start_all, finish_all, record_history};
+use crate::context::{Context, audit_refused_all, audit_request, audit_start_all, record_history};
 use crate::exec::fanout::fan_out;
 use crate::home::MerlyaHome;
 use crate::llm::LlmClient;
@@ -245,7 +245,7 @@ fn run_effect(effect: Effect, services: &Services) {
                 let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
                 while let Some(event) = rx.recv().await {
                     if let crate::exec::ExecEvent::Finished(result) = &event {
-                        if let Some(ticket) = tickets.remove(&result.host)
+                        if let Some(ticket) = tickets.take(&result.host)
                             && let Err(e) = ticket.finish_result(result).await
                         {
                             sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
@@ -265,7 +265,7 @@ fn run_effect(effect: Effect, services: &Services) {
                     sender.send(Msg::Exec { run, event });
                 }
                 let runner = runner.await;
-                finish_all(tickets, AuditOutcome::Cancelled, "the run stopped before this host reported").await;
+                tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
                 match runner {
                     Ok(results) => sender.send(Msg::RunDone { run, results }),
                     Err(e) => sender.send(Msg::Error(format!("run {run} failed: {e}"))),

@@ -9,7 +9,7 @@ use color_eyre::eyre::{Result, eyre};
 
 use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
 use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
-use crate::context::{Context, audit_refused_all, audit_start_all, finish_all};
+use crate::context::{Context, audit_refused_all, audit_start_all};
 use crate::exec::fanout::fan_out;
 use crate::exec::{ExecEvent, HostResult, Stream};
 use crate::inventory::resolve_targets;
@@ -104,7 +104,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
                 }
             }
             ExecEvent::Finished(result) => {
-                if let Some(ticket) = tickets.remove(&result.host)
+                if let Some(ticket) = tickets.take(&result.host)
                     && let Err(e) = ticket.finish_result(&result).await
                 {
                     eprintln!("warning: cannot write the audit log: {e}");
@@ -119,7 +119,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         }
     }
     let results = runner.await;
-    finish_all(tickets, AuditOutcome::Cancelled, "the run stopped before this host reported").await;
+    tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
     let results = results.map_err(|e| eyre!("fan-out task failed: {e}"))?;
     if args.format == OutputFormat::Text {
         print!("\n{}", summary(&results));
