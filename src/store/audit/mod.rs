@@ -427,9 +427,18 @@ impl Store {
         if let Some(key) = self.audit.load_key().map_err(key_error)? {
             return Ok(key);
         }
-        // Deciding to create the key is serialised across processes, so two
-        // first appends cannot both decide, and none sees the other half done.
-        let _creating = self.audit.lock_creation().map_err(key_error)?;
+        // Deciding to create the key is serialised, so two first appends cannot
+        // both decide and none sees the other half done: within this process by
+        // an async mutex (a file lock must not block a runtime thread another
+        // task of this process needs), across processes by a file lock taken
+        // off the runtime.
+        static CREATING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _in_process = CREATING.lock().await;
+        let files = self.audit.clone();
+        let _across_processes = tokio::task::spawn_blocking(move || files.lock_creation())
+            .await
+            .map_err(|e| StoreError::Io { context: "audit key lock".into(), source: std::io::Error::other(e) })?
+            .map_err(key_error)?;
         if let Some(key) = self.audit.load_key().map_err(key_error)? {
             return Ok(key);
         }

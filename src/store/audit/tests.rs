@@ -448,3 +448,16 @@ async fn concurrent_first_appends_share_one_key() {
         assert_eq!(report.entries, 16);
     }
 }
+
+/// Two first appends on a single-threaded runtime (as `merlya run` fans out
+/// specialists) must not wait on each other's file lock while holding the thread.
+#[tokio::test(flavor = "current_thread")]
+async fn concurrent_first_appends_on_one_thread_do_not_deadlock() {
+    let f = fixture().await;
+    let other = Store::open(&f.db).await.unwrap();
+    let (a, b) =
+        tokio::join!(f.store.audit_start(request("web01", "uptime")), other.audit_start(request("web02", "uptime")));
+    a.unwrap().finish(AuditOutcome::Ok, Some(0), None).await.unwrap();
+    b.unwrap().finish(AuditOutcome::Ok, Some(0), None).await.unwrap();
+    assert_eq!(f.store.verify_audit().await.unwrap().broken, None);
+}
