@@ -1,6 +1,7 @@
 //! What every command needs, opened once: home, configuration, database,
 //! session id, and the executor with its SSH pool.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,9 +17,9 @@ use crate::secrets::Secrets;
 use crate::ssh::SshPool;
 use crate::ssh::client::ConnectContext;
 use crate::ssh::ssh_config::SshConfigFile;
-use crate::ssh::target::{ResolveContext, local_user};
+use crate::ssh::target::ResolveContext;
 use crate::store::Store;
-use crate::store::audit::NewAuditEntry;
+use crate::store::audit::{AuditOutcome, AuditRequest, AuditTicket};
 use crate::store::history::CommandRecord;
 
 /// The opened runtime.
@@ -105,28 +106,103 @@ impl Context {
         Ok(Executor::new(pool, resolve).with_elevation_sink(sink))
     }
 
-    /// Writes a finished command to the history and the audit log.
-    pub async fn record(&self, command: &str, result: &HostResult, approved_by: &str) -> Result<()> {
-        record_result(
-            &self.store,
-            &self.session_id,
-            self.config.policy.raw_log_retention_days,
-            command,
-            result,
-            approved_by,
-        )
-        .await
+    /// Writes a finished command to the command history (the audit log is
+    /// written through an [`AuditTicket`] around the run).
+    pub async fn record(&self, command: &str, result: &HostResult) -> Result<()> {
+        record_history(&self.store, &self.session_id, self.config.policy.raw_log_retention_days, command, result).await
+    }
+
+    /// The audit request for `command` on `host`, asked by `requested_by` and approved by `approved_by`.
+    pub fn audit_request(
+        &self,
+        executor: &Executor,
+        requested_by: &str,
+        host: &Host,
+        command: &str,
+        approved_by: &str,
+    ) -> AuditRequest {
+        audit_request(&self.session_id, executor, requested_by, host, command, approved_by)
     }
 }
 
-/// History + audit for one host result (shared by the CLI and console workers).
-pub async fn record_result(
+/// The audit request for `command` on `host` (shared by the CLI, the console and the agent).
+pub fn audit_request(
+    session_id: &str,
+    executor: &Executor,
+    requested_by: &str,
+    host: &Host,
+    command: &str,
+    approved_by: &str,
+) -> AuditRequest {
+    let (address, port, login_user) = executor.login_of(host);
+    AuditRequest {
+        session_id: session_id.to_string(),
+        requested_by: requested_by.to_string(),
+        host: host.name.clone(),
+        address,
+        port,
+        login_user,
+        command: command.to_string(),
+        approved_by: approved_by.to_string(),
+        approval_ref: None,
+    }
+}
+
+/// The open audit tickets of a fan-out, by host name (a name may repeat for ad-hoc targets).
+#[derive(Debug, Default)]
+pub struct HostTickets(HashMap<String, VecDeque<AuditTicket>>);
+
+impl HostTickets {
+    /// The ticket of the next result reported for `host`.
+    pub fn take(&mut self, host: &str) -> Option<AuditTicket> {
+        self.0.get_mut(host).and_then(VecDeque::pop_front)
+    }
+
+    /// Closes the tickets left once a run is over (hosts that never reported).
+    pub async fn finish_rest(self, outcome: AuditOutcome, reason: &str) {
+        for ticket in self.0.into_values().flatten() {
+            if let Err(e) = ticket.finish(outcome, None, Some(reason.to_string())).await {
+                tracing::warn!(error = %e, "cannot finish an audit entry");
+            }
+        }
+    }
+}
+
+/// Write-ahead audit for a fan-out: one start entry per host before any
+/// command runs. If one cannot be written, those already written are closed
+/// as cancelled and nothing runs.
+pub async fn audit_start_all(store: &Store, requests: Vec<AuditRequest>) -> Result<HostTickets> {
+    let mut tickets = HostTickets::default();
+    for request in requests {
+        let host = request.host.clone();
+        match store.audit_start(request).await {
+            Ok(ticket) => tickets.0.entry(host).or_default().push_back(ticket),
+            Err(e) => {
+                tickets.finish_rest(AuditOutcome::Cancelled, "the audit log could not record every host").await;
+                return Err(e).wrap_err("cannot write the audit log; nothing was run");
+            }
+        }
+    }
+    Ok(tickets)
+}
+
+/// Records a refused or denied attempt on each host; failures are logged
+/// (the command is not run either way).
+pub async fn audit_refused_all(store: &Store, requests: &[AuditRequest], outcome: AuditOutcome, reason: &str) {
+    for request in requests {
+        if let Err(e) = store.audit_refused(request, outcome, reason).await {
+            tracing::warn!(error = %e, host = %request.host, "cannot record a refused attempt in the audit log");
+        }
+    }
+}
+
+/// The command history for one host result (shared by the CLI and console workers).
+pub async fn record_history(
     store: &Store,
     session_id: &str,
     retention_days: u32,
     command: &str,
     result: &HostResult,
-    approved_by: &str,
 ) -> Result<()> {
     let rec = CommandRecord {
         session_id,
@@ -139,17 +215,5 @@ pub async fn record_result(
         stderr: &result.stderr,
     };
     store.record_command(&rec, retention_days).await.wrap_err("cannot write command history")?;
-    store
-        .append_audit(NewAuditEntry {
-            session_id: session_id.to_string(),
-            host: result.host.clone(),
-            user: local_user(),
-            command: command.to_string(),
-            exit_code: result.exit_code,
-            duration_ms: result.duration_ms,
-            approved_by: approved_by.to_string(),
-        })
-        .await
-        .wrap_err("cannot write the audit log")?;
     Ok(())
 }

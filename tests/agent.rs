@@ -135,8 +135,15 @@ fn hostile_commands_through_the_diagnostic_specialist_are_refused_and_never_run(
     assert_eq!(std::fs::read_to_string(dir.path().join("x")).unwrap(), "keep me");
     assert!(!dir.path().join("y").exists());
     assert_eq!(fleet[0].accepted_logins(), 0, "no command reached the host");
+    // Every refusal is audited, with the reason; none ran.
     let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
-    assert!(audit.is_empty(), "{audit:?}");
+    assert_eq!(audit.len(), 4, "{audit:?}");
+    assert!(
+        audit.iter().all(|e| e["outcome"] == "refused"
+            && e["requested_by"].as_str().is_some_and(|r| r.starts_with("agent@"))
+            && e["reason"].as_str().is_some_and(|r| r.contains("safety policy"))),
+        "{audit:?}"
+    );
     // Anthropic wire format details.
     let first = &llm.requests()[0];
     assert_eq!(first.path, "/v1/messages");
@@ -192,16 +199,21 @@ async fn execution_is_denied_without_approval_then_applied_with_audit() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(std::path::Path::new(&marker).exists(), "the change ran on the host");
     let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert_eq!(audit[0]["outcome"], "denied", "the first, denied attempt is audited: {audit:?}");
+    let ran: Vec<&Value> = audit.iter().filter(|e| e["outcome"] == "ok").collect();
     let commands: Vec<(&str, &str)> =
-        audit.iter().map(|e| (e["command"].as_str().unwrap(), e["approved_by"].as_str().unwrap())).collect();
+        ran.iter().map(|e| (e["command"].as_str().unwrap(), e["approved_by"].as_str().unwrap())).collect();
     assert_eq!(
         commands,
         [
             (format!("touch {marker}").as_str(), "tester (--yes)"),
-            (format!("test -f {marker}").as_str(), "post-check of the change approved by tester (--yes)")
+            (format!("test -f {marker}").as_str(), "tester (--yes)")
         ]
     );
-    assert!(env.ok(&["audit", "verify"]).contains("intact: 2 entries"));
+    assert_eq!(ran[1]["approval_ref"], format!("#{} (post-check)", ran[0]["id"]));
+    assert_eq!(ran[0]["requested_by"], "agent@execution");
+    // One attempt, then a start and a finish for each of the two commands.
+    assert!(env.ok(&["audit", "verify"]).contains("intact: 5 entries"));
 
     // The pipeline runs were persisted stage by stage.
     use sqlx::Connection;
@@ -586,7 +598,8 @@ async fn a_failed_post_check_runs_the_rollback() {
         "{result}"
     );
     let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
-    assert_eq!(audit[2]["approved_by"], "rollback of a change approved by tester (--yes)");
+    assert_eq!(audit[2]["approved_by"], "tester (--yes)", "the rollback names the change's approver");
+    assert!(audit[2]["approval_ref"].as_str().unwrap().ends_with("(rollback)"), "{audit:?}");
     use sqlx::Connection;
     let db = env.merlya_home().join("merlya.db");
     let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();

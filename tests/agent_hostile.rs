@@ -72,7 +72,10 @@ fn a_post_check_that_changes_something_is_refused_before_anything_runs() {
     let out = run(&env, &["--yes", "--format", "json", "do it"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result = specialist_result(&llm);
-    assert!(result.contains("REFUSED: the post_check") && result.contains("not read-only"), "{result}");
+    assert!(result.contains("REFUSED: the post-check") && result.contains("not read-only"), "{result}");
+    let refused: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "refused", "--format", "json"])).unwrap();
+    assert_eq!(refused.len(), 1, "the refused attempt is audited: {refused:?}");
     assert!(!made.exists(), "the change did not run");
     assert_eq!(std::fs::read_to_string(&keep).unwrap(), "keep me");
     assert_eq!(fleet[0].accepted_logins(), 0, "nothing reached the host");

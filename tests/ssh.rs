@@ -239,6 +239,9 @@ fn a_command_that_outlives_the_timeout_is_cut_off() {
         assert_eq!(r["error"], "timed out after 1s", "{r}");
         assert!(r["duration_ms"].as_u64().unwrap() < 30_000);
     }
+    let audit: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "timed_out", "--format", "json"])).unwrap();
+    assert_eq!(audit.len(), 2, "{audit:?}");
 }
 
 fn executor_for(
@@ -452,8 +455,15 @@ fn exec_of_a_change_needs_an_approval_decision() {
     env.ok(&["exec", "web01", "--yes", "--", &touch]);
     assert!(std::path::Path::new(&marker).exists(), "the command ran on the host");
     let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
-    assert_eq!(audit.len(), 1);
-    assert_eq!(audit[0]["approved_by"], "tester (--yes)");
+    assert_eq!(audit.len(), 2, "the denied attempt and the approved run: {audit:?}");
+    assert_eq!(
+        (audit[0]["outcome"].as_str(), audit[0]["approved_by"].as_str()),
+        (Some("denied"), Some("nobody (no terminal)"))
+    );
+    assert_eq!(audit[1]["outcome"], "ok");
+    assert_eq!(audit[1]["approved_by"], "tester (--yes)");
+    assert_eq!(audit[1]["address"], "127.0.0.1");
+    assert_eq!(audit[1]["port"], sshd.port);
     let _ = std::fs::remove_file(&marker);
 
     // Paranoid mode asks even for read-only commands.

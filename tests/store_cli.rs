@@ -138,6 +138,26 @@ fn config_init_show_and_path() {
     assert!(text(&out.stderr).contains("model.fast: expected provider/model"), "{}", text(&out.stderr));
 }
 
+/// A raw connection to `db` as someone with write access to the file, the
+/// append-only triggers dropped.
+async fn tamper(db: &std::path::Path, statements: &[&str]) {
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+    for sql in ["DROP TRIGGER IF EXISTS audit_log_no_update", "DROP TRIGGER IF EXISTS audit_log_no_delete"]
+        .iter()
+        .chain(statements)
+    {
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+}
+
+/// `merlya audit verify`: exit code and what it printed.
+fn verify(env: &TestEnv) -> (Option<i32>, String) {
+    let out = env.run(&["audit", "verify"]);
+    (out.status.code(), format!("{}{}", text(&out.stdout), text(&out.stderr)))
+}
+
 #[tokio::test]
 async fn audit_chain_detects_edits_and_deletions() {
     let env = TestEnv::new();
@@ -146,63 +166,178 @@ async fn audit_chain_detects_edits_and_deletions() {
     }
     env.ok(&["exec", "localhost", "--yes", "--", "mysql -u root -phunter2 -e 'select 1' || true"]);
     let verified = env.ok(&["audit", "verify"]);
-    assert!(verified.contains("audit chain intact: 5 entries"), "{verified}");
+    assert!(
+        verified.contains("audit chain intact: 10 entries, keyed (HMAC-SHA256), matches the checkpoint written at"),
+        "{verified}"
+    );
     let list = env.ok(&["audit", "list", "--host", "localhost", "--since", "1h"]);
     assert!(list.contains("mysql -u root -p*** -e"), "secrets are masked: {list}");
     assert!(!list.contains("hunter2"));
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "ok", "--format", "json"])).unwrap();
+    assert_eq!(records.len(), 5, "one record per execution");
+    assert!(
+        records.iter().all(|r| r["outcome"] == "ok" && r["requested_by"] == "tester" && r["login_user"] == "tester")
+    );
     let jsonl = env.ok(&["audit", "export", "--format", "jsonl"]);
-    assert_eq!(jsonl.lines().count(), 5);
+    assert_eq!(jsonl.lines().count(), 10, "a start and a finish entry each");
     let csv = env.ok(&["audit", "export", "--format", "csv"]);
     assert!(
-        csv.starts_with("id,ts,session_id,host,user,command,exit_code,duration_ms,approved_by,prev_hash,hash"),
+        csv.starts_with("id,ts,session_id,event,outcome,ref_id,requested_by,user,login_user,host,address,port"),
         "{csv}"
     );
 
     let db = env.merlya_home().join("merlya.db");
-    let exec_sql = |sql: &'static str| {
-        let db = db.clone();
-        async move {
-            use sqlx::Connection;
-            let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
-            sqlx::query(sql).execute(&mut conn).await.unwrap();
-            conn.close().await.unwrap();
-        }
-    };
-    let verify = || {
-        let out = env.run(&["audit", "verify"]);
-        (out.status.code(), text(&out.stderr))
-    };
-
-    // Edited row: entry 2's command changed.
-    exec_sql("UPDATE audit_log SET command = 'echo innocent' WHERE id = 2").await;
-    let (code, err) = verify();
-    assert_eq!(code, Some(5));
-    assert!(err.contains("BROKEN at entry 2") && err.contains("altered"), "{err}");
-    exec_sql("UPDATE audit_log SET command = 'echo 1' WHERE id = 2").await;
-    assert_eq!(verify().0, Some(0), "restoring the row restores the chain");
+    // Edited row: the start of `echo 1` (entry 3).
+    tamper(&db, &["UPDATE audit_log SET command = 'echo innocent' WHERE id = 3"]).await;
+    let (code, out) = verify(&env);
+    assert_eq!(code, Some(5), "{out}");
+    assert!(out.contains("BROKEN at entry 3") && out.contains("altered"), "{out}");
+    tamper(&db, &["UPDATE audit_log SET command = 'echo 1' WHERE id = 3"]).await;
+    assert_eq!(verify(&env).0, Some(0), "restoring the row restores the chain");
 
     // Deleted row in the middle: the next entry names it.
-    exec_sql("DELETE FROM audit_log WHERE id = 3").await;
-    let (code, err) = verify();
+    tamper(&db, &["DELETE FROM audit_log WHERE id = 5"]).await;
+    let (code, out) = verify(&env);
     assert_eq!(code, Some(5));
-    assert!(err.contains("BROKEN at entry 4") && err.contains("removed or altered"), "{err}");
+    assert!(out.contains("BROKEN at entry 6") && out.contains("removed or altered"), "{out}");
 }
 
 #[tokio::test]
-async fn deleting_the_newest_audit_entry_is_detected() {
+async fn wiping_the_audit_tables_is_detected() {
+    let env = TestEnv::new();
+    env.ok(&["exec", "localhost", "--", "echo a"]);
+    tamper(&env.merlya_home().join("merlya.db"), &["DELETE FROM audit_log", "DELETE FROM audit_head"]).await;
+    let (code, out) = verify(&env);
+    assert_eq!(code, Some(5), "{out}");
+    assert!(out.contains("the log was wiped") && out.contains("names 2 entries"), "{out}");
+}
+
+#[tokio::test]
+async fn deleting_the_newest_audit_entries_is_detected_even_with_the_head_fixed() {
     let env = TestEnv::new();
     env.ok(&["exec", "localhost", "--", "echo a"]);
     env.ok(&["exec", "localhost", "--", "echo b"]);
     let db = env.merlya_home().join("merlya.db");
-    {
-        use sqlx::Connection;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
-        sqlx::query("DELETE FROM audit_log WHERE id = 2").execute(&mut conn).await.unwrap();
-        conn.close().await.unwrap();
+    tamper(
+        &db,
+        &[
+            "DELETE FROM audit_log WHERE id > 2",
+            "UPDATE audit_head SET last_id = 2, count = 2, hash = (SELECT hash FROM audit_log WHERE id = 2)",
+        ],
+    )
+    .await;
+    let (code, out) = verify(&env);
+    assert_eq!(code, Some(5), "{out}");
+    assert!(out.contains("newest entries were removed"), "{out}");
+}
+
+#[tokio::test]
+async fn a_chain_recomputed_without_the_key_is_detected() {
+    let env = TestEnv::new();
+    env.ok(&["exec", "localhost", "--", "echo a"]);
+    let db = env.merlya_home().join("merlya.db");
+    // Recompute every hash with plain SHA-256 after editing a command.
+    let entries = {
+        let store = merlya::store::Store::open(&db).await.unwrap();
+        let entries = store.audit_entries().await.unwrap();
+        store.close().await;
+        entries
+    };
+    let mut prev = merlya::store::audit::GENESIS.to_string();
+    let mut statements = Vec::new();
+    for mut e in entries {
+        e.command = e.command.replace("echo a", "echo b");
+        let hash = e.legacy_hash(&prev);
+        statements.push(format!(
+            "UPDATE audit_log SET command = '{}', prev_hash = '{prev}', hash = '{hash}' WHERE id = {}",
+            e.command, e.id
+        ));
+        prev = hash;
     }
-    let out = env.run(&["audit", "verify"]);
-    assert_eq!(out.status.code(), Some(5));
-    assert!(text(&out.stderr).contains("newest entries were removed"), "{}", text(&out.stderr));
+    statements.push(format!("UPDATE audit_head SET hash = '{prev}'"));
+    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    tamper(&db, &statements).await;
+    let (code, out) = verify(&env);
+    assert_eq!(code, Some(5), "{out}");
+    assert!(out.contains("BROKEN at entry 1") && out.contains("recomputed without the key"), "{out}");
+}
+
+#[tokio::test]
+async fn a_run_killed_midway_is_listed_as_unfinished() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "list"]);
+    let mut child = env
+        .merlya(&["exec", "localhost", "--", "sleep 3"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The start entry is written before the command runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let listed = env.ok(&["audit", "list", "--outcome", "unfinished", "--format", "json"]);
+        if listed.contains("sleep 3") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no start entry while the command runs");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let unfinished: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "unfinished", "--format", "json"])).unwrap();
+    assert_eq!(unfinished.len(), 1, "{unfinished:?}");
+    assert_eq!(unfinished[0]["command"], "sleep 3");
+    assert_eq!(unfinished[0]["host"], "localhost");
+    let (code, out) = verify(&env);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("started with no outcome recorded (unfinished)"), "{out}");
+}
+
+#[test]
+fn a_denied_command_is_in_the_audit_log() {
+    let env = TestEnv::new();
+    let out = env.run(&["exec", "localhost", "--", "touch /nonexistent/never"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let denied: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "denied", "--format", "json"])).unwrap();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0]["approved_by"], "nobody (no terminal)");
+    assert!(denied[0]["reason"].as_str().unwrap().starts_with("denied by nobody"), "{denied:?}");
+    let none: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--outcome", "ok", "--format", "json"])).unwrap();
+    assert!(none.is_empty());
+    assert_eq!(verify(&env).0, Some(0));
+}
+
+#[test]
+fn files_merlya_creates_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let fresh = env.dir.path().join("fresh").join("merlya");
+    let run = |args: &[&str]| {
+        let out = env.merlya(args).env("MERLYA_HOME", &fresh).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    run(&["exec", "localhost", "--", "echo hi"]);
+    run(&["audit", "verify"]);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&fresh), 0o700, "MERLYA_HOME created by merlya");
+    assert_eq!(mode(&fresh.join("logs")), 0o700);
+    let files = support::walk(&fresh);
+    for name in ["merlya.db", "audit.key", "audit.checkpoint"] {
+        assert!(files.iter().any(|f| f.ends_with(name)), "{name} in {files:?}");
+    }
+    assert!(files.iter().any(|f| f.extension().is_some_and(|e| e == "log")), "a log file in {files:?}");
+    for file in files.iter().filter(|f| f.is_file()) {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    // A home the user made keeps its mode.
+    assert_eq!(mode(&env.merlya_home()) & 0o700, 0o700);
+    let before = mode(&env.merlya_home());
+    env.ok(&["hosts", "list"]);
+    assert_eq!(mode(&env.merlya_home()), before);
 }
 
 #[test]

@@ -81,7 +81,9 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     expected.sort();
     assert_eq!(commands, expected);
     assert_eq!(audit.len(), 6);
-    assert!(env.ok(&["audit", "verify"]).contains("intact: 6 entries"));
+    // A start entry before each run and its outcome after: twelve keyed entries.
+    assert!(env.ok(&["audit", "verify"]).contains("intact: 12 entries"));
+    assert!(audit.iter().all(|e| e["outcome"] == "ok" && e["requested_by"] == "tester"), "{audit:?}");
     assert_eq!(audit[5]["approved_by"], "tester (console)");
     // The console recorded reachability.
     let hosts: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();

@@ -11,13 +11,13 @@ use serde_json::Value;
 use super::tools::{args, inventory_call, inventory_specs, spec};
 use super::{Agent, AgentEvent, CommandRecord, ToolBox, prompts};
 use crate::approval::ApprovalRequest;
-use crate::context::record_result;
+use crate::context::{audit_refused_all, audit_request, record_history};
 use crate::exec::HostResult;
 use crate::inventory::{Host, resolve_inventory_targets};
 use crate::llm::ToolSpec;
 use crate::safety::leaks::find_leaks;
 use crate::safety::{Specialist, analyze, decide};
-use crate::store::audit::AuditFilter;
+use crate::store::audit::{AuditFilter, AuditOutcome};
 use crate::store::pipelines::Stage;
 
 /// Which specialist.
@@ -195,8 +195,12 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
     };
     let decision = decide(specialist, command, false);
     let who = format!("{}@{}", kind.name(), host.name);
+    let asker = format!("agent@{}", kind.name());
     if !decision.allowed {
         let reasons = decision.analysis.reasons.join("; ");
+        let request = audit_request(&agent.session_id, &agent.executor, &asker, host, command, "");
+        let why = format!("refused by the safety policy ({} specialist): {reasons}", kind.name());
+        audit_refused_all(&agent.store, &[request], AuditOutcome::Refused, &why).await;
         agent.record_command(CommandRecord {
             specialist: who,
             host: host.name.clone(),
@@ -219,6 +223,13 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
     );
     let outcome = agent.gate.check(&request).await;
     let Some(approved_by) = outcome.approved_by() else {
+        let by = match &outcome {
+            crate::approval::GateOutcome::Denied(who) => who.clone(),
+            _ => "nobody".into(),
+        };
+        let request = audit_request(&agent.session_id, &agent.executor, &asker, host, command, &by);
+        let why = format!("denied by {by} (paranoid mode asks for every command)");
+        audit_refused_all(&agent.store, &[request], AuditOutcome::Denied, &why).await;
         agent.record_command(CommandRecord {
             specialist: who,
             host: host.name.clone(),
@@ -229,12 +240,48 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
         });
         return "DENIED by the operator (paranoid mode asks for every command); do not retry it.".into();
     };
-    let result = execute(agent, &who, host, command, &approved_by).await;
+    let (result, _) =
+        execute(agent, &who, Run { asker: &asker, host, command, approved_by: &approved_by, approval_ref: None }).await;
     describe(&result)
 }
 
-/// Runs a command, records it in history and audit, and reports it.
-async fn execute(agent: &Agent, who: &str, host: &Host, command: &str, approved_by: &str) -> HostResult {
+/// One command an agent runs: who asked, where, what, approved by whom, and
+/// (post-check, rollback) the approval it belongs to.
+struct Run<'a> {
+    asker: &'a str,
+    host: &'a Host,
+    command: &'a str,
+    approved_by: &'a str,
+    approval_ref: Option<String>,
+}
+
+/// Runs a command with its audit entry written ahead, records it in the
+/// history, and reports it with the start entry's id. Nothing runs when the
+/// audit log cannot be written.
+async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<i64>) {
+    let Run { asker, host, command, approved_by, approval_ref } = run;
+    let mut request = audit_request(&agent.session_id, &agent.executor, asker, host, command, approved_by);
+    request.approval_ref = approval_ref;
+    let ticket = match agent.store.audit_start(request).await {
+        Ok(ticket) => ticket,
+        Err(e) => {
+            let result = HostResult::failed(
+                &host.name,
+                Instant::now(),
+                format!("not run: the audit log cannot be written ({e})"),
+            );
+            agent.record_command(CommandRecord {
+                specialist: who.to_string(),
+                host: host.name.clone(),
+                command: command.to_string(),
+                exit_code: None,
+                refused: result.error.clone(),
+                approved_by: Some(approved_by.to_string()),
+            });
+            return (result, None);
+        }
+    };
+    let start_id = ticket.id();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let observer = agent.observer.clone();
     let forward = tokio::spawn(async move {
@@ -245,9 +292,10 @@ async fn execute(agent: &Agent, who: &str, host: &Host, command: &str, approved_
     let result = agent.executor.run(host, command, agent.command_timeout, &tx).await;
     drop(tx);
     let _ = forward.await;
-    if let Err(e) =
-        record_result(&agent.store, &agent.session_id, agent.retention_days, command, &result, approved_by).await
-    {
+    if let Err(e) = ticket.finish_result(&result).await {
+        tracing::warn!(error = %e, "cannot finish an agent command's audit entry");
+    }
+    if let Err(e) = record_history(&agent.store, &agent.session_id, agent.retention_days, command, &result).await {
         tracing::warn!(error = %e, "cannot record an agent command");
     }
     agent.record_command(CommandRecord {
@@ -258,7 +306,7 @@ async fn execute(agent: &Agent, who: &str, host: &Host, command: &str, approved_
         refused: result.error.clone(),
         approved_by: Some(approved_by.to_string()),
     });
-    result
+    (result, Some(start_id))
 }
 
 /// A change to make on one host.
@@ -301,11 +349,11 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     if let Some(check) = &change.post_check {
         let checked = analyze(check);
         if !checked.is_read_only() {
-            return format!(
-                "REFUSED: the post_check `{check}` is not read-only ({}); a post-check must only look. \
-                 Nothing was run.",
-                checked.reasons.join("; ")
-            );
+            let why = format!("post-check `{check}` is not read-only: {}", checked.reasons.join("; "));
+            let request =
+                audit_request(&agent.session_id, &agent.executor, "agent@execution", host, &change.display, "");
+            audit_refused_all(&agent.store, &[request], AuditOutcome::Refused, &why).await;
+            return format!("REFUSED: the {why}; a post-check must only look. Nothing was run.");
         }
     }
     // The rollback is approved together with the change: its risk counts, and a
@@ -357,6 +405,14 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
             _ => "nobody".into(),
         };
         stages.push(stage("HITL", "denied", format!("denied by {by}"), t));
+        let request = audit_request(&agent.session_id, &agent.executor, "agent@execution", host, &change.display, &by);
+        audit_refused_all(
+            &agent.store,
+            &[request],
+            AuditOutcome::Denied,
+            &format!("denied by {by}: {}", change.summary),
+        )
+        .await;
         save("denied", stages).await;
         agent.record_command(CommandRecord {
             specialist: who,
@@ -370,15 +426,26 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     };
     stages.push(stage("HITL", "done", format!("approved by {approved_by}"), t));
     let t = Instant::now();
-    let applied = execute(agent, &who, host, &change.command, &approved_by).await;
+    let asker = "agent@execution";
+    let (applied, apply_id) = execute(
+        agent,
+        &who,
+        Run { asker, host, command: &change.command, approved_by: &approved_by, approval_ref: None },
+    )
+    .await;
+    let belongs = |what: &str| Some(apply_id.map(|id| format!("#{id} ({what})")).unwrap_or_else(|| what.to_string()));
     let ok = applied.success();
     stages.push(stage("Apply", if ok { "done" } else { "failed" }, describe(&applied), t));
     let mut report = format!("APPLIED (approved by {approved_by}): {}", describe(&applied));
     let mut needs_rollback = !ok;
     if ok && let Some(check) = &change.post_check {
         let t = Instant::now();
-        let checked =
-            execute(agent, &who, host, check, &format!("post-check of the change approved by {approved_by}")).await;
+        let (checked, _) = execute(
+            agent,
+            &who,
+            Run { asker, host, command: check, approved_by: &approved_by, approval_ref: belongs("post-check") },
+        )
+        .await;
         stages.push(stage("Post-check", if checked.success() { "done" } else { "failed" }, describe(&checked), t));
         report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(&checked)));
         needs_rollback = !checked.success();
@@ -388,8 +455,12 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     let status = match (&change.rollback, needs_rollback) {
         (Some(rollback), true) => {
             let t = Instant::now();
-            let undone =
-                execute(agent, &who, host, rollback, &format!("rollback of a change approved by {approved_by}")).await;
+            let (undone, _) = execute(
+                agent,
+                &who,
+                Run { asker, host, command: rollback, approved_by: &approved_by, approval_ref: belongs("rollback") },
+            )
+            .await;
             stages.push(stage("Rollback", if undone.success() { "done" } else { "failed" }, describe(&undone), t));
             report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}", describe(&undone)));
             "rolled_back"
@@ -415,21 +486,23 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
     }
     let who = format!("execution@{}", host.name);
     let read = format!("cat -- '{}'", a.path);
-    let current = match agent
-        .gate
-        .check(&ApprovalRequest::new(
-            "read the file before editing it".into(),
-            &read,
-            vec![host.name.clone()],
-            &analyze(&read),
-            Vec::new(),
-        ))
-        .await
-        .approved_by()
-    {
-        Some(approved_by) => execute(agent, &who, host, &read, &approved_by).await,
-        None => return "DENIED by the operator: the file was not read; do not retry it.".into(),
+    // The pre-read passes the same gate as any command (paranoid mode asks for it too).
+    let request = ApprovalRequest::new(
+        "read the file before editing it".into(),
+        &read,
+        vec![host.name.clone()],
+        &analyze(&read),
+        Vec::new(),
+    );
+    let Some(approved_by) = agent.gate.check(&request).await.approved_by() else {
+        return "DENIED by the operator: the file was not read; do not retry it.".into();
     };
+    let (current, _) = execute(
+        agent,
+        &who,
+        Run { asker: "agent@execution", host, command: &read, approved_by: &approved_by, approval_ref: None },
+    )
+    .await;
     let old = if current.success() { current.stdout.clone() } else { String::new() };
     let diff = similar::TextDiff::from_lines(&old, &a.content)
         .unified_diff()
@@ -478,12 +551,12 @@ impl ToolBox for QueryTools {
             a.limit.as_deref().map(str::parse::<i64>).transpose().map_err(|_| "limit must be a number".to_string())?;
         let entries = agent
             .store
-            .list_audit(&AuditFilter { host: a.host, since: None, limit: Some(limit.unwrap_or(20)) })
+            .list_audit(&AuditFilter { host: a.host, limit: Some(limit.unwrap_or(20)), ..Default::default() })
             .await
             .map_err(|e| e.to_string())?;
         let rows: Vec<Value> = entries
             .iter()
-            .map(|e| serde_json::json!({"ts": e.ts, "host": e.host, "command": e.command, "exit_code": e.exit_code, "approved_by": e.approved_by}))
+            .map(|e| serde_json::json!({"ts": e.ts, "host": e.host, "command": e.command, "exit_code": e.exit_code, "outcome": e.outcome, "approved_by": e.approved_by}))
             .collect();
         Ok(Value::Array(rows).to_string())
     }

@@ -23,12 +23,13 @@ use super::update::update;
 use super::view::view;
 use super::workers::{self, Services, agent_turn, refresh_dashboard, switch_model};
 use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
-use crate::context::{Context, record_result};
+use crate::context::{Context, audit_refused_all, audit_request, audit_start_all, record_history};
 use crate::exec::fanout::fan_out;
 use crate::home::MerlyaHome;
 use crate::llm::LlmClient;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
+use crate::store::audit::AuditOutcome;
 
 /// Most messages applied between two frames, so a flood of output cannot starve drawing.
 const MAX_BATCH: usize = 4096;
@@ -213,13 +214,30 @@ fn run_effect(effect: Effect, services: &Services) {
                 let summary = format!("run on {} host(s)", names.len());
                 let request = ApprovalRequest::new(summary, &command, names, &analysis, leaks);
                 let outcome = gate.check(&request).await;
+                let session = &ctx.session_id;
+                let who = crate::ssh::target::local_user();
                 let Some(approved_by) = outcome.approved_by() else {
                     let by = match outcome {
                         GateOutcome::Denied(who) => who,
                         _ => "nobody".into(),
                     };
+                    let requests: Vec<_> =
+                        hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &by)).collect();
+                    let why = format!("denied by {by}: {} ({})", analysis.class.as_str(), analysis.reasons.join("; "));
+                    audit_refused_all(&ctx.store, &requests, AuditOutcome::Denied, &why).await;
                     sender.send(Msg::RunDenied { run, by });
                     return;
+                };
+                // Write-ahead: every host's start entry is stored before any command runs.
+                let requests =
+                    hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &approved_by)).collect();
+                let mut tickets = match audit_start_all(&ctx.store, requests).await {
+                    Ok(tickets) => tickets,
+                    Err(e) => {
+                        sender.send(Msg::Error(format!("{e:#}")));
+                        sender.send(Msg::RunDenied { run, by: "the audit log, which cannot be written".into() });
+                        return;
+                    }
                 };
                 let (tx, mut rx) = unbounded_channel();
                 let parallel = ctx.config.policy.max_parallel;
@@ -227,13 +245,17 @@ fn run_effect(effect: Effect, services: &Services) {
                 let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
                 while let Some(event) = rx.recv().await {
                     if let crate::exec::ExecEvent::Finished(result) = &event {
-                        let recorded = record_result(
+                        if let Some(ticket) = tickets.take(&result.host)
+                            && let Err(e) = ticket.finish_result(result).await
+                        {
+                            sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
+                        }
+                        let recorded = record_history(
                             &ctx.store,
                             &ctx.session_id,
                             ctx.config.policy.raw_log_retention_days,
                             &command,
                             result,
-                            &approved_by,
                         )
                         .await;
                         if let Err(e) = recorded {
@@ -242,7 +264,9 @@ fn run_effect(effect: Effect, services: &Services) {
                     }
                     sender.send(Msg::Exec { run, event });
                 }
-                match runner.await {
+                let runner = runner.await;
+                tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
+                match runner {
                     Ok(results) => sender.send(Msg::RunDone { run, results }),
                     Err(e) => sender.send(Msg::Error(format!("run {run} failed: {e}"))),
                 }
@@ -262,7 +286,7 @@ fn run_effect(effect: Effect, services: &Services) {
         }
         Effect::SaveHistory(line) => {
             let path = ctx.home.history_file();
-            let appended = std::fs::OpenOptions::new()
+            let appended = crate::home::private_file_options()
                 .create(true)
                 .append(true)
                 .open(&path)

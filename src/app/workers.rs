@@ -215,7 +215,20 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
         let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
         tokio::spawn(async move {
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            // A login check runs `true` on the host: audited like any command, written ahead.
+            let who = crate::ssh::target::local_user();
+            let request = ctx.audit_request(&executor, &who, &host, "true", "not required");
+            let ticket = match ctx.store.audit_start(request).await {
+                Ok(ticket) => ticket,
+                Err(e) => {
+                    sender.send(Msg::Error(format!("cannot write the audit log; {} not checked: {e}", host.name)));
+                    return;
+                }
+            };
             let result = executor.run(&host, "true", timeout, &tx).await;
+            if let Err(e) = ticket.finish_result(&result).await {
+                sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
+            }
             let reachable = super::update::reachability(&result).unwrap_or(false);
             if let Err(e) = ctx.store.set_reachable(&host.name, reachable).await {
                 sender.send(Msg::Error(e.to_string()));
@@ -344,7 +357,15 @@ pub(super) fn show_audit(services: &Services, count: usize) {
                     .iter()
                     .map(|e| {
                         let exit = e.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into());
-                        format!("  #{} {} {} $ {} → {exit} ({})", e.id, e.ts, e.host, e.command, e.approved_by)
+                        format!(
+                            "  #{} {} {} $ {} → {} {exit} ({})",
+                            e.id,
+                            e.ts,
+                            e.host,
+                            e.command,
+                            e.outcome.as_str(),
+                            e.approved_by
+                        )
                     })
                     .collect();
                 format!("{}\n{}", locale.tf("audit.header", &[("count", &entries.len().to_string())]), rows.join("\n"))

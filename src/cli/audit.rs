@@ -5,7 +5,7 @@ use color_eyre::eyre::{Result, bail};
 
 use super::{EXIT_INTEGRITY, EXIT_OK, ListFormat, table};
 use crate::context::Context;
-use crate::store::audit::{AuditEntry, AuditFilter};
+use crate::store::audit::{AuditFilter, AuditOutcome, AuditRecord};
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
@@ -17,18 +17,21 @@ pub enum AuditCommand {
         /// Only entries since a time: RFC 3339 (2026-11-22T10:00:00Z), a date, or an age like 30m, 2h, 7d.
         #[arg(long)]
         since: Option<String>,
+        /// Only this outcome (`unfinished`: started, no outcome ever written).
+        #[arg(long, value_enum)]
+        outcome: Option<AuditOutcome>,
         /// Only the newest N.
         #[arg(long)]
         limit: Option<i64>,
         #[arg(long, value_enum, default_value_t)]
         format: ListFormat,
     },
-    /// Export every entry with its hashes.
+    /// Export every stored entry (start, finish, attempt, re-base) with its hashes.
     Export {
         #[arg(long, value_enum)]
         format: AuditExportFormat,
     },
-    /// Check the hash chain; exit 5 naming the first broken entry.
+    /// Check the keyed chain against the checkpoint outside the database; exit 5 naming what broke.
     Verify,
 }
 
@@ -40,16 +43,16 @@ pub enum AuditExportFormat {
 
 pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
     match cmd {
-        AuditCommand::List { host, since, limit, format } => {
+        AuditCommand::List { host, since, outcome, limit, format } => {
             let since = since.map(|s| parse_since(&s, chrono::Utc::now())).transpose()?;
-            let entries = ctx.store.list_audit(&AuditFilter { host, since, limit }).await?;
+            let entries = ctx.store.list_audit(&AuditFilter { host, since, outcome, limit }).await?;
             match format {
                 ListFormat::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
                 ListFormat::Table => print!("{}", render_table(&entries)),
             }
         }
         AuditCommand::Export { format } => {
-            let entries = ctx.store.list_audit(&AuditFilter::default()).await?;
+            let entries = ctx.store.audit_entries().await?;
             match format {
                 AuditExportFormat::Jsonl => {
                     for e in &entries {
@@ -67,25 +70,19 @@ pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
         }
         AuditCommand::Verify => {
             let report = ctx.store.verify_audit().await?;
-            return Ok(match report.broken {
-                None => {
-                    println!("audit chain intact: {} entries", report.entries);
-                    EXIT_OK
-                }
-                Some(b) => {
-                    eprintln!(
-                        "audit chain BROKEN at entry {}: {} ({} entries checked)",
-                        b.id, b.reason, report.entries
-                    );
-                    EXIT_INTEGRITY
-                }
+            return Ok(if report.broken.is_none() {
+                println!("{}", report.describe());
+                EXIT_OK
+            } else {
+                eprintln!("{}", report.describe());
+                EXIT_INTEGRITY
             });
         }
     }
     Ok(EXIT_OK)
 }
 
-fn render_table(entries: &[AuditEntry]) -> String {
+fn render_table(entries: &[AuditRecord]) -> String {
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
@@ -93,7 +90,8 @@ fn render_table(entries: &[AuditEntry]) -> String {
                 e.id.to_string(),
                 e.ts.clone(),
                 e.host.clone(),
-                e.user.clone(),
+                e.requested_by.clone(),
+                e.outcome.as_str().to_string(),
                 e.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
                 format!("{}ms", e.duration_ms),
                 e.approved_by.clone(),
@@ -101,7 +99,7 @@ fn render_table(entries: &[AuditEntry]) -> String {
             ]
         })
         .collect();
-    table::render(&["ID", "TIME", "HOST", "USER", "EXIT", "DURATION", "APPROVED BY", "COMMAND"], &rows)
+    table::render(&["ID", "TIME", "HOST", "ASKED BY", "OUTCOME", "EXIT", "DURATION", "APPROVED BY", "COMMAND"], &rows)
 }
 
 /// `--since`: RFC 3339, a date, or an age (`90s`, `30m`, `2h`, `7d`).

@@ -8,13 +8,15 @@ use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 
 use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
-use crate::approval::{ApprovalGate, ApprovalRequest};
-use crate::context::Context;
+use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
+use crate::context::{Context, audit_refused_all, audit_start_all};
 use crate::exec::fanout::fan_out;
 use crate::exec::{ExecEvent, HostResult, Stream};
 use crate::inventory::resolve_targets;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
+use crate::ssh::target::local_user;
+use crate::store::audit::AuditOutcome;
 use crate::term_safe::visible_line;
 
 #[derive(Debug, Args)]
@@ -59,7 +61,17 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     }
     let request = ApprovalRequest::new(format!("run on {} host(s)", names.len()), &command, names, &analysis, leaks);
     let outcome = gate.check(&request).await;
+    let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
+    let requested_by = local_user();
     let Some(approved_by) = outcome.approved_by() else {
+        let denier = match &outcome {
+            GateOutcome::Denied(who) => who.clone(),
+            _ => "nobody".into(),
+        };
+        let requests: Vec<_> =
+            hosts.iter().map(|h| ctx.audit_request(&executor, &requested_by, h, &command, &denier)).collect();
+        let why = format!("denied by {denier}: {} ({})", analysis.class.as_str(), analysis.reasons.join("; "));
+        audit_refused_all(&ctx.store, &requests, AuditOutcome::Denied, &why).await;
         eprintln!(
             "refused: `{command}` is {} ({}) and was not approved{}",
             analysis.class.as_str(),
@@ -68,7 +80,10 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         );
         return Ok(EXIT_REFUSED);
     };
-    let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
+    // Write-ahead: every host's start entry is stored before any command runs.
+    let requests =
+        hosts.iter().map(|h| ctx.audit_request(&executor, &requested_by, h, &command, &approved_by)).collect();
+    let mut tickets = audit_start_all(&ctx.store, requests).await?;
     let parallel = args.parallel.unwrap_or(ctx.config.policy.max_parallel).max(1);
     let timeout =
         Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.ssh.command_timeout_secs as f64).max(0.001));
@@ -99,7 +114,12 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
                 }
             }
             ExecEvent::Finished(result) => {
-                if let Err(e) = ctx.record(&command, &result, &approved_by).await {
+                if let Some(ticket) = tickets.take(&result.host)
+                    && let Err(e) = ticket.finish_result(&result).await
+                {
+                    eprintln!("warning: cannot write the audit log: {e}");
+                }
+                if let Err(e) = ctx.record(&command, &result).await {
                     eprintln!("warning: {e:#}");
                 }
                 if args.format == OutputFormat::Json {
@@ -108,7 +128,9 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
             }
         }
     }
-    let results = runner.await.map_err(|e| eyre!("fan-out task failed: {e}"))?;
+    let results = runner.await;
+    tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
+    let results = results.map_err(|e| eyre!("fan-out task failed: {e}"))?;
     if args.format == OutputFormat::Text {
         print!("\n{}", summary(&results));
     }

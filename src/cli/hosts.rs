@@ -225,8 +225,12 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     let mut rows = Vec::new();
     let mut failed = false;
     for mut host in hosts {
+        let who = crate::ssh::target::local_user();
+        let request = ctx.audit_request(&executor, &who, &host, "detect elevation", "not required");
+        let ticket = ctx.store.audit_start(request).await?;
         let result = executor.run(&host, ELEVATION_PROBE, timeout, &tx).await;
-        ctx.record("detect elevation", &result, "not required").await?;
+        ticket.finish_result(&result).await?;
+        ctx.record("detect elevation", &result).await?;
         let found = result.stdout.trim().parse::<Elevation>().ok().filter(|_| result.success());
         match found {
             Some(elevation) => {

@@ -154,6 +154,22 @@ impl Executor {
         }
     }
 
+    /// Where and as whom `host` is reached: address, SSH port (`None` when
+    /// local) and login user, resolved as a run would, for the audit log.
+    pub fn login_of(&self, host: &Host) -> (String, Option<u16>, String) {
+        if host.is_local() {
+            return (host.hostname.clone(), None, crate::ssh::target::local_user());
+        }
+        match self.resolve.read().map_err(|_| ()).and_then(|r| r.resolve(host).map_err(|_| ())) {
+            Ok(target) => (target.hostname, Some(target.port), target.user),
+            Err(()) => (
+                host.hostname.clone(),
+                Some(host.port),
+                host.username.clone().unwrap_or_else(crate::ssh::target::local_user),
+            ),
+        }
+    }
+
     /// The SSH pool (for statistics).
     pub fn pool(&self) -> &SshPool {
         &self.pool

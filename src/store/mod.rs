@@ -16,6 +16,7 @@ pub mod secret_names;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -60,17 +61,19 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// The audit key and checkpoint, outside the database (ADR 0015).
+    audit: Arc<audit::keys::AuditFiles>,
 }
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and migrates it.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            crate::home::create_private_dir(parent)
                 .map_err(|source| StoreError::Io { context: format!("cannot create {}", parent.display()), source })?;
         }
         let lock_path = path.with_extension("db.lock");
-        let lock = std::fs::OpenOptions::new()
+        let lock = crate::home::private_file_options()
             .create(true)
             .truncate(false)
             .write(true)
@@ -84,6 +87,21 @@ impl Store {
         let exists = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
         if exists {
             Self::check_existing(path).await?;
+            // Files an older merlya left readable by others are narrowed to their owner.
+            for file in [path.to_path_buf(), wal_path(path), shm_path(path)] {
+                if let Err(e) = crate::home::make_private(&file) {
+                    tracing::warn!(file = %file.display(), error = %e, "cannot make the database private");
+                }
+            }
+        } else {
+            // Created here, private, before SQLite opens it: SQLite gives the
+            // -wal and -shm files the mode of the database file.
+            crate::home::private_file_options()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|source| StoreError::Io { context: format!("cannot create {}", path.display()), source })?;
         }
         let options = SqliteConnectOptions::new()
             .filename(path)
@@ -102,7 +120,7 @@ impl Store {
             source: sqlx::Error::Migrate(Box::new(e)),
         })?;
         drop(guard);
-        Ok(Self { pool })
+        Ok(Self { pool, audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
     }
 
     /// Read-only checks of an existing file: header, integrity, schema version.
@@ -167,6 +185,16 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// SQLite's write-ahead log beside `path`.
+pub fn wal_path(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-wal", path.display()))
+}
+
+/// SQLite's shared-memory index beside `path`.
+pub fn shm_path(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-shm", path.display()))
 }
 
 /// Current UTC time as stored in the database.

@@ -1,0 +1,288 @@
+//! `merlya audit verify`: walks the chain with the key and compares its head
+//! with the signed checkpoint outside the database.
+//!
+//! What each tampering looks like here:
+//! - an edited row: its keyed hash no longer matches;
+//! - a deleted middle row: the next row's `prev_hash` names a hash that is not its predecessor's;
+//! - a forged appended row: its hash is not the key's (or it claims to be unkeyed after keyed rows);
+//! - a chain recomputed with plain SHA-256 or another key: the first row's hash is not the key's,
+//!   or, relabelled as unkeyed, its head differs from the checkpoint;
+//! - wiped tables or truncated newest rows: the checkpoint names an entry the database lacks.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::keys::{AuditKey, Checkpoint};
+use super::{AuditEntry, AuditEvent, CHAIN_HMAC, CHAIN_SHA256, GENESIS, merge};
+use crate::store::{SqlContext, Store, StoreError};
+
+/// The result of `merlya audit verify`: what could be proven, and the first break.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct ChainReport {
+    /// Rows checked.
+    pub entries: usize,
+    /// Rows under the key.
+    pub keyed: usize,
+    /// Unkeyed rows written before the log was keyed.
+    pub legacy: usize,
+    /// The re-base entry that pinned the unkeyed rows under the key, if any.
+    pub rebased_at: Option<i64>,
+    /// The checkpoint the chain was compared with.
+    pub checkpoint: Option<CheckpointSeen>,
+    /// Valid keyed rows newer than the checkpoint (a writer died before updating it).
+    pub beyond_checkpoint: usize,
+    /// Executions started with no outcome written.
+    pub unfinished: Vec<i64>,
+    /// Whether `audit.key` exists.
+    pub key_present: bool,
+    /// The first problem found, if any.
+    pub broken: Option<BrokenLink>,
+}
+
+/// The checkpoint as found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckpointSeen {
+    pub last_id: i64,
+    pub count: i64,
+    pub written_at: String,
+}
+
+/// Where the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BrokenLink {
+    /// The entry at which verification failed (0 when no single entry is to blame).
+    pub id: i64,
+    /// What does not match.
+    pub reason: String,
+}
+
+impl ChainReport {
+    fn broken(mut self, id: i64, reason: impl Into<String>) -> Self {
+        self.broken = Some(BrokenLink { id, reason: reason.into() });
+        self
+    }
+
+    /// What a person reads: what is proven, or what is broken.
+    pub fn describe(&self) -> String {
+        if let Some(b) = &self.broken {
+            let at = if b.id > 0 { format!("entry {}", b.id) } else { "the chain head".to_string() };
+            return format!("audit chain BROKEN at {at}: {} ({} entries checked)", b.reason, self.entries);
+        }
+        let mut lines = Vec::new();
+        match (&self.checkpoint, self.key_present) {
+            (Some(c), true) => lines.push(format!(
+                "audit chain intact: {} entries, keyed (HMAC-SHA256), matches the checkpoint written at {} (entry {}, {} entries)",
+                self.entries, c.written_at, c.last_id, c.count
+            )),
+            _ if self.entries == 0 => lines.push("audit chain intact: 0 entries (nothing recorded yet)".to_string()),
+            _ => lines.push(format!(
+                "audit chain intact: {} entries, UNKEYED (plain SHA-256, written by an older merlya): anyone able to write merlya.db could have rewritten them; the next recorded command re-bases them onto a keyed chain",
+                self.entries
+            )),
+        }
+        if let Some(id) = self.rebased_at {
+            lines.push(format!(
+                "  re-based at entry {id}: the {} entries before it were unkeyed; they are pinned under the key since then, not before",
+                self.legacy
+            ));
+        }
+        if self.beyond_checkpoint > 0 {
+            lines.push(format!(
+                "  {} keyed entries are newer than the checkpoint (a writer stopped before updating it)",
+                self.beyond_checkpoint
+            ));
+        }
+        if !self.unfinished.is_empty() {
+            let ids: Vec<String> = self.unfinished.iter().map(|id| format!("#{id}")).collect();
+            lines.push(format!(
+                "  {} execution(s) started with no outcome recorded (unfinished): {}",
+                ids.len(),
+                ids.join(", ")
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+impl Store {
+    /// Walks the whole chain with the key and checks it against the checkpoint.
+    pub async fn verify_audit(&self) -> Result<ChainReport, StoreError> {
+        let entries = self.audit_entries().await?;
+        let head: Option<(i64, String, i64)> = sqlx::query("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
+            .fetch_optional(self.pool())
+            .await
+            .ctx("cannot read the audit head")?
+            .map(|r| -> Result<_, sqlx::Error> { Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)) })
+            .transpose()
+            .ctx("cannot read the audit head")?;
+        let mut report = ChainReport { entries: entries.len(), ..Default::default() };
+        let key = match self.audit.load_key() {
+            Ok(key) => key,
+            Err(e) => return Ok(report.broken(0, format!("the audit key is unusable: {e}"))),
+        };
+        report.key_present = key.is_some();
+        let checkpoint = match self.audit.read_checkpoint() {
+            Ok(c) => c,
+            Err(e) => return Ok(report.broken(0, format!("the checkpoint is unreadable: {e}"))),
+        };
+        report.unfinished =
+            merge(&entries).iter().filter(|r| r.outcome == super::AuditOutcome::Unfinished).map(|r| r.id).collect();
+        let report = walk(report, &entries, key.as_ref());
+        if report.broken.is_some() {
+            return Ok(report);
+        }
+        let report = check_head(report, &entries, head);
+        if report.broken.is_some() {
+            return Ok(report);
+        }
+        Ok(check_checkpoint(report, &entries, key.as_ref(), checkpoint, self.audit.checkpoint_path()))
+    }
+}
+
+/// The links and hashes, oldest first.
+fn walk(mut report: ChainReport, entries: &[AuditEntry], key: Option<&AuditKey>) -> ChainReport {
+    let mut prev = GENESIS.to_string();
+    for entry in entries {
+        if entry.prev_hash != prev {
+            return report.broken(entry.id, "the entry before it was removed or altered (its link does not match)");
+        }
+        match entry.chain.as_str() {
+            CHAIN_SHA256 => {
+                if report.keyed > 0 {
+                    return report.broken(
+                        entry.id,
+                        "an unkeyed entry after the keyed chain began: forged, or the chain was recomputed without the key",
+                    );
+                }
+                if entry.legacy_hash(&prev) != entry.hash {
+                    return report.broken(entry.id, "its content was altered after it was written");
+                }
+                report.legacy += 1;
+            }
+            CHAIN_HMAC => {
+                let Some(key) = key else {
+                    return report.broken(
+                        entry.id,
+                        "audit.key is missing, so keyed entries cannot be checked (restore the key file)",
+                    );
+                };
+                if !entry.keyed_hash_matches(key) {
+                    return report.broken(
+                        entry.id,
+                        "its keyed hash does not match: the entry was altered, forged, or the chain was recomputed without the key (plain SHA-256 or another key)",
+                    );
+                }
+                if entry.event == AuditEvent::Rebase {
+                    if report.keyed > 0 {
+                        return report.broken(entry.id, "a re-base entry in the middle of the keyed chain");
+                    }
+                    report.rebased_at = Some(entry.id);
+                }
+                report.keyed += 1;
+            }
+            other => return report.broken(entry.id, format!("unknown chain kind {other:?}")),
+        }
+        prev = entry.hash.clone();
+    }
+    if report.legacy > 0 && report.keyed > 0 && report.rebased_at.is_none() {
+        return report.broken(0, "keyed entries follow unkeyed ones without a re-base entry");
+    }
+    report
+}
+
+/// The head kept in the database, in the same transaction as each append.
+fn check_head(report: ChainReport, entries: &[AuditEntry], head: Option<(i64, String, i64)>) -> ChainReport {
+    let count = i64::try_from(entries.len()).unwrap_or(i64::MAX);
+    let last = entries.last().map(|e| (e.id, e.hash.as_str()));
+    match head {
+        None if entries.is_empty() => report,
+        None => report.broken(0, "the chain head in the database is missing"),
+        Some((last_id, hash, head_count)) => {
+            let matches = match last {
+                None => head_count == 0,
+                Some((id, h)) => id == last_id && h == hash,
+            };
+            if matches && head_count == count {
+                report
+            } else {
+                report.broken(
+                    last_id,
+                    format!("the chain head names entry {last_id} of {head_count}; newest entries were removed"),
+                )
+            }
+        }
+    }
+}
+
+/// The signed head outside the database.
+fn check_checkpoint(
+    mut report: ChainReport,
+    entries: &[AuditEntry],
+    key: Option<&AuditKey>,
+    checkpoint: Option<Checkpoint>,
+    path: &std::path::Path,
+) -> ChainReport {
+    let (key, checkpoint) = match (key, checkpoint) {
+        // An unkeyed log from an older merlya (or nothing yet): nothing outside the database to compare.
+        (None, None) => return report,
+        (None, Some(_)) => {
+            return report.broken(0, "audit.key is missing while a checkpoint exists; the key was removed");
+        }
+        (Some(_), None) => {
+            return report.broken(
+                0,
+                format!(
+                    "{} is missing: the log was keyed, so the newest entries cannot be proven complete",
+                    path.display()
+                ),
+            );
+        }
+        (Some(k), Some(c)) => (k, c),
+    };
+    if !checkpoint.signature_valid(key) {
+        return report
+            .broken(0, "the checkpoint's signature does not match the key: it was forged or written with another key");
+    }
+    report.checkpoint = Some(CheckpointSeen {
+        last_id: checkpoint.last_id,
+        count: checkpoint.count,
+        written_at: checkpoint.written_at.clone(),
+    });
+    let written = &checkpoint.written_at;
+    if checkpoint.count == 0 {
+        report.beyond_checkpoint = entries.len();
+        return report;
+    }
+    if entries.is_empty() {
+        return report.broken(
+            0,
+            format!(
+                "the log was wiped: the checkpoint written at {written} names {} entries ending at entry {}, the database has none",
+                checkpoint.count, checkpoint.last_id
+            ),
+        );
+    }
+    let Some(position) = entries.iter().position(|e| e.id == checkpoint.last_id) else {
+        let newest = entries.last().map(|e| e.id).unwrap_or(0);
+        return report.broken(
+            checkpoint.last_id,
+            format!(
+                "newest entries were removed: the checkpoint written at {written} names entry {} ({} entries), the database ends at entry {newest} ({} entries)",
+                checkpoint.last_id,
+                checkpoint.count,
+                entries.len()
+            ),
+        );
+    };
+    let at = &entries[position];
+    if at.hash != checkpoint.hash || i64::try_from(position + 1).ok() != Some(checkpoint.count) {
+        return report.broken(
+            at.id,
+            format!(
+                "differs from the checkpoint written at {written}: the chain up to it was rewritten or rows before it were removed"
+            ),
+        );
+    }
+    report.beyond_checkpoint = entries.len() - position - 1;
+    report
+}
