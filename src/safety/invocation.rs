@@ -190,7 +190,11 @@ impl Reader<'_> {
         if spec.wraps_after == Some(operands) {
             self.reading.invocation.wrapped = Some(Vec::new());
         }
-        if !spec.require.is_empty() && !verb_seen && !spec.require.iter().any(|r| self.reading.invocation.has(r)) {
+        // With `bare`, a verb also satisfies `require` (`apachectl configtest` or `apachectl -t`).
+        if !spec.require.is_empty()
+            && !(spec.bare && verb_seen)
+            && !spec.require.iter().any(|r| self.reading.invocation.has(r))
+        {
             let label = self.label.clone();
             self.refuse(format!("`{label}` is read-only only with one of {}", spec.require.join(" ")));
         }

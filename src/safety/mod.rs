@@ -411,15 +411,15 @@ fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut A
         pos > 0
             && all.iter().filter(|c| c.pipeline.is_some_and(|(i, p)| i == id && p < pos)).all(|c| {
                 let Some(first) = c.words.first() else { return false };
-                matches!(first.text.as_str(), "echo" | "printf" | "true" | ":")
-                    && c.words.iter().all(Word::is_literal)
+                // Even literal text is a request to whatever listens: only an empty line.
+                (matches!(first.text.as_str(), "true" | ":") || (first.text == "echo" && c.words.len() == 1))
                     && !c.redirects.iter().any(|r| r.op.starts_with('<'))
             })
     });
     if !fed_literally {
         analysis.raise(
             Class::Mutating,
-            format!("`{name}` sends its input off the host; give it `< /dev/null` or pipe literal text from echo"),
+            format!("`{name}` sends its input off the host; give it `< /dev/null` or `echo |` (an empty line)"),
         );
     }
 }

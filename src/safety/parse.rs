@@ -128,6 +128,9 @@ pub fn parse(source: &str) -> Parsed {
     }
     // bash joins `\`+newline inside words, comments end at the newline, quotes change
     // both: rather than model it, a line continuation is not vouched for.
+    if source.contains("$[") {
+        parsed.problems.push("`$[…]` is arithmetic evaluation (array subscripts in it run code)".into());
+    }
     if source.contains("\\\n") {
         parsed.problems.push("a line continuation (backslash before a new line); write it on one line".into());
     }
@@ -412,6 +415,9 @@ impl Walker<'_> {
     /// unquoted expansion inside `[ ]` can split into extra operators.
     fn test_problem(&self, node: Node) -> Option<String> {
         let text = self.text(node);
+        if text.starts_with("[[") && ["=~", "<(", ">(", "${", "$["].iter().any(|t| text.contains(t)) {
+            return Some("`[[ … ]]` with a regex match, a substitution or an expansion is not vouched for".into());
+        }
         let opener = if text.starts_with("((") {
             return Some("arithmetic evaluation (array subscripts in it run code)".into());
         } else if text.starts_with("[[") {
@@ -479,6 +485,14 @@ pub fn plain_variable(name: &str) -> Result<(), String> {
     }
     if !name.chars().any(|c| c.is_ascii_lowercase()) {
         return Err(format!("sets `{name}`; upper-case names can change what runs (PATH, IFS, …)"));
+    }
+    // Lower-case names that programs read from the environment.
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with("_proxy")
+        || lower.starts_with("lc_")
+        || matches!(lower.as_str(), "home" | "path" | "ifs" | "cdpath")
+    {
+        return Err(format!("sets `{name}`, which programs read from the environment"));
     }
     Ok(())
 }

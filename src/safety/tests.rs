@@ -114,7 +114,7 @@ const READ_ONLY: &[&str] = &[
     "apt list --installed",
     "dpkg -l | grep nginx",
     "rpm -qa | grep kernel",
-    "yum list installed",
+    "yum -C list installed",
     "timedatectl",
     "timedatectl status",
     "hostnamectl",
@@ -504,8 +504,10 @@ fn the_spec_table_loads() {
 }
 
 #[test]
-fn red_team_corpus_is_refused() {
-    let (total, wrong) = run_corpus(include_str!("corpus/refuse-redteam.txt"), false);
+fn red_team_corpora_are_refused() {
+    let mut text = include_str!("corpus/refuse-redteam.txt").to_string();
+    text.push_str(include_str!("corpus/refuse-redteam3.txt"));
+    let (total, wrong) = run_corpus(&text, false);
     assert!(wrong.is_empty(), "{} of {total} red-team commands classed read-only:\n{}", wrong.len(), wrong.join("\n"));
 }
 
