@@ -274,4 +274,9 @@ fn secret_values_stay_out_of_the_hosts_process_list_and_are_masked_when_encoded(
     assert!(!stdout.contains(&reversed) && !stdout.contains("dG9rLWFyZ3Yt"), "encoded forms are masked: {stdout}");
     assert!(!stdout.contains("746f6b2d61726776"), "hex is masked: {stdout}");
     assert!(stdout.matches("***").count() >= 3, "{stdout}");
+    // Nothing merlya wrote (database, WAL, logs, audit key and checkpoint) holds the value.
+    for file in support::walk(&env.merlya_home()) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{} holds the secret", file.display());
+    }
 }

@@ -191,10 +191,10 @@ impl Reader<'_> {
             self.reading.invocation.wrapped = Some(Vec::new());
         }
         // With `bare`, a verb also satisfies `require` (`apachectl configtest` or `apachectl -t`).
-        if !spec.require.is_empty()
-            && !(spec.bare && verb_seen)
-            && !spec.require.iter().any(|r| self.reading.invocation.has(r))
-        {
+        let required_given = spec.require.is_empty()
+            || (spec.bare && verb_seen)
+            || spec.require.iter().any(|r| self.reading.invocation.has(r));
+        if !required_given {
             let label = self.label.clone();
             self.refuse(format!("`{label}` is read-only only with one of {}", spec.require.join(" ")));
         }
