@@ -5,7 +5,8 @@
 //! The diagnostic and security specialists may only run commands whose every
 //! part is proven read-only: each simple command must be a program with a
 //! spec in `specs.yaml`, used with options and operands that spec allows
-//! (default deny). Nothing here trusts a prompt.
+//! (default deny), and the table's own examples hold (checked on first use).
+//! Nothing here trusts a prompt.
 
 pub mod checks;
 pub mod danger;
@@ -66,7 +67,32 @@ const MAX_DEPTH: usize = 4;
 
 /// Analyzes a command line.
 pub fn analyze(command: &str) -> Analysis {
+    if let Err(broken) = examples_hold() {
+        let mut analysis =
+            Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_keys: Some(Vec::new()) };
+        analysis.raise(Class::Mutating, format!("the read-only table does not hold its own examples ({broken})"));
+        return analysis;
+    }
     analyze_depth(command, 0)
+}
+
+/// Every spec's `allow` and `refuse` examples, checked once when the table is
+/// first used: a table that contradicts its own examples proves nothing, so
+/// then no command is read-only (fail closed).
+fn examples_hold() -> &'static Result<(), String> {
+    static CHECKED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    CHECKED.get_or_init(|| {
+        let programs = table::programs().map_err(str::to_string)?;
+        for program in programs {
+            if let Some(cmd) = program.allow.iter().find(|c| !analyze_depth(c, 0).is_read_only()) {
+                return Err(format!("{}: `{cmd}` should be read-only", program.names[0]));
+            }
+            if let Some(cmd) = program.refuse.iter().find(|c| analyze_depth(c, 0).is_read_only()) {
+                return Err(format!("{}: `{cmd}` should be refused", program.names[0]));
+            }
+        }
+        Ok(())
+    })
 }
 
 fn analyze_depth(command: &str, depth: usize) -> Analysis {

@@ -497,8 +497,11 @@ fn diagnostic_corpus_is_allowed() {
 }
 
 #[test]
-fn the_spec_table_loads() {
+fn the_spec_table_loads_and_holds_its_examples() {
     if let Err(e) = table::programs() {
+        panic!("{e}");
+    }
+    if let Err(e) = examples_hold() {
         panic!("{e}");
     }
 }
