@@ -19,6 +19,7 @@ use merlya::exec::Executor;
 use merlya::exec::fanout::fan_out;
 use merlya::inventory::Host;
 use merlya::prompt::NoPrompter;
+use merlya::safety::clearance::Clearance;
 use merlya::ssh::SshPool;
 use merlya::ssh::client::ConnectContext;
 use merlya::ssh::target::ResolveContext;
@@ -101,7 +102,8 @@ fn main() {
         let once = |executor: Arc<Executor>, hosts: Vec<Host>| async move {
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
             let t = Instant::now();
-            let results = fan_out(executor, hosts, "uptime".into(), n, Duration::from_secs(60), tx).await;
+            let uptime = Clearance::read_only("uptime").expect("uptime is read-only");
+            let results = fan_out(executor, hosts, uptime, n, Duration::from_secs(60), tx).await;
             assert!(results.iter().all(|r| r.success()), "{:?}", results.iter().find(|r| !r.success()));
             t.elapsed().as_secs_f64()
         };

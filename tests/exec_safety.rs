@@ -11,7 +11,7 @@ use std::time::Duration;
 use merlya::config::HostKeyPolicy;
 use merlya::exec::Executor;
 use merlya::prompt::NoPrompter;
-use support::executor::{host_for, pooled_executor};
+use support::executor::{cleared, host_for, pooled_executor};
 use support::{Sshd, SshdOptions, TEST_PASSWORD, TestEnv, TestKey, json_lines, text};
 
 /// An executor that logs in with `key` and trusts only `known_hosts`.
@@ -206,7 +206,7 @@ async fn a_cancelled_command_is_stopped_on_the_host() {
     let (task_executor, host, command) = (executor.clone(), host_for("web01", &sshd), format!("{pattern}; echo never"));
     let run = tokio::spawn(async move {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        task_executor.run(&host, &command, Duration::from_secs(120), &tx).await
+        task_executor.run(&host, &cleared(&command), Duration::from_secs(120), &tx).await
     });
     let started = std::time::Instant::now() + Duration::from_secs(10);
     while !running(&pattern) && std::time::Instant::now() < started {

@@ -11,7 +11,7 @@ use merlya::exec::fanout::fan_out;
 use merlya::i18n::Text;
 use merlya::inventory::Host;
 use merlya::prompt::{NoPrompter, Prompter};
-use support::executor::{host_for, pooled_executor};
+use support::executor::{cleared, host_for, pooled_executor};
 use support::{Sshd, SshdOptions, TEST_PASSWORD, TEST_USER, TestEnv, TestKey, json_lines, text};
 
 #[test]
@@ -263,8 +263,8 @@ async fn pool_reuses_the_connection_and_redials_a_dead_one() {
     let executor = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter));
     let host = host_for("web01", &sshd);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let first = executor.run(&host, "echo one", Duration::from_secs(10), &tx).await;
-    let second = executor.run(&host, "echo two", Duration::from_secs(10), &tx).await;
+    let first = executor.run(&host, &cleared("echo one"), Duration::from_secs(10), &tx).await;
+    let second = executor.run(&host, &cleared("echo two"), Duration::from_secs(10), &tx).await;
     assert_eq!((first.stdout.as_str(), second.stdout.as_str()), ("one\n", "two\n"));
     assert_eq!(executor.pool().handshakes(), 1, "the second command rode the pooled connection");
     assert_eq!(sshd.accepted_logins(), 1, "sshd saw one login:\n{}", sshd.log_text());
@@ -273,7 +273,7 @@ async fn pool_reuses_the_connection_and_redials_a_dead_one() {
     let options = SshdOptions { host_key: Some(sshd.host_key.clone()), port: Some(sshd.port), ..sshd.options.clone() };
     sshd.stop();
     let restarted = Sshd::start(options);
-    let third = executor.run(&host, "echo three", Duration::from_secs(10), &tx).await;
+    let third = executor.run(&host, &cleared("echo three"), Duration::from_secs(10), &tx).await;
     assert!(third.success(), "{third:?}");
     assert_eq!(third.stdout, "three\n");
     assert_eq!(executor.pool().handshakes(), 2, "redialled exactly once");
@@ -300,7 +300,8 @@ async fn ask_policy_records_the_key_when_the_person_agrees() {
     let known = dir.path().join("known_hosts");
     let executor = Arc::new(executor_for(&key, known.clone(), HostKeyPolicy::Ask, Arc::new(Yes)));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let results = fan_out(executor, vec![host_for("a", &sshd)], "echo ok".into(), 4, Duration::from_secs(10), tx).await;
+    let results =
+        fan_out(executor, vec![host_for("a", &sshd)], cleared("echo ok"), 4, Duration::from_secs(10), tx).await;
     assert!(results[0].success(), "{:?}", results[0]);
     let recorded = std::fs::read_to_string(&known).unwrap();
     assert_eq!(recorded.trim(), sshd.known_hosts_line());
@@ -356,7 +357,8 @@ async fn pool_evicts_the_least_recently_used_and_closes_idle_connections() {
         pooled_executor(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter), 2, Duration::from_millis(400));
     let hosts: Vec<Host> = daemons.iter().enumerate().map(|(i, d)| host_for(&format!("h{i}"), d)).collect();
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = |i: usize| executor.run(&hosts[i], "true", Duration::from_secs(10), &tx);
+    let probe = cleared("true");
+    let run = |i: usize| executor.run(&hosts[i], &probe, Duration::from_secs(10), &tx);
     run(0).await;
     run(1).await;
     run(0).await; // h0 is now the most recently used
@@ -398,7 +400,8 @@ async fn key_then_keyboard_interactive_mfa_through_pam() {
     let typist = Arc::new(Typist(std::sync::Mutex::new(Vec::new())));
     let executor = executor_for(&key, known.clone(), HostKeyPolicy::Strict, typist.clone());
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let result = executor.run(&host_for("mfa", &sshd), "echo second-factor-ok", Duration::from_secs(15), &tx).await;
+    let result =
+        executor.run(&host_for("mfa", &sshd), &cleared("echo second-factor-ok"), Duration::from_secs(15), &tx).await;
     assert_eq!(result.stdout, "second-factor-ok\n", "{result:?}\n{}", sshd.log_text());
     let asked = typist.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
@@ -407,7 +410,7 @@ async fn key_then_keyboard_interactive_mfa_through_pam() {
 
     // Without a person to answer, the second factor fails cleanly.
     let refused = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter));
-    let result = refused.run(&host_for("mfa", &sshd), "true", Duration::from_secs(15), &tx).await;
+    let result = refused.run(&host_for("mfa", &sshd), &cleared("true"), Duration::from_secs(15), &tx).await;
     assert!(result.error.as_deref().unwrap_or("").contains("keyboard-interactive"), "{result:?}");
 }
 

@@ -15,6 +15,7 @@ use crate::context::{audit_refused_all, audit_request, record_history};
 use crate::exec::HostResult;
 use crate::inventory::{Host, resolve_inventory_targets};
 use crate::llm::ToolSpec;
+use crate::safety::clearance::Clearance;
 use crate::safety::leaks::find_leaks;
 use crate::safety::{Specialist, analyze, decide};
 use crate::store::audit::{AuditFilter, AuditOutcome};
@@ -222,7 +223,7 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
         Vec::new(),
     );
     let outcome = agent.gate.check(&request).await;
-    let Some(approved_by) = outcome.approved_by() else {
+    let Some(clearance) = outcome.clearance(command) else {
         let by = match &outcome {
             crate::approval::GateOutcome::Denied(who) => who.clone(),
             _ => "nobody".into(),
@@ -240,8 +241,7 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
         });
         return "DENIED by the operator (paranoid mode asks for every command); do not retry it.".into();
     };
-    let (result, _) =
-        execute(agent, &who, Run { asker: &asker, host, command, approved_by: &approved_by, approval_ref: None }).await;
+    let (result, _) = execute(agent, &who, Run { asker: &asker, host, clearance, approval_ref: None }).await;
     describe(&result)
 }
 
@@ -250,8 +250,8 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
 struct Run<'a> {
     asker: &'a str,
     host: &'a Host,
-    command: &'a str,
-    approved_by: &'a str,
+    /// The command and who allowed it: the executor runs nothing else.
+    clearance: Clearance,
     approval_ref: Option<String>,
 }
 
@@ -259,7 +259,8 @@ struct Run<'a> {
 /// history, and reports it with the start entry's id. Nothing runs when the
 /// audit log cannot be written.
 async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<i64>) {
-    let Run { asker, host, command, approved_by, approval_ref } = run;
+    let Run { asker, host, clearance, approval_ref } = run;
+    let (command, approved_by) = (clearance.command(), clearance.approved_by());
     let mut request = audit_request(&agent.session_id, &agent.executor, asker, host, command, approved_by);
     request.approval_ref = approval_ref;
     let ticket = match agent.store.audit_start(request).await {
@@ -289,7 +290,7 @@ async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<
             observer(AgentEvent::Exec(event));
         }
     });
-    let result = agent.executor.run(host, command, agent.command_timeout, &tx).await;
+    let result = agent.executor.run(host, &clearance, agent.command_timeout, &tx).await;
     drop(tx);
     let _ = forward.await;
     if let Err(e) = ticket.finish_result(&result).await {
@@ -399,7 +400,7 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     request.rollback = change.rollback.clone();
     let t = Instant::now();
     let outcome = agent.gate.check(&request).await;
-    let Some(approved_by) = outcome.approved_by() else {
+    let Some(applying) = outcome.clearance(&change.command) else {
         let by = match &outcome {
             crate::approval::GateOutcome::Denied(who) => who.clone(),
             _ => "nobody".into(),
@@ -424,15 +425,11 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
         });
         return format!("DENIED by {by}: the change was not made. Do not propose it again; report to the operator.");
     };
+    let approved_by = applying.approved_by().to_string();
     stages.push(stage("HITL", "done", format!("approved by {approved_by}"), t));
     let t = Instant::now();
     let asker = "agent@execution";
-    let (applied, apply_id) = execute(
-        agent,
-        &who,
-        Run { asker, host, command: &change.command, approved_by: &approved_by, approval_ref: None },
-    )
-    .await;
+    let (applied, apply_id) = execute(agent, &who, Run { asker, host, clearance: applying, approval_ref: None }).await;
     let belongs = |what: &str| Some(apply_id.map(|id| format!("#{id} ({what})")).unwrap_or_else(|| what.to_string()));
     let ok = applied.success();
     stages.push(stage("Apply", if ok { "done" } else { "failed" }, describe(&applied), t));
@@ -440,12 +437,12 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     let mut needs_rollback = !ok;
     if ok && let Some(check) = &change.post_check {
         let t = Instant::now();
-        let (checked, _) = execute(
-            agent,
-            &who,
-            Run { asker, host, command: check, approved_by: &approved_by, approval_ref: belongs("post-check") },
-        )
-        .await;
+        // Proven read-only before the approval; shown in it, so it runs under the same decision.
+        let Some(clearance) = outcome.clearance(check) else {
+            return format!("{report}\nPOST-CHECK `{check}` was not cleared to run");
+        };
+        let (checked, _) =
+            execute(agent, &who, Run { asker, host, clearance, approval_ref: belongs("post-check") }).await;
         stages.push(stage("Post-check", if checked.success() { "done" } else { "failed" }, describe(&checked), t));
         report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(&checked)));
         needs_rollback = !checked.success();
@@ -455,12 +452,12 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     let status = match (&change.rollback, needs_rollback) {
         (Some(rollback), true) => {
             let t = Instant::now();
-            let (undone, _) = execute(
-                agent,
-                &who,
-                Run { asker, host, command: rollback, approved_by: &approved_by, approval_ref: belongs("rollback") },
-            )
-            .await;
+            // The rollback was shown in the approval and approved with the change.
+            let Some(clearance) = outcome.clearance(rollback) else {
+                return format!("{report}\nROLLBACK `{rollback}` was not cleared to run");
+            };
+            let (undone, _) =
+                execute(agent, &who, Run { asker, host, clearance, approval_ref: belongs("rollback") }).await;
             stages.push(stage("Rollback", if undone.success() { "done" } else { "failed" }, describe(&undone), t));
             report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}", describe(&undone)));
             "rolled_back"
@@ -494,15 +491,11 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
         &analyze(&read),
         Vec::new(),
     );
-    let Some(approved_by) = agent.gate.check(&request).await.approved_by() else {
+    let Some(clearance) = agent.gate.check(&request).await.clearance(&read) else {
         return "DENIED by the operator: the file was not read; do not retry it.".into();
     };
-    let (current, _) = execute(
-        agent,
-        &who,
-        Run { asker: "agent@execution", host, command: &read, approved_by: &approved_by, approval_ref: None },
-    )
-    .await;
+    let (current, _) =
+        execute(agent, &who, Run { asker: "agent@execution", host, clearance, approval_ref: None }).await;
     let old = if current.success() { current.stdout.clone() } else { String::new() };
     let diff = similar::TextDiff::from_lines(&old, &a.content)
         .unified_diff()

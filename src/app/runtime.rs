@@ -216,7 +216,7 @@ fn run_effect(effect: Effect, services: &Services) {
                 let outcome = gate.check(&request).await;
                 let session = &ctx.session_id;
                 let who = crate::ssh::target::local_user();
-                let Some(approved_by) = outcome.approved_by() else {
+                let Some(clearance) = outcome.clearance(&command) else {
                     let by = match outcome {
                         GateOutcome::Denied(who) => who,
                         _ => "nobody".into(),
@@ -228,6 +228,7 @@ fn run_effect(effect: Effect, services: &Services) {
                     sender.send(Msg::RunDenied { run, by });
                     return;
                 };
+                let approved_by = clearance.approved_by().to_string();
                 // Write-ahead: every host's start entry is stored before any command runs.
                 let requests =
                     hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &approved_by)).collect();
@@ -242,7 +243,7 @@ fn run_effect(effect: Effect, services: &Services) {
                 let (tx, mut rx) = unbounded_channel();
                 let parallel = ctx.config.policy.max_parallel;
                 let timeout = Duration::from_secs(ctx.config.ssh.command_timeout_secs);
-                let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
+                let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, tx));
                 while let Some(event) = rx.recv().await {
                     if let crate::exec::ExecEvent::Finished(result) = &event {
                         if let Some(ticket) = tickets.take(&result.host)

@@ -20,6 +20,7 @@ use crate::exec::Executor;
 use crate::inventory::Host;
 use crate::llm::{LlmClient, ModelRole};
 use crate::prompt::Prompter;
+use crate::safety::clearance::Clearance;
 
 /// What workers share.
 pub(super) struct Services {
@@ -225,7 +226,8 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
                     return;
                 }
             };
-            let result = executor.run(&host, "true", timeout, &tx).await;
+            let Some(probe) = Clearance::read_only("true") else { return };
+            let result = executor.run(&host, &probe, timeout, &tx).await;
             if let Err(e) = ticket.finish_result(&result).await {
                 sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
             }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::safety::clearance::Clearance;
 use crate::safety::leaks::Leak;
 use crate::safety::{Analysis, Class};
 use crate::store::Store;
@@ -195,6 +196,17 @@ pub enum GateOutcome {
 }
 
 impl GateOutcome {
+    /// The clearance to run `command` under this outcome: an approval carries its
+    /// approver; "not required" clears only a command proven read-only; a denial none.
+    /// This is where every clearance that is not a read-only proof is made.
+    pub fn clearance(&self, command: &str) -> Option<Clearance> {
+        match self {
+            GateOutcome::NotRequired => Clearance::read_only(command),
+            GateOutcome::Approved(who) => Some(Clearance::approved(command, who)),
+            GateOutcome::Denied(_) => None,
+        }
+    }
+
     /// The audit log's "approved by" text, or `None` when denied.
     pub fn approved_by(&self) -> Option<String> {
         match self {

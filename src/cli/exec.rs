@@ -63,7 +63,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let outcome = gate.check(&request).await;
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
     let requested_by = local_user();
-    let Some(approved_by) = outcome.approved_by() else {
+    let Some(clearance) = outcome.clearance(&command) else {
         let denier = match &outcome {
             GateOutcome::Denied(who) => who.clone(),
             _ => "nobody".into(),
@@ -80,6 +80,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         );
         return Ok(EXIT_REFUSED);
     };
+    let approved_by = clearance.approved_by().to_string();
     // Write-ahead: every host's start entry is stored before any command runs.
     let requests =
         hosts.iter().map(|h| ctx.audit_request(&executor, &requested_by, h, &command, &approved_by)).collect();
@@ -94,7 +95,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     // What hosts print reaches a terminal only as visible text, unless --raw asks for the bytes.
     let neutralise = tty && !args.raw;
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
-    let runner = tokio::spawn(fan_out(executor, hosts, command.clone(), parallel, timeout, tx));
+    let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, tx));
 
     let mut stdout = std::io::stdout();
     while let Some(event) = rx.recv().await {

@@ -224,11 +224,13 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     let timeout = std::time::Duration::from_secs(ctx.config.ssh.command_timeout_secs);
     let mut rows = Vec::new();
     let mut failed = false;
+    let probe = crate::safety::clearance::Clearance::read_only(ELEVATION_PROBE)
+        .ok_or_else(|| color_eyre::eyre::eyre!("the elevation probe is not proven read-only"))?;
     for mut host in hosts {
         let who = crate::ssh::target::local_user();
         let request = ctx.audit_request(&executor, &who, &host, "detect elevation", "not required");
         let ticket = ctx.store.audit_start(request).await?;
-        let result = executor.run(&host, ELEVATION_PROBE, timeout, &tx).await;
+        let result = executor.run(&host, &probe, timeout, &tx).await;
         ticket.finish_result(&result).await?;
         ctx.record("detect elevation", &result).await?;
         let found = result.stdout.trim().parse::<Elevation>().ok().filter(|_| result.success());

@@ -9,12 +9,13 @@ use tokio::task::JoinSet;
 
 use super::{ExecEvent, Executor, HostResult};
 use crate::inventory::Host;
+use crate::safety::clearance::Clearance;
 
-/// Runs `command` on every host; results come back in the order of `hosts`.
+/// Runs the cleared command on every host; results come back in the order of `hosts`.
 pub async fn fan_out(
     executor: Arc<Executor>,
     hosts: Vec<Host>,
-    command: String,
+    command: Clearance,
     parallel: usize,
     timeout: Duration,
     events: UnboundedSender<ExecEvent>,

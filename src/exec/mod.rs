@@ -16,6 +16,7 @@ use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::inventory::{Elevation, Host};
+use crate::safety::clearance::Clearance;
 use crate::secrets::reference::mask_values;
 use crate::ssh::SshPool;
 use crate::ssh::target::ResolveContext;
@@ -179,10 +180,11 @@ impl Executor {
     pub async fn run(
         &self,
         host: &Host,
-        command: &str,
+        clearance: &Clearance,
         timeout: Duration,
         events: &UnboundedSender<ExecEvent>,
     ) -> HostResult {
+        let command = clearance.command();
         let host = self.known_elevation(host, command, timeout).await;
         self.run_prepared(&host, command, timeout, events).await
     }

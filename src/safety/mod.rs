@@ -9,6 +9,7 @@
 //! Nothing here trusts a prompt.
 
 pub mod checks;
+pub mod clearance;
 pub mod danger;
 pub mod invocation;
 pub mod leaks;

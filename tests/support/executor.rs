@@ -7,6 +7,7 @@ use merlya::config::HostKeyPolicy;
 use merlya::exec::Executor;
 use merlya::inventory::Host;
 use merlya::prompt::Prompter;
+use merlya::safety::clearance::Clearance;
 use merlya::ssh::SshPool;
 use merlya::ssh::client::ConnectContext;
 use merlya::ssh::target::ResolveContext;
@@ -42,4 +43,9 @@ pub fn host_for(name: &str, sshd: &Sshd) -> Host {
     h.port = sshd.port;
     h.username = Some(TEST_USER.into());
     h
+}
+
+/// The clearance of a read-only test command (the executor runs nothing else).
+pub fn cleared(command: &str) -> Clearance {
+    Clearance::read_only(command).unwrap_or_else(|| panic!("`{command}` is not read-only"))
 }
