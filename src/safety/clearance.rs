@@ -66,6 +66,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(callers, ["/src/approval/mod.rs"], "approved clearances are minted only by the gate");
+        assert_eq!(callers, ["src/approval/mod.rs"], "approved clearances are minted only by the gate");
     }
 }
