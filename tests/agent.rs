@@ -93,7 +93,7 @@ fn hostile_commands_through_the_diagnostic_specialist_are_refused_and_never_run(
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("x"), "keep me").unwrap();
     // Writable by the login user, so the commands would succeed if they ran.
-    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    support::give_to_test_user(dir.path());
     let hostile = [
         format!("rm -rf {}/x", dir.path().display()),
         format!("cat /etc/passwd > {}/y", dir.path().display()),
@@ -178,7 +178,7 @@ fn change_script(marker: String) -> impl Fn(&Recorded) -> Reply + Send + Sync {
 #[tokio::test]
 async fn execution_is_denied_without_approval_then_applied_with_audit() {
     let dir = tempfile::tempdir().unwrap();
-    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    support::give_to_test_user(dir.path());
     let marker = dir.path().join("marker").display().to_string();
     let llm = ScriptedLlm::start(change_script(marker.clone()));
     let env = configured(&llm, "openai", "  stream: false\n");
@@ -504,7 +504,7 @@ async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("app.conf");
     std::fs::write(&file, "workers = 2\nlisten = 80\n").unwrap();
-    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    support::give_to_test_user(dir.path());
     let path = file.display().to_string();
     let target = path.clone();
     let llm = ScriptedLlm::start(move |r| {
@@ -567,7 +567,7 @@ fn the_api_key_can_come_from_the_keyring() {
 #[tokio::test]
 async fn a_failed_post_check_runs_the_rollback() {
     let dir = tempfile::tempdir().unwrap();
-    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    support::give_to_test_user(dir.path());
     let marker = dir.path().join("half-done").display().to_string();
     let m = marker.clone();
     let llm = ScriptedLlm::start(move |r| {

@@ -15,7 +15,7 @@ use support::{TEST_USER, TestKey, text};
 /// A directory the SSH login user can write, so a command that ran would succeed.
 fn writable_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let _ = std::process::Command::new("chown").args(["-R", TEST_USER]).arg(dir.path()).status();
+    support::give_to_test_user(dir.path());
     dir
 }
 

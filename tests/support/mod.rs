@@ -138,6 +138,14 @@ impl TestEnv {
     }
 }
 
+/// Hands `dir` to the SSH test user (created first if this process has not
+/// yet), so a command run over SSH could write there if it ran.
+pub fn give_to_test_user(dir: &Path) {
+    sshd::ensure_test_user();
+    let status = Command::new("chown").args(["-R", TEST_USER]).arg(dir).status();
+    assert!(status.is_ok_and(|s| s.success()), "chown {} to {TEST_USER}", dir.display());
+}
+
 /// Lossy UTF-8.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
