@@ -42,10 +42,6 @@ fn dangerous(reason: impl Into<String>) -> String {
 
 /// Why `name` with `args` (wrappers already stripped) is dangerous, if it is.
 pub fn judge(name: &str, args: &[Word]) -> Option<String> {
-    dangerous_rule(name, args)
-}
-
-fn dangerous_rule(name: &str, args: &[Word]) -> Option<String> {
     let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
     let recursive = has_opt(args, Some('r'), &["recursive"]) || has_opt(args, Some('R'), &[]);
     let d = match name {

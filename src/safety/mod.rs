@@ -192,8 +192,9 @@ fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
             continue;
         }
         let t = target.text.as_str();
-        if t.starts_with("/dev/tcp/") || t.starts_with("/dev/udp/") || (!target.is_literal() && t.contains("/dev/")) {
-            analysis.raise(Class::Mutating, format!("`{} {t}` opens a network connection", r.op));
+        // A literal /dev/tcp path was caught above; one only known at run time may be one.
+        if !target.is_literal() && t.contains("/dev/") {
+            analysis.raise(Class::Mutating, format!("`{} {t}` may open a network connection", r.op));
             continue;
         }
         let writes = r.op.contains('>');
@@ -467,9 +468,9 @@ fn check_pipelines(commands: &[SimpleCommand], analysis: &mut Analysis) {
         let (Some((id, pos)), Some(first)) = (cmd.pipeline, cmd.words.first()) else { continue };
         let mut name = base_name(&first.text);
         let mut idx = 0;
-        while matches!(name, "sudo" | "doas" | "env" | "nice" | "nohup" | "timeout" | "exec" | "command")
-            && idx + 1 < cmd.words.len()
-        {
+        // Past every wrapper the spec table knows (`sudo`, `env`, `timeout`…) to what really runs.
+        let is_wrapper = |n: &str| table::lookup(n).ok().flatten().is_some_and(|spec| spec.wraps_after.is_some());
+        while is_wrapper(name) && idx + 1 < cmd.words.len() {
             idx += 1;
             name = base_name(&cmd.words[idx].text);
         }
