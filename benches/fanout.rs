@@ -103,7 +103,7 @@ fn main() {
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
             let t = Instant::now();
             let uptime = Clearance::read_only("uptime").expect("uptime is read-only");
-            let results = fan_out(executor, hosts, uptime, n, Duration::from_secs(60), tx).await;
+            let results = fan_out(executor, hosts, uptime, n, Duration::from_secs(60), Default::default(), tx).await;
             assert!(results.iter().all(|r| r.success()), "{:?}", results.iter().find(|r| !r.success()));
             t.elapsed().as_secs_f64()
         };

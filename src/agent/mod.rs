@@ -70,6 +70,8 @@ pub enum AgentError {
     Malformed(String, u32),
     #[error("stopped: no answer after {0} turns")]
     Turns(usize),
+    #[error("cancelled by the operator")]
+    Cancelled,
 }
 
 /// Limits of one run.
@@ -111,6 +113,9 @@ pub struct Agent {
     pub observer: Observer,
     /// Earlier turns of the conversation, given to the main agent before the task.
     pub history: Vec<Message>,
+    /// Fires when the operator cancels the turn: running commands are stopped
+    /// on their hosts and no further model call or tool call starts.
+    pub cancel: tokio_util::sync::CancellationToken,
     state: Mutex<RunState>,
 }
 
@@ -170,6 +175,7 @@ impl Agent {
             command_timeout,
             observer,
             history: Vec::new(),
+            cancel: tokio_util::sync::CancellationToken::new(),
             state: Mutex::new(RunState::default()),
         }
     }
@@ -182,6 +188,12 @@ impl Agent {
                 [Message::user(question.clone()), Message::assistant(answer.clone(), Vec::new())]
             })
             .collect();
+        self
+    }
+
+    /// The same agent, stopped by `cancel`.
+    pub fn with_cancel(mut self, cancel: tokio_util::sync::CancellationToken) -> Self {
+        self.cancel = cancel;
         self
     }
 
@@ -244,17 +256,20 @@ impl Agent {
         let agent_name = agent.to_string();
         let sink = move |text: &str| observer(AgentEvent::Delta { agent: agent_name.clone(), text: text.to_string() });
         for _turn in 0..self.limits.max_turns {
-            let answer = self
-                .llm
-                .chat(self.role, messages.clone(), specs.clone(), &sink)
-                .await
-                .map_err(|e| AgentError::Llm(e.to_string()))?;
+            let answer = tokio::select! {
+                answer = self.llm.chat(self.role, messages.clone(), specs.clone(), &sink) => answer,
+                () = self.cancel.cancelled() => return Err(AgentError::Cancelled),
+            };
+            let answer = answer.map_err(|e| AgentError::Llm(e.to_string()))?;
             messages.push(Message::assistant(answer.content.clone(), answer.tool_calls.clone()));
             if answer.tool_calls.is_empty() {
                 return Ok(answer.content);
             }
             let mut warning = None;
             for call in &answer.tool_calls {
+                if self.cancel.is_cancelled() {
+                    return Err(AgentError::Cancelled);
+                }
                 self.count_tool_call()?;
                 (self.observer)(AgentEvent::Tool {
                     agent: agent.into(),

@@ -269,7 +269,10 @@ async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<
             let result = HostResult::failed(
                 &host.name,
                 Instant::now(),
-                format!("not run: the audit log cannot be written ({e})"),
+                crate::exec::RunError::new(
+                    crate::exec::HostFailure::NotStarted,
+                    format!("not run: the audit log cannot be written ({e})"),
+                ),
             );
             agent.record_command(CommandRecord {
                 specialist: who.to_string(),
@@ -290,7 +293,7 @@ async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<
             observer(AgentEvent::Exec(event));
         }
     });
-    let result = agent.executor.run(host, &clearance, agent.command_timeout, &tx).await;
+    let result = agent.executor.run_until(host, &clearance, agent.command_timeout, &agent.cancel, &tx).await;
     drop(tx);
     let _ = forward.await;
     if let Err(e) = ticket.finish_result(&result).await {

@@ -28,7 +28,10 @@ pub const SLASH: [(&str, bool, &str); 11] = [
 ];
 
 /// Palette words that do what a key does, anywhere.
-pub const PALETTE: [(&str, Action); 20] = [
+pub const PALETTE: [(&str, Action); 23] = [
+    (":group", Action::Group),
+    (":failed", Action::FailedOnly),
+    (":rerun", Action::Rerun),
     (":zoom", Action::Zoom),
     (":inventory", Action::FocusInventory),
     (":output", Action::FocusOutput),
@@ -52,8 +55,14 @@ pub const PALETTE: [(&str, Action); 20] = [
 ];
 
 /// Palette words with their own syntax, and their locale help keys.
-pub const PALETTE_COMMANDS: [(&str, bool, &str); 3] =
-    [(":exec", true, "palette.exec"), (":reload", false, "palette.reload"), (":clear", false, "palette.clear")];
+pub const PALETTE_COMMANDS: [(&str, bool, &str); 6] = [
+    (":exec", true, "palette.exec"),
+    (":reload", false, "palette.reload"),
+    (":clear", false, "palette.clear"),
+    (":cancel", true, "palette.cancel"),
+    (":export", true, "palette.export"),
+    (":diff", true, "palette.diff"),
+];
 
 /// `/secret` sub-commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +104,12 @@ pub enum CommandLine {
     Reload,
     /// `:clear`.
     Clear,
+    /// `:cancel [ID]`: stop run ID, or the newest in flight.
+    Cancel(Option<u64>),
+    /// `:export [ID] FILE`: write a run (default: the newest) to FILE (.md or .json).
+    Export { run: Option<u64>, path: String },
+    /// `:diff HOST HOST`: the two hosts' outputs in the newest run, as a diff.
+    Diff(String, String),
     /// `/language CODE`: switch the console's language and save it.
     Language(String),
     /// `/model` (show) or `/model brain|fast PROVIDER/MODEL` (switch and save).
@@ -131,6 +146,20 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
         "h" => Ok(CommandLine::Action(Action::Help)),
         "reload" => Ok(CommandLine::Reload),
         "clear" => Ok(CommandLine::Clear),
+        "cancel" => match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [] => Ok(CommandLine::Cancel(None)),
+            [id] => run_id(id).map(|id| CommandLine::Cancel(Some(id))),
+            _ => Err(Text::key("cmd.cancel_usage", &[])),
+        },
+        "export" => match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [path] => Ok(CommandLine::Export { run: None, path: path.to_string() }),
+            [id, path] => Ok(CommandLine::Export { run: Some(run_id(id)?), path: path.to_string() }),
+            _ => Err(Text::key("cmd.export_usage", &[])),
+        },
+        "diff" => match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [a, b] => Ok(CommandLine::Diff(a.to_string(), b.to_string())),
+            _ => Err(Text::key("cmd.diff_usage", &[])),
+        },
         "exec" => {
             let (targets, command) = args.split_once(" -- ").ok_or_else(|| Text::key("cmd.exec_usage", &[]))?;
             let (targets, command) = (targets.trim(), command.trim());
@@ -141,6 +170,11 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
         }
         other => Err(Text::key("cmd.unknown_palette", &[("word", other)])),
     }
+}
+
+/// A run number, written `7` or `#7`.
+fn run_id(word: &str) -> Result<u64, Text> {
+    word.trim_start_matches('#').parse().map_err(|_| Text::key("cmd.run_id", &[("value", word)]))
 }
 
 fn parse_slash(input: &str) -> Result<CommandLine, Text> {
@@ -210,6 +244,12 @@ mod tests {
         assert_eq!(parse(":q"), Ok(CommandLine::Quit));
         assert_eq!(parse(":quit"), Ok(CommandLine::Action(Action::Quit)));
         assert_eq!(parse(":check"), Ok(CommandLine::Action(Action::Check)));
+        assert_eq!(parse(":cancel"), Ok(CommandLine::Cancel(None)));
+        assert_eq!(parse(":cancel #3"), Ok(CommandLine::Cancel(Some(3))));
+        assert_eq!(parse(":export 2 run.md"), Ok(CommandLine::Export { run: Some(2), path: "run.md".into() }));
+        assert_eq!(parse(":export out.json"), Ok(CommandLine::Export { run: None, path: "out.json".into() }));
+        assert_eq!(parse(":diff web01 web02"), Ok(CommandLine::Diff("web01".into(), "web02".into())));
+        assert_eq!(parse(":group"), Ok(CommandLine::Action(Action::Group)));
         assert_eq!(parse("/hosts @web"), Ok(CommandLine::Hosts("@web".into())));
         assert_eq!(parse("/secret set db_pw"), Ok(CommandLine::Secret(SecretCommand::Set("db_pw".into()))));
         assert_eq!(parse("/audit 5"), Ok(CommandLine::Audit(5)));
@@ -240,5 +280,7 @@ mod tests {
         assert!(parse("/frobnicate").unwrap_err().english().contains("unknown command /frobnicate"));
         assert!(parse("/secret set").unwrap_err().english().contains("usage"));
         assert!(parse("/audit many").unwrap_err().english().contains("expected a number"));
+        assert!(parse(":cancel x").unwrap_err().english().contains("run number"));
+        assert!(parse(":diff web01").unwrap_err().english().contains("usage"));
     }
 }

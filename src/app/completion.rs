@@ -92,7 +92,7 @@ mod tests {
     #[test]
     fn slash_and_palette_words_complete() {
         assert_eq!(labels("/", &[]).len(), 11, "every slash command is offered");
-        assert_eq!(labels(":", &[]).len(), 23, "every palette word is offered");
+        assert_eq!(labels(":", &[]).len(), 29, "every palette word is offered");
         assert_eq!(labels("/h", &[]), ["/hosts", "/help"]);
         assert_eq!(labels("/la", &[]), ["/language"]);
         assert_eq!(suggest("/la", &[])[0].replacement, "/language ", "commands with arguments leave a space");

@@ -89,7 +89,12 @@ macro_rules! actions {
 }
 
 actions! {
-    Quit = "quit", "quit", "quit";
+    Quit = "quit", "quit (asks when runs are in flight)", "quit";
+    Interrupt = "interrupt", "cancel the newest run (or the agent's turn); with nothing running, ask to quit", "";
+    Rerun = "rerun", "run the newest run again on the same hosts", "rerun";
+    RerunFailed = "rerun_failed", "run the newest run again on its failed hosts", "";
+    Group = "group", "fold identical outputs of the newest run (again: live lines)", "group";
+    FailedOnly = "failed_only", "only the failed hosts of the newest run (again: live lines)", "";
     Suspend = "suspend", "suspend to the shell (fg to come back)", "";
     Copy = "copy", "copy the selection (or the lines on screen) to the clipboard (OSC 52)", "copy";
     Select = "select", "start or end a line selection (then move, then copy)", "select";
@@ -385,7 +390,7 @@ mod tests {
         assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Action::Quit));
         assert_eq!(
             map.action(KeyContext::Global, &press(KeyCode::Char('c'), KeyModifiers::CONTROL)),
-            Some(Action::Quit)
+            Some(Action::Interrupt)
         );
         assert_eq!(map.action(KeyContext::Global, &press(KeyCode::Char('c'), KeyModifiers::NONE)), None);
         assert_eq!(
@@ -401,7 +406,8 @@ mod tests {
             vim.action(KeyContext::Output, &press(KeyCode::Char('d'), KeyModifiers::CONTROL)),
             Some(Action::PageDown)
         );
-        assert_eq!(map.keys(KeyContext::Global, Action::Quit), "q/Ctrl-c");
+        assert_eq!(map.keys(KeyContext::Global, Action::Quit), "q");
+        assert_eq!(map.keys(KeyContext::Global, Action::Interrupt), "Ctrl-c");
     }
 
     #[test]

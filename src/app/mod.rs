@@ -35,6 +35,8 @@ pub mod msg;
 pub mod output_buffer;
 /// The console's `Prompter` and `Approver`: questions become modals.
 pub mod prompter;
+/// The run worker and the control that cancels runs.
+mod run_worker;
 /// The terminal and the event loop.
 pub mod runtime;
 /// The channel workers report on.

@@ -220,6 +220,10 @@ pub struct OutputView {
     pub host: Option<String>,
     /// Where a line selection started (lines from the newest); the other end is `scroll`.
     pub anchor: Option<usize>,
+    /// Live lines, or a view of the focused run.
+    pub mode: OutputMode,
+    /// Rows scrolled down from the top of a run view (grouped, failed, diff).
+    pub report_scroll: usize,
 }
 
 /// Who wrote a chat entry.
@@ -301,13 +305,40 @@ impl InputLine {
     }
 }
 
-/// A run in progress.
+/// Finished runs kept for rerun, grouping and export (the newest ones).
+pub const KEPT_RUNS: usize = 20;
+
+/// A host's last failure, shown in the inventory until it next succeeds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunProgress {
-    pub command: String,
-    pub hosts: usize,
-    pub done: usize,
-    pub failed: usize,
+pub struct HostError {
+    pub failure: crate::exec::HostFailure,
+    /// The words of the error (host text made visible).
+    pub message: String,
+    /// When it happened (RFC 3339, UTC).
+    pub at: String,
+}
+
+/// What the output pane shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OutputMode {
+    /// Every host's lines as they arrive.
+    #[default]
+    Live,
+    /// The focused run with identical outputs folded (`dshbak -c`).
+    Grouped,
+    /// The focused run's failed hosts only, grouped.
+    Failed,
+    /// A diff of two hosts' outputs in the focused run.
+    Diff(String, String),
+}
+
+/// What a "yes" to the console's own question does.
+#[derive(Debug)]
+pub enum OnYes {
+    /// Work for a worker (deleting hosts).
+    Effect(super::msg::Effect),
+    /// Quit, cancelling the runs in flight.
+    Quit,
 }
 
 /// A prompt on screen or queued, with what has been typed for a secret.
@@ -317,8 +348,8 @@ pub struct PendingPrompt {
     pub typed: String,
     /// Rows the body is scrolled (long diffs).
     pub scroll: usize,
-    /// Work to do when the console's own question is answered yes (deleting hosts).
-    pub on_yes: Option<super::msg::Effect>,
+    /// Work to do when the console's own question is answered yes (deleting hosts, quitting).
+    pub on_yes: Option<OnYes>,
 }
 
 impl PendingPrompt {
@@ -359,8 +390,13 @@ pub struct Model {
     /// Front is on screen; the rest wait.
     pub prompts: VecDeque<PendingPrompt>,
     pub help_open: bool,
-    pub runs: BTreeMap<u64, RunProgress>,
+    /// Runs in flight and the newest finished ones, by id.
+    pub runs: BTreeMap<u64, crate::exec::runs::Run>,
+    /// The hosts of each run, to rerun it (a run's tracker keeps names only).
+    pub run_hosts: BTreeMap<u64, (Vec<Host>, String)>,
     pub next_run: u64,
+    /// Each host's last failure, by host name.
+    pub host_errors: BTreeMap<String, HostError>,
     /// One-line notice in the status bar (errors, confirmations).
     pub flash: Option<String>,
     pub model_configured: bool,
@@ -394,6 +430,8 @@ impl Model {
                 searching: false,
                 host: None,
                 anchor: None,
+                mode: OutputMode::Live,
+                report_scroll: 0,
             },
             chat,
             focus: Pane::Inventory,
@@ -410,7 +448,9 @@ impl Model {
             prompts: VecDeque::new(),
             help_open: false,
             runs: BTreeMap::new(),
+            run_hosts: BTreeMap::new(),
             next_run: 1,
+            host_errors: BTreeMap::new(),
             flash: None,
             model_configured,
             agent_busy: false,
@@ -460,6 +500,31 @@ impl Model {
         let run = self.dashboard.pipelines.get(self.pipeline_cursor)?;
         let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
         (!diff.is_empty()).then(|| super::diff_view::Diff::parse(diff))
+    }
+
+    /// Runs that may still start or report, oldest first.
+    pub fn active_runs(&self) -> Vec<&crate::exec::runs::Run> {
+        self.runs.values().filter(|r| r.state.is_active()).collect()
+    }
+
+    /// The run the output pane's run views and `r` act on: the newest.
+    pub fn focused_run(&self) -> Option<&crate::exec::runs::Run> {
+        self.runs.values().next_back()
+    }
+
+    /// The newest run still in flight (what Ctrl-C cancels).
+    pub fn newest_active_run(&self) -> Option<&crate::exec::runs::Run> {
+        self.runs.values().rev().find(|r| r.state.is_active())
+    }
+
+    /// A host's state in the newest run that includes it.
+    pub fn host_run_state(&self, host: &str) -> Option<crate::exec::runs::HostState> {
+        self.runs.values().rev().find_map(|r| r.hosts.get(host)).map(|h| h.state)
+    }
+
+    /// Whether an approval is on screen or queued.
+    pub fn awaiting_approval(&self) -> bool {
+        self.prompts.iter().any(|p| p.request.kind == super::msg::PromptKind::Approval)
     }
 
     /// The pane that fills the screen, if zoomed.

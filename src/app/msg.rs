@@ -63,6 +63,12 @@ pub enum Msg {
     HostsLoaded(Vec<Host>),
     /// Live output of run `run`.
     Exec { run: u64, event: ExecEvent },
+    /// Run `run` passed the approval gate and starts on its hosts.
+    RunStarted { run: u64 },
+    /// A host's command failed (with the time, for the inventory's last error).
+    HostFailed { host: String, failure: crate::exec::HostFailure, error: String, at: String },
+    /// SIGTERM, SIGHUP or SIGINT reached the console: quit as `q` would, without asking.
+    Terminate,
     /// Run `run` finished on every host.
     RunDone { run: u64, results: Vec<HostResult> },
     /// Run `run` was not approved.
@@ -84,7 +90,7 @@ pub enum Msg {
     /// Half a second passed (toasts fade).
     Tick,
     /// A reachability check ended.
-    HostChecked { host: String, reachable: bool, at: String, error: Option<String> },
+    HostChecked { host: String, reachable: bool, at: String, error: Option<(crate::exec::HostFailure, String)> },
     /// A saved conversation to show (`/conv ID`).
     ConversationLoaded(Vec<super::model::ChatEntry>),
 }
@@ -94,6 +100,12 @@ pub enum Msg {
 pub enum Effect {
     /// Run `command` on `hosts` as run number `run`.
     RunCommand { run: u64, hosts: Vec<Host>, command: String },
+    /// Stop run `run` on its hosts (SIGINT, SIGTERM, then SIGKILL there).
+    CancelRun(u64),
+    /// Stop the agent's turn and the commands it started.
+    CancelAgent,
+    /// Write a run to a file (`.md` or `.json`).
+    ExportRun { run: Box<crate::exec::runs::Run>, path: String },
     /// Answer a worker's prompt.
     AnswerPrompt { reply: oneshot::Sender<PromptAnswer>, answer: PromptAnswer },
     /// Reload the inventory from the database.

@@ -22,14 +22,10 @@ use super::theme::{ColorDepth, Theme};
 use super::update::update;
 use super::view::view;
 use super::workers::{self, Services, agent_turn, refresh_dashboard, switch_model};
-use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
-use crate::context::{Context, audit_refused_all, audit_request, audit_start_all, record_history};
-use crate::exec::fanout::fan_out;
+use crate::approval::ApprovalGate;
+use crate::context::Context;
 use crate::home::MerlyaHome;
 use crate::llm::LlmClient;
-use crate::safety::analyze;
-use crate::safety::leaks::find_leaks;
-use crate::store::audit::AuditOutcome;
 
 /// Most messages applied between two frames, so a flood of output cannot starve drawing.
 const MAX_BATCH: usize = 4096;
@@ -78,6 +74,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             sender: sender.clone(),
             conversation: Default::default(),
             locale: std::sync::RwLock::new(model.locale.clone()),
+            control: Default::default(),
         };
         super::highlight::warm_up();
 
@@ -91,6 +88,8 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             restore_terminal(info);
         }));
         let outcome = event_loop(&mut terminal, &mut model, &services, rx).await;
+        // Nothing is left running on a host: runs in flight are cancelled and waited for.
+        services.control.shut_down().await;
         let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
         ratatui::restore();
         ctx.store.close().await;
@@ -112,6 +111,11 @@ async fn event_loop(
     let size = terminal.size().wrap_err("cannot read the terminal size")?;
     update(model, Msg::Resize(size.width, size.height));
     refresh_dashboard(services);
+    // SIGTERM, SIGHUP and SIGINT quit as a confirmed `q` does: runs are stopped, the terminal restored.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).wrap_err("cannot watch SIGTERM")?;
+    let mut hangup = signal(SignalKind::hangup()).wrap_err("cannot watch SIGHUP")?;
+    let mut interrupt = signal(SignalKind::interrupt()).wrap_err("cannot watch SIGINT")?;
     let mut refresh = tokio::time::interval(Duration::from_secs(2));
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     // The tick is only polled while toasts are shown; missed ticks must not fire in a burst.
@@ -130,6 +134,9 @@ async fn event_loop(
                 None => return Ok(()),
             },
             Some(msg) = rx.recv() => Some(msg),
+            _ = terminate.recv() => Some(Msg::Terminate),
+            _ = hangup.recv() => Some(Msg::Terminate),
+            _ = interrupt.recv() => Some(Msg::Terminate),
             _ = refresh.tick() => {
                 refresh_dashboard(services);
                 None
@@ -182,7 +189,7 @@ fn event_to_msg(event: Event) -> Option<Msg> {
 
 /// Starts the work an effect asks for; results come back as messages.
 fn run_effect(effect: Effect, services: &Services) {
-    let Services { ctx, executor, gate, sender, .. } = services;
+    let Services { ctx, executor, sender, .. } = services;
     match effect {
         Effect::AgentTurn(text) => agent_turn(services, text),
         // Handled by the loop, which owns the terminal.
@@ -205,74 +212,17 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
-        Effect::RunCommand { run, hosts, command } => {
-            let (ctx, executor, sender, gate) = (ctx.clone(), executor.clone(), sender.clone(), gate.clone());
-            tokio::spawn(async move {
-                let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
-                let analysis = analyze(&command);
-                let leaks = names.first().map(|h| find_leaks(&command, h)).unwrap_or_default();
-                let summary = format!("run on {} host(s)", names.len());
-                let request = ApprovalRequest::new(summary, &command, names, &analysis, leaks);
-                let outcome = gate.check(&request).await;
-                let session = &ctx.session_id;
-                let who = crate::ssh::target::local_user();
-                let Some(clearance) = outcome.clearance(&command) else {
-                    let by = match outcome {
-                        GateOutcome::Denied(who) => who,
-                        _ => "nobody".into(),
-                    };
-                    let requests: Vec<_> =
-                        hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &by)).collect();
-                    let why = format!("denied by {by}: {} ({})", analysis.class.as_str(), analysis.reasons.join("; "));
-                    audit_refused_all(&ctx.store, &requests, AuditOutcome::Denied, &why).await;
-                    sender.send(Msg::RunDenied { run, by });
-                    return;
-                };
-                let approved_by = clearance.approved_by().to_string();
-                // Write-ahead: every host's start entry is stored before any command runs.
-                let requests =
-                    hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &approved_by)).collect();
-                let mut tickets = match audit_start_all(&ctx.store, requests).await {
-                    Ok(tickets) => tickets,
-                    Err(e) => {
-                        sender.send(Msg::Error(format!("{e:#}")));
-                        sender.send(Msg::RunDenied { run, by: "the audit log, which cannot be written".into() });
-                        return;
-                    }
-                };
-                let (tx, mut rx) = unbounded_channel();
-                let parallel = ctx.config.policy.max_parallel;
-                let timeout = Duration::from_secs(ctx.config.ssh.command_timeout_secs);
-                let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, tx));
-                while let Some(event) = rx.recv().await {
-                    if let crate::exec::ExecEvent::Finished(result) = &event {
-                        if let Some(ticket) = tickets.take(&result.host)
-                            && let Err(e) = ticket.finish_result(result).await
-                        {
-                            sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
-                        }
-                        let recorded = record_history(
-                            &ctx.store,
-                            &ctx.session_id,
-                            ctx.config.policy.raw_log_retention_days,
-                            &command,
-                            result,
-                        )
-                        .await;
-                        if let Err(e) = recorded {
-                            sender.send(Msg::Error(format!("{e:#}")));
-                        }
-                    }
-                    sender.send(Msg::Exec { run, event });
-                }
-                let runner = runner.await;
-                tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
-                match runner {
-                    Ok(results) => sender.send(Msg::RunDone { run, results }),
-                    Err(e) => sender.send(Msg::Error(format!("run {run} failed: {e}"))),
-                }
-            });
+        Effect::RunCommand { run, hosts, command } => super::run_worker::run_command(services, run, hosts, command),
+        Effect::CancelRun(run) => services.control.cancel(run),
+        Effect::CancelAgent => {
+            if services.control.cancel_agent() {
+                sender.send(Msg::AgentDone {
+                    error: Some(services.locale().t("agent.cancelled").to_string()),
+                    summary: String::new(),
+                });
+            }
         }
+        Effect::ExportRun { run, path } => workers::export_run(services, *run, path),
         Effect::ReloadHosts => {
             let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
             tokio::spawn(async move { workers::reload_hosts(&ctx, &executor, &sender).await });

@@ -36,6 +36,8 @@ pub(super) struct Services {
     pub conversation: Arc<Mutex<Option<String>>>,
     /// The console's language, for what workers write (kept in step by the runtime).
     pub locale: std::sync::RwLock<crate::i18n::Locale>,
+    /// Runs in flight and the agent's turn, to cancel them.
+    pub control: Arc<super::run_worker::RunControl>,
 }
 
 impl Services {
@@ -96,7 +98,9 @@ pub(super) fn agent_turn(services: &Services, text: String) {
     let prompter: Arc<dyn crate::prompt::Prompter> = services.prompter.clone();
     let conversation = services.conversation.clone();
     let locale = services.locale();
-    tokio::spawn(async move {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let token = cancel.clone();
+    let task = services.control.spawn(async move {
         let (id, earlier) = match continue_conversation(&ctx, &conversation, &text).await {
             Ok(found) => found,
             Err(e) => {
@@ -132,12 +136,19 @@ pub(super) fn agent_turn(services: &Services, text: String) {
             Duration::from_secs(ctx.config.ssh.command_timeout_secs),
             observer,
         )
-        .with_history(&earlier);
+        .with_history(&earlier)
+        .with_cancel(token);
         let report = agent.run_task(&text).await;
-        if let Some(answer) = &report.answer
+        // A cancelled turn is part of the conversation: the next turn tells the model it was stopped.
+        let cancelled = agent.cancel.is_cancelled().then(|| CANCELLED_TURN.to_string());
+        if let Some(answer) = report.answer.as_ref().or(cancelled.as_ref())
             && let Err(e) = ctx.store.add_message(&id, &ctx.session_id, "assistant", answer).await
         {
             sender.send(Msg::Error(format!("the answer was not saved: {e}")));
+        }
+        if cancelled.is_some() {
+            // The console already said so when the operator cancelled.
+            return;
         }
         let approx = if report.usage.approximate { "~" } else { "" };
         let summary = locale.tf(
@@ -150,7 +161,34 @@ pub(super) fn agent_turn(services: &Services, text: String) {
         );
         sender.send(Msg::AgentDone { error: report.error, summary });
     });
+    services.control.set_agent(task.abort_handle(), cancel);
 }
+
+/// `:export`: writes the run as Markdown or JSON (by the file's extension).
+pub(super) fn export_run(services: &Services, run: crate::exec::runs::Run, path: String) {
+    let (sender, locale) = (services.sender.clone(), services.locale());
+    tokio::spawn(async move {
+        let text = if path.ends_with(".json") {
+            serde_json::to_string_pretty(&run).map_err(|e| e.to_string())
+        } else {
+            Ok(run.to_markdown())
+        };
+        let written = match text {
+            Ok(text) => tokio::fs::write(&path, text).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(()) => {
+                let text = locale.tf("toast.exported", &[("id", &run.id.to_string()), ("path", &path)]);
+                sender.send(Msg::Toast { level: ToastLevel::Success, text });
+            }
+            Err(e) => sender.send(Msg::Error(locale.tf("error.export", &[("path", &path), ("error", &e)]))),
+        }
+    });
+}
+
+/// What the conversation records for a turn the operator cancelled.
+const CANCELLED_TURN: &str = "(The operator cancelled this turn; its running commands were stopped.)";
 
 /// `/model`: shows the roles, or switches one, saves it to config.yaml and rebuilds the client.
 pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
@@ -236,7 +274,8 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
                 sender.send(Msg::Error(e.to_string()));
             }
             let at = crate::store::now_rfc3339();
-            sender.send(Msg::HostChecked { host: host.name.clone(), reachable, at, error: result.error });
+            let error = result.failure.zip(result.error);
+            sender.send(Msg::HostChecked { host: host.name.clone(), reachable, at, error });
         });
     }
 }

@@ -11,7 +11,7 @@ use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
 use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
 use crate::context::{Context, audit_refused_all, audit_start_all};
 use crate::exec::fanout::fan_out;
-use crate::exec::{ExecEvent, HostResult, Stream};
+use crate::exec::{ExecEvent, HostFailure, HostResult, Stream};
 use crate::inventory::resolve_targets;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
@@ -95,7 +95,8 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     // What hosts print reaches a terminal only as visible text, unless --raw asks for the bytes.
     let neutralise = tty && !args.raw;
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
-    let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, tx));
+    let cancel = super::cancel_on_signals();
+    let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, cancel.clone(), tx));
 
     let mut stdout = std::io::stdout();
     while let Some(event) = rx.recv().await {
@@ -132,10 +133,18 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let results = runner.await;
     tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
     let results = results.map_err(|e| eyre!("fan-out task failed: {e}"))?;
-    if args.format == OutputFormat::Text {
-        print!("\n{}", summary(&results));
+    if args.format == OutputFormat::Text || cancel.is_cancelled() {
+        // After a cancel the summary goes to stderr in JSON mode, so stdout stays one record per line.
+        let table = format!("\n{}", summary(&results));
+        if args.format == OutputFormat::Text { print!("{table}") } else { eprint!("{table}") }
     }
-    Ok(if results.iter().all(HostResult::success) { EXIT_OK } else { EXIT_HOST_FAILED })
+    Ok(if cancel.is_cancelled() {
+        super::EXIT_CANCELLED
+    } else if results.iter().all(HostResult::success) {
+        EXIT_OK
+    } else {
+        EXIT_HOST_FAILED
+    })
 }
 
 /// The table printed after a text-mode run. Errors can quote what a host
@@ -146,7 +155,12 @@ pub fn summary(results: &[HostResult]) -> String {
         .map(|r| {
             vec![
                 r.host.clone(),
-                r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                match (r.exit_code, r.failure) {
+                    (Some(code), _) => code.to_string(),
+                    (None, Some(HostFailure::Cancelled)) => "cancelled".into(),
+                    (None, Some(HostFailure::TimedOut)) => "timed out".into(),
+                    (None, _) => "-".into(),
+                },
                 format!("{:.2}s", r.duration_ms as f64 / 1000.0),
                 visible_line(r.error.as_deref().unwrap_or_default()).into_owned(),
             ]

@@ -35,6 +35,34 @@ pub const EXIT_REFUSED: u8 = 3;
 pub const EXIT_HOST_FAILED: u8 = 4;
 /// An integrity check failed.
 pub const EXIT_INTEGRITY: u8 = 5;
+/// The run was cancelled by SIGINT or SIGTERM (what a shell reports for Ctrl-C).
+pub const EXIT_CANCELLED: u8 = 130;
+
+/// A token cancelled on the first SIGINT or SIGTERM, so a running command is
+/// stopped on its hosts and the summary is printed instead of the process
+/// dying with commands left behind; a second signal ends the process at once.
+pub fn cancel_on_signals() -> tokio_util::sync::CancellationToken {
+    use tokio::signal::unix::{SignalKind, signal};
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        return token;
+    };
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        eprintln!("\ncancelling: stopping the command on every host (again to quit at once)");
+        cancel.cancel();
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        std::process::exit(i32::from(EXIT_CANCELLED));
+    });
+    token
+}
 
 /// merlya — a terminal operations console for fleets of Linux hosts.
 #[derive(Debug, Parser)]

@@ -6,18 +6,22 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
-use super::{ExecEvent, Executor, HostResult};
+use super::{ExecEvent, Executor, HostFailure, HostResult, RunError, cancelled};
 use crate::inventory::Host;
 use crate::safety::clearance::Clearance;
 
-/// Runs the cleared command on every host; results come back in the order of `hosts`.
+/// Runs the cleared command on every host; results come back in the order of
+/// `hosts`. When `cancel` fires, running commands are stopped on their hosts
+/// and hosts still waiting for a slot report cancelled without starting.
 pub async fn fan_out(
     executor: Arc<Executor>,
     hosts: Vec<Host>,
     command: Clearance,
     parallel: usize,
     timeout: Duration,
+    cancel: CancellationToken,
     events: UnboundedSender<ExecEvent>,
 ) -> Vec<HostResult> {
     let permits = Arc::new(Semaphore::new(parallel.max(1)));
@@ -25,9 +29,17 @@ pub async fn fan_out(
     let mut tasks = JoinSet::new();
     for (index, host) in hosts.iter().cloned().enumerate() {
         let (executor, permits, command, events) = (executor.clone(), permits.clone(), command.clone(), events.clone());
+        let cancel = cancel.clone();
         tasks.spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            (index, executor.run(&host, &command, timeout, &events).await)
+            let _permit = tokio::select! {
+                permit = permits.acquire_owned() => permit,
+                () = cancel.cancelled() => {
+                    let result = HostResult::failed(&host.name, std::time::Instant::now(), cancelled());
+                    let _ = events.send(ExecEvent::Finished(result.clone()));
+                    return (index, result);
+                }
+            };
+            (index, executor.run_until(&host, &command, timeout, &cancel, &events).await)
         });
     }
     let mut results: Vec<Option<HostResult>> = vec![None; hosts.len()];
@@ -40,7 +52,10 @@ pub async fn fan_out(
         .into_iter()
         .zip(hosts)
         .map(|(r, h)| {
-            r.unwrap_or_else(|| HostResult::failed(&h.name, std::time::Instant::now(), "worker task panicked".into()))
+            r.unwrap_or_else(|| {
+                let error = RunError::new(HostFailure::NotStarted, "worker task panicked");
+                HostResult::failed(&h.name, std::time::Instant::now(), error)
+            })
         })
         .collect()
 }

@@ -7,9 +7,10 @@ use std::process::Stdio;
 use super::lines::{LineSplitter, MaskingSender};
 use super::prepare::Prepared;
 use super::sudo::StderrGate;
-use super::{HostResult, Stream};
+use super::{HostResult, RunError, STOP_GRACE, Stream, cancelled};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
 
 /// Kills the command's process group if the run is dropped before it ended.
 struct KillGroup {
@@ -27,9 +28,33 @@ impl Drop for KillGroup {
     }
 }
 
+/// Stops a cancelled command's process group as a terminal would: SIGINT,
+/// then SIGTERM, then SIGKILL, each after the group had time to exit.
+async fn stop_group(child: &mut Child, group: &mut KillGroup) {
+    let Some(pgid) = group.pgid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1) else { return };
+    for (signal, wait) in [(libc::SIGINT, STOP_GRACE / 4), (libc::SIGTERM, STOP_GRACE)] {
+        // SAFETY: kill(2) with a negative pid signals the group created for this child only.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+        if tokio::time::timeout(wait, child.wait()).await.is_ok() {
+            break;
+        }
+    }
+    // Dropping the guard sends SIGKILL to whatever is left of the group.
+}
+
 /// Runs `command` locally; the whole process group is killed if the future is
-/// dropped (timeout). A `sudo` password is written only on sudo's prompt.
-pub async fn run(host: &str, prepared: &Prepared, events: &MaskingSender) -> Result<HostResult, String> {
+/// dropped (timeout), and stopped gradually when `cancel` fires. A `sudo`
+/// password is written only on sudo's prompt.
+pub async fn run(
+    host: &str,
+    prepared: &Prepared,
+    cancel: &CancellationToken,
+    events: &MaskingSender,
+) -> Result<HostResult, RunError> {
+    let not_started = |e: String| RunError::new(super::HostFailure::NotStarted, e);
+    let lost = |e: String| RunError::new(super::HostFailure::Lost, e);
     let sudo = prepared.sudo.as_ref();
     let mut child = Command::new("sh")
         .arg("-c")
@@ -40,24 +65,28 @@ pub async fn run(host: &str, prepared: &Prepared, events: &MaskingSender) -> Res
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("cannot start sh: {e}"))?;
+        .map_err(|e| not_started(format!("cannot start sh: {e}")))?;
     let mut group = KillGroup { pgid: child.id() };
     let mut stdin = child.stdin.take();
     if let (Some(input), Some(pipe)) = (prepared.input.as_ref(), stdin.as_mut()) {
-        pipe.write_all(input.as_bytes()).await.map_err(|e| format!("cannot write the command: {e}"))?;
+        pipe.write_all(input.as_bytes()).await.map_err(|e| lost(format!("cannot write the command: {e}")))?;
     }
     if sudo.is_none() {
         stdin = None;
     }
     let mut gate = sudo.cloned().map(StderrGate::new);
-    let mut stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let mut stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let mut stdout = child.stdout.take().ok_or_else(|| not_started("no stdout pipe".into()))?;
+    let mut stderr = child.stderr.take().ok_or_else(|| not_started("no stderr pipe".into()))?;
     let mut out = LineSplitter::new(host, Stream::Stdout);
     let mut err = LineSplitter::new(host, Stream::Stderr);
     let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
     let (mut out_open, mut err_open) = (true, true);
     while out_open || err_open {
         tokio::select! {
+            () = cancel.cancelled() => {
+                stop_group(&mut child, &mut group).await;
+                return Err(cancelled());
+            }
             n = stdout.read(&mut out_buf), if out_open => match n {
                 Ok(0) | Err(_) => out_open = false,
                 Ok(n) => out.push(&out_buf[..n], events),
@@ -72,7 +101,7 @@ pub async fn run(host: &str, prepared: &Prepared, events: &MaskingSender) -> Res
                         if let (Some(password), Some(pipe)) = (gated.write, stdin.as_mut()) {
                             pipe.write_all(password.as_bytes())
                                 .await
-                                .map_err(|e| format!("cannot write the sudo password: {e}"))?;
+                                .map_err(|e| lost(format!("cannot write the sudo password: {e}")))?;
                         }
                         if gated.close_input {
                             // Dropping the pipe closes stdin.
@@ -89,7 +118,7 @@ pub async fn run(host: &str, prepared: &Prepared, events: &MaskingSender) -> Res
     out.finish(events);
     err.finish(events);
     drop(stdin);
-    let status = child.wait().await.map_err(|e| format!("cannot wait for the command: {e}"))?;
+    let status = child.wait().await.map_err(|e| lost(format!("cannot wait for the command: {e}")))?;
     group.pgid = None;
     let exit_code = status.code().or_else(|| {
         use std::os::unix::process::ExitStatusExt;
@@ -102,6 +131,7 @@ pub async fn run(host: &str, prepared: &Prepared, events: &MaskingSender) -> Res
         stderr: err.collected,
         duration_ms: 0,
         error: None,
+        failure: None,
     })
 }
 
@@ -122,12 +152,12 @@ mod tests {
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let events = MaskingSender::new(tx, Vec::new());
         let prepared = |command: String| Prepared { command, sudo: Some(feed.clone()), mask: Vec::new(), input: None };
-        let result = run("localhost", &prepared(command), &events).await.unwrap();
+        let result = run("localhost", &prepared(command), &CancellationToken::new(), &events).await.unwrap();
         assert_eq!(result.stdout, "got-pw-local\nend\n", "cat after the password reads end-of-file");
         assert_eq!(result.stderr, "", "both markers are stripped");
         // No prompt: nothing is written, and the start marker closes stdin.
         let command = format!("printf %s {} >&2; cat; echo end", feed.started());
-        let result = run("localhost", &prepared(command), &events).await.unwrap();
+        let result = run("localhost", &prepared(command), &CancellationToken::new(), &events).await.unwrap();
         assert_eq!(result.stdout, "end\n");
     }
 
@@ -137,7 +167,8 @@ mod tests {
         let command = format!("eval \"$(dd bs=1 count={} 2>/dev/null)\"", script.len());
         let prepared = Prepared { command, sudo: None, mask: Vec::new(), input: Some(script) };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let result = run("localhost", &prepared, &MaskingSender::new(tx, Vec::new())).await.unwrap();
+        let result =
+            run("localhost", &prepared, &CancellationToken::new(), &MaskingSender::new(tx, Vec::new())).await.unwrap();
         assert_eq!(result.stdout, "from-stdin\nend\n", "the script ran and its own stdin is at end-of-file");
     }
 }

@@ -2,11 +2,13 @@
 //! everything else, streaming lines as they arrive, and fanning out to many
 //! hosts with bounded concurrency.
 
+pub mod failure;
 pub mod fanout;
 pub mod lines;
 pub mod local;
 pub mod prepare;
 pub mod remote;
+pub mod runs;
 pub mod sudo;
 
 use std::sync::Arc;
@@ -14,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+pub use failure::{HostFailure, RunError};
 
 use crate::inventory::{Elevation, Host};
 use crate::safety::clearance::Clearance;
@@ -57,6 +62,8 @@ pub struct HostResult {
     pub duration_ms: u64,
     /// Why the command could not run or complete (unreachable, timeout, ...).
     pub error: Option<String>,
+    /// The kind of that failure.
+    pub failure: Option<HostFailure>,
 }
 
 impl HostResult {
@@ -66,14 +73,15 @@ impl HostResult {
     }
 
     /// A result for a command that never completed.
-    pub fn failed(host: &str, started: Instant, error: String) -> Self {
+    pub fn failed(host: &str, started: Instant, error: RunError) -> Self {
         Self {
             host: host.to_string(),
             exit_code: None,
             stdout: String::new(),
             stderr: String::new(),
             duration_ms: started.elapsed().as_millis() as u64,
-            error: Some(error),
+            error: Some(error.message),
+            failure: Some(error.kind),
         }
     }
 }
@@ -82,8 +90,13 @@ impl HostResult {
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// The error of a command cut off by its timeout.
-pub fn timed_out(timeout: Duration) -> String {
-    format!("timed out after {}s", timeout.as_secs_f64())
+pub fn timed_out(timeout: Duration) -> RunError {
+    RunError::new(HostFailure::TimedOut, format!("timed out after {}s", timeout.as_secs_f64()))
+}
+
+/// The error of a command the operator cancelled.
+pub fn cancelled() -> RunError {
+    RunError::new(HostFailure::Cancelled, "cancelled")
 }
 
 /// Output kept per host and stream in a [`HostResult`]; the live stream carries everything.
@@ -131,7 +144,7 @@ impl Executor {
             return host;
         }
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let probe = self.run_prepared(&host, prepare::ELEVATION_PROBE, timeout, &tx).await;
+        let probe = self.run_prepared(&host, prepare::ELEVATION_PROBE, timeout, &CancellationToken::new(), &tx).await;
         let Some(found) = probe.stdout.trim().parse::<Elevation>().ok().filter(|_| probe.success()) else {
             return host;
         };
@@ -184,9 +197,30 @@ impl Executor {
         timeout: Duration,
         events: &UnboundedSender<ExecEvent>,
     ) -> HostResult {
+        self.run_until(host, clearance, timeout, &CancellationToken::new(), events).await
+    }
+
+    /// Runs `command` on `host` until it ends, `timeout` passes or `cancel`
+    /// fires; either of the last two stops the command on the host
+    /// (SIGINT, SIGTERM, SIGKILL to its process group) before returning.
+    pub async fn run_until(
+        &self,
+        host: &Host,
+        clearance: &Clearance,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        events: &UnboundedSender<ExecEvent>,
+    ) -> HostResult {
         let command = clearance.command();
-        let host = self.known_elevation(host, command, timeout).await;
-        self.run_prepared(&host, command, timeout, events).await
+        let host = tokio::select! {
+            host = self.known_elevation(host, command, timeout) => host,
+            () = cancel.cancelled() => {
+                let result = HostResult::failed(&host.name, Instant::now(), cancelled());
+                let _ = events.send(ExecEvent::Finished(result.clone()));
+                return result;
+            }
+        };
+        self.run_prepared(&host, command, timeout, cancel, events).await
     }
 
     async fn run_prepared(
@@ -194,12 +228,18 @@ impl Executor {
         host: &Host,
         command: &str,
         timeout: Duration,
+        cancel: &CancellationToken,
         events: &UnboundedSender<ExecEvent>,
     ) -> HostResult {
         let started = Instant::now();
         let _ = events.send(ExecEvent::Started { host: host.name.clone() });
         let ctx = self.pool.context();
-        let prepared = match prepare::prepare(host, command, ctx.secrets.as_ref(), ctx.prompter.as_ref()).await {
+        let prepare = prepare::prepare(host, command, ctx.secrets.as_ref(), ctx.prompter.as_ref());
+        let prepared = tokio::select! {
+            prepared = prepare => prepared.map_err(|e| RunError::new(HostFailure::NotStarted, e)),
+            () = cancel.cancelled() => Err(cancelled()),
+        };
+        let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
                 let result = HostResult::failed(&host.name, started, e);
@@ -212,15 +252,17 @@ impl Executor {
         let deadline = tokio::time::Instant::now() + timeout;
         let run = async {
             if host.is_local() {
-                local::run(&host.name, &prepared, events).await
+                local::run(&host.name, &prepared, cancel, events).await
             } else {
                 let target = match self.resolve.read() {
                     Ok(resolve) => resolve.resolve(host),
                     Err(_) => Err("the host resolver is unavailable".to_string()),
                 };
                 match target {
-                    Ok(target) => remote::run(&self.pool, &target, &prepared, (deadline, timeout), events).await,
-                    Err(e) => Err(e),
+                    Ok(target) => {
+                        remote::run(&self.pool, &target, &prepared, (deadline, timeout), cancel, events).await
+                    }
+                    Err(e) => Err(RunError::new(HostFailure::NotStarted, e)),
                 }
             }
         };

@@ -7,42 +7,55 @@ use std::time::Duration;
 use super::lines::{LineSplitter, MaskingSender};
 use super::prepare::Prepared;
 use super::sudo::StderrGate;
-use super::{HostResult, STOP_GRACE, Stream, timed_out};
+use super::{HostFailure, HostResult, RunError, STOP_GRACE, Stream, cancelled, timed_out};
 use crate::ssh::client::Connection;
 use crate::ssh::{SshPool, SshTarget};
 use russh::client::Msg;
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// Why one attempt failed: before the server confirmed the command started
 /// (safe to redial and retry) or after (never retried).
 enum AttemptError {
     NotStarted(String),
-    Failed(String),
+    Failed(RunError),
+}
+
+/// A failure after the command may have started, of `kind`.
+fn failed(kind: HostFailure, message: impl Into<String>) -> AttemptError {
+    AttemptError::Failed(RunError::new(kind, message))
 }
 
 /// Runs `command` on `target`; redials once if the pooled connection turns
 /// out dead before the command started. At `deadline` (the run's `timeout`
-/// from now) the command is stopped on the host, not just abandoned.
+/// from now) or when `cancel` fires, the command is stopped on the host, not
+/// just abandoned.
 pub async fn run(
     pool: &SshPool,
     target: &SshTarget,
     prepared: &Prepared,
     (deadline, timeout): (Instant, Duration),
+    cancel: &CancellationToken,
     events: &MaskingSender,
-) -> Result<HostResult, String> {
+) -> Result<HostResult, RunError> {
     for attempt in 0..2 {
-        let conn = pool.get(target).await.map_err(|e| e.to_string())?;
-        match run_once(&conn, target, prepared, (deadline, timeout), events).await {
+        // Nothing runs on the host while connecting: a cancel simply stops waiting.
+        let conn = tokio::select! {
+            conn = pool.get(target) => conn?,
+            () = cancel.cancelled() => return Err(cancelled()),
+        };
+        match run_once(&conn, target, prepared, (deadline, timeout), cancel, events).await {
             Ok(result) => return Ok(result),
             Err(AttemptError::NotStarted(e)) if attempt == 0 => {
                 tracing::info!(host = %target.name, error = %e, "pooled connection is dead; redialling once");
                 pool.discard(target).await;
             }
-            Err(AttemptError::NotStarted(e) | AttemptError::Failed(e)) => return Err(e),
+            Err(AttemptError::NotStarted(e)) => return Err(RunError::new(HostFailure::Refused, e)),
+            Err(AttemptError::Failed(e)) => return Err(e),
         }
     }
-    Err(format!("cannot run the command on {}", target.name))
+    Err(RunError::new(HostFailure::Refused, format!("cannot run the command on {}", target.name)))
 }
 
 /// The writing half of a running command's channel; if the run is dropped
@@ -69,12 +82,20 @@ impl Drop for StopOnDrop {
     }
 }
 
-/// Stops a command still running at its deadline: OpenSSH's sshd answers the
-/// `signal` channel request with `killpg` on the session's process group, so
-/// `sh -c` and everything it started (sudo relays to its command) get SIGTERM,
-/// then SIGKILL if they have not exited after [`STOP_GRACE`].
-async fn stop(read: &mut ChannelReadHalf, write: &ChannelWriteHalf<Msg>, host: &str) {
-    for (signal, wait) in [(Sig::TERM, STOP_GRACE), (Sig::KILL, STOP_GRACE)] {
+/// The signals that stop a command at its deadline: SIGTERM, then SIGKILL.
+const AT_DEADLINE: &[(Sig, Duration)] = &[(Sig::TERM, STOP_GRACE), (Sig::KILL, STOP_GRACE)];
+
+/// The signals that stop a cancelled command: SIGINT (what Ctrl-C in a shell
+/// would send), then SIGTERM, then SIGKILL.
+const ON_CANCEL: &[(Sig, Duration)] =
+    &[(Sig::INT, Duration::from_millis(500)), (Sig::TERM, STOP_GRACE), (Sig::KILL, STOP_GRACE)];
+
+/// Stops a command still running: OpenSSH's sshd answers the `signal`
+/// channel request with `killpg` on the session's process group, so `sh -c`
+/// and everything it started (sudo relays to its command) get each signal in
+/// turn until they exit; then the channel is closed.
+async fn stop(read: &mut ChannelReadHalf, write: &ChannelWriteHalf<Msg>, host: &str, signals: &[(Sig, Duration)]) {
+    for (signal, wait) in signals.iter().cloned() {
         if write.signal(signal.clone()).await.is_err() {
             break;
         }
@@ -89,7 +110,7 @@ async fn stop(read: &mut ChannelReadHalf, write: &ChannelWriteHalf<Msg>, host: &
         .await
         .unwrap_or(false);
         if exited {
-            tracing::info!(host, ?signal, "stopped a command at its deadline");
+            tracing::info!(host, ?signal, "stopped a command on its host");
             break;
         }
     }
@@ -101,6 +122,7 @@ async fn run_once(
     target: &SshTarget,
     prepared: &Prepared,
     (deadline, timeout): (Instant, Duration),
+    cancel: &CancellationToken,
     events: &MaskingSender,
 ) -> Result<HostResult, AttemptError> {
     let (command, sudo) = (prepared.command.as_str(), prepared.sudo.as_ref());
@@ -120,7 +142,7 @@ async fn run_once(
         write
             .data_bytes(input.clone().into_bytes())
             .await
-            .map_err(|e| AttemptError::Failed(format!("cannot write the command: {e}")))?;
+            .map_err(|e| failed(HostFailure::Lost, format!("cannot write the command: {e}")))?;
     }
     let mut gate = sudo.cloned().map(StderrGate::new);
     if gate.is_none() {
@@ -132,20 +154,27 @@ async fn run_once(
     let mut exit_code: Option<i32> = None;
     let mut started = false;
     loop {
-        let msg = match tokio::time::timeout_at(deadline, read.wait()).await {
-            Ok(Some(msg)) => msg,
-            Ok(None) => break,
-            Err(_) => {
-                stop(&mut read, &write, &target.name).await;
+        let msg = tokio::select! {
+            msg = tokio::time::timeout_at(deadline, read.wait()) => match msg {
+                Ok(Some(msg)) => msg,
+                Ok(None) => break,
+                Err(_) => {
+                    stop(&mut read, &write, &target.name, AT_DEADLINE).await;
+                    guard.armed = false;
+                    return Err(AttemptError::Failed(timed_out(timeout)));
+                }
+            },
+            () = cancel.cancelled() => {
+                stop(&mut read, &write, &target.name, ON_CANCEL).await;
                 guard.armed = false;
-                return Err(AttemptError::Failed(timed_out(timeout)));
+                return Err(AttemptError::Failed(cancelled()));
             }
         };
         match msg {
             ChannelMsg::Success => started = true,
             ChannelMsg::Failure => {
                 guard.armed = false;
-                return Err(AttemptError::Failed(format!("{} refused to run the command", target.name)));
+                return Err(failed(HostFailure::Refused, format!("{} refused to run the command", target.name)));
             }
             ChannelMsg::Data { data } => {
                 started = true;
@@ -163,7 +192,7 @@ async fn run_once(
                     write
                         .data_bytes(password.into_bytes())
                         .await
-                        .map_err(|e| AttemptError::Failed(format!("cannot write the sudo password: {e}")))?;
+                        .map_err(|e| failed(HostFailure::Lost, format!("cannot write the sudo password: {e}")))?;
                 }
                 if gated.close_input {
                     let _ = write.eof().await;
@@ -198,6 +227,7 @@ async fn run_once(
         stdout: out.collected,
         stderr: err.collected,
         duration_ms: 0,
+        failure: error.is_some().then_some(HostFailure::Lost),
         error,
     })
 }

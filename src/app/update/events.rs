@@ -4,7 +4,7 @@
 
 use super::panes::keep_scroll_position;
 use crate::agent::AgentEvent;
-use crate::app::model::{ChatEntry, ChatRole, Dashboard, Model, Pane, ToastLevel};
+use crate::app::model::{ChatEntry, ChatRole, Dashboard, Model, ToastLevel};
 use crate::app::msg::Effect;
 use crate::app::output_buffer::LineKind;
 use crate::exec::{ExecEvent, HostResult};
@@ -12,34 +12,6 @@ use crate::term_safe::{visible, visible_line};
 
 /// Lines of an agent command's output kept for its tool cell.
 const TOOL_OUTPUT_LINES: usize = 200;
-
-pub(super) fn on_run_done(model: &mut Model, run: u64, results: &[HostResult]) -> Vec<Effect> {
-    let ok = results.iter().filter(|r| r.success()).count();
-    if let Some(progress) = model.runs.remove(&run) {
-        let level = if ok == results.len() { ToastLevel::Success } else { ToastLevel::Error };
-        let text = model.locale.tf(
-            "toast.run_done",
-            &[("command", &progress.command), ("ok", &ok.to_string()), ("total", &results.len().to_string())],
-        );
-        // With the output on screen the run is not in the background: a line in the status area is enough.
-        if model.view == Pane::Output {
-            model.flash = Some(text);
-        } else {
-            model.toast(level, text);
-        }
-    }
-    vec![Effect::Refresh]
-}
-
-pub(super) fn on_run_denied(model: &mut Model, run: u64, by: &str) -> Vec<Effect> {
-    if let Some(progress) = model.runs.remove(&run) {
-        let text = model.locale.tf("output.denied", &[("by", by)]);
-        model.output.push(LineKind::Note, text);
-        let toast = model.locale.tf("toast.run_denied", &[("command", &progress.command)]);
-        model.toast(ToastLevel::Error, toast);
-    }
-    Vec::new()
-}
 
 /// New metrics; a toast for each pipeline run that finished since the last refresh.
 pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effect> {
@@ -70,16 +42,28 @@ pub(super) fn on_host_checked(
     host: String,
     reachable: bool,
     at: String,
-    error: Option<String>,
+    error: Option<(crate::exec::HostFailure, String)>,
 ) -> Vec<Effect> {
     if let Some(h) = model.hosts.iter_mut().find(|h| h.name == host) {
         h.reachable = Some(reachable);
-        h.last_check = Some(at);
+        h.last_check = Some(at.clone());
     }
-    if reachable {
+    // The status line's "checking N hosts" is over once an answer is in.
+    model.flash = None;
+    match &error {
+        Some((failure, message)) => {
+            let message = visible_line(message).into_owned();
+            let record = crate::app::model::HostError { failure: *failure, message, at };
+            model.host_errors.insert(host.clone(), record);
+        }
+        None => {
+            model.host_errors.remove(&host);
+        }
+    }
+    if reachable && error.is_none() {
         model.toast(ToastLevel::Success, model.locale.tf("toast.reachable", &[("host", &host)]));
     } else {
-        let why = error.unwrap_or_default();
+        let why = error.map(|(_, e)| e).unwrap_or_default();
         model.toast(ToastLevel::Error, model.locale.tf("toast.unreachable", &[("host", &host), ("error", &why)]));
     }
     Vec::new()
@@ -145,6 +129,9 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
 }
 
 pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Vec<Effect> {
+    if let Some(tracked) = model.runs.get_mut(&run) {
+        tracked.apply(&event);
+    }
     match event {
         ExecEvent::Started { .. } => Vec::new(),
         ExecEvent::Line { host, stream, line } => {
@@ -154,12 +141,6 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
             Vec::new()
         }
         ExecEvent::Finished(result) => {
-            if let Some(progress) = model.runs.get_mut(&run) {
-                progress.done += 1;
-                if !result.success() {
-                    progress.failed += 1;
-                }
-            }
             let kind = LineKind::Outcome { host: result.host.as_str().into(), ok: result.success() };
             model.output.push(kind, visible_line(&outcome_text(&result, &model.locale)).into_owned());
             keep_scroll_position(model, 1);
@@ -180,8 +161,7 @@ pub fn reachability(result: &HostResult) -> Option<bool> {
     if result.exit_code.is_some() {
         return Some(true);
     }
-    let error = result.error.as_deref().unwrap_or("");
-    if error.starts_with("cannot reach") || error.starts_with("connection to") { Some(false) } else { None }
+    result.failure.filter(|f| f.unreachable()).map(|_| false)
 }
 
 fn outcome_text(r: &HostResult, locale: &crate::i18n::Locale) -> String {

@@ -110,7 +110,10 @@ fn submit(model: &mut Model) -> Vec<Effect> {
     match command_line::parse(&line) {
         Err(e) => model.flash = Some(e.render(&model.locale)),
         Ok(CommandLine::Nothing) => {}
-        Ok(CommandLine::Quit) => model.should_quit = true,
+        Ok(CommandLine::Quit) => effects.extend(super::runs::quit(model)),
+        Ok(CommandLine::Cancel(id)) => effects.extend(super::runs::cancel(model, id)),
+        Ok(CommandLine::Export { run, path }) => effects.extend(super::runs::export(model, run, path)),
+        Ok(CommandLine::Diff(a, b)) => super::runs::diff(model, a, b),
         Ok(CommandLine::Help) => model.help_open = true,
         Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
         Ok(CommandLine::Clear) => model.output.clear(),

@@ -7,6 +7,7 @@ mod events;
 mod input;
 mod modal;
 mod panes;
+mod runs;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 use ratatui::layout::Rect;
@@ -18,6 +19,7 @@ use super::msg::{Effect, Msg, PromptKind};
 pub use events::reachability;
 pub use input::{open_input, popup};
 use panes::start_run;
+use runs::quit_now;
 
 /// Applies `msg` to `model`.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
@@ -72,8 +74,14 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Exec { run, event } => events::on_exec_event(model, run, event),
-        Msg::RunDone { run, results } => events::on_run_done(model, run, &results),
-        Msg::RunDenied { run, by } => events::on_run_denied(model, run, &by),
+        Msg::RunStarted { run } => runs::on_started(model, run),
+        Msg::RunDone { run, results } => runs::on_done(model, run, &results),
+        Msg::RunDenied { run, by } => runs::on_denied(model, run, &by),
+        Msg::HostFailed { host, failure, error, at } => {
+            runs::on_host_failed(model, host, failure, error, at);
+            Vec::new()
+        }
+        Msg::Terminate => quit_now(model),
         Msg::Agent(event) => events::on_agent_event(model, event),
         Msg::AgentDone { error, summary } => {
             model.agent_busy = false;
@@ -88,6 +96,9 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             vec![Effect::Refresh]
         }
         Msg::Prompt(request) => {
+            if request.kind == PromptKind::Approval {
+                runs::on_approval_asked(model);
+            }
             model.prompts.push_back(PendingPrompt::new(request));
             Vec::new()
         }
@@ -164,7 +175,12 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
 /// Does what `action` means in the focused pane (keys and the `:` palette).
 fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
     match action {
-        Action::Quit => model.should_quit = true,
+        Action::Quit => return runs::quit(model),
+        Action::Interrupt => return runs::interrupt(model),
+        Action::Rerun => return runs::rerun(model, false),
+        Action::RerunFailed => return runs::rerun(model, true),
+        Action::Group => runs::toggle_mode(model, super::model::OutputMode::Grouped),
+        Action::FailedOnly => runs::toggle_mode(model, super::model::OutputMode::Failed),
         Action::Suspend => return vec![Effect::Suspend],
         Action::Help => model.help_open = true,
         Action::Zoom => model.zoomed = !model.zoomed,
@@ -198,7 +214,7 @@ fn run_palette_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::Add | Action::Edit | Action::Delete | Action::Check | Action::Details | Action::Tags => {
             Some(Pane::Inventory)
         }
-        Action::Follow | Action::Search | Action::Copy => Some(Pane::Output),
+        Action::Follow | Action::Search | Action::Copy | Action::Group | Action::FailedOnly => Some(Pane::Output),
         Action::SideBySide => Some(Pane::Pipeline),
         _ => None,
     };

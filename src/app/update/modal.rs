@@ -4,7 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::app::keymap::{Action, KeyContext};
-use crate::app::model::{Model, PendingPrompt};
+use crate::app::model::{Model, OnYes, PendingPrompt};
 use crate::app::msg::{Effect, PromptAnswer, PromptKind};
 
 pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
@@ -60,8 +60,11 @@ pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     let Some(answer) = answer else { return Vec::new() };
     let Some(mut done) = model.prompts.pop_front() else { return Vec::new() };
     // The console's own question: do the deferred work on yes.
-    if let Some(effect) = done.on_yes.take() {
-        return if answer == PromptAnswer::Yes { vec![effect] } else { Vec::new() };
+    match (done.on_yes.take(), answer == PromptAnswer::Yes) {
+        (Some(OnYes::Effect(effect)), true) => return vec![effect],
+        (Some(OnYes::Quit), true) => return super::quit_now(model),
+        (Some(_), false) => return Vec::new(),
+        (None, _) => {}
     }
     done.request.reply.take().map(|reply| vec![Effect::AnswerPrompt { reply, answer }]).unwrap_or_default()
 }

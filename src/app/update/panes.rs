@@ -6,9 +6,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::app::diff_view::{Diff, jump_to_hunk};
 use crate::app::keymap::Action;
-use crate::app::model::{ChatRole, HostForm, Model, Pane, PendingPrompt, RunProgress};
+use crate::app::model::{ChatRole, HostForm, KEPT_RUNS, Model, OnYes, OutputMode, Pane, PendingPrompt};
 use crate::app::msg::{Effect, PromptKind, PromptRequest};
 use crate::app::output_buffer::LineKind;
+use crate::exec::runs::Run;
 use crate::i18n::Text;
 use crate::inventory::Host;
 use crate::redact::redact_command;
@@ -21,6 +22,9 @@ fn page(model: &Model) -> usize {
 /// Mouse wheel over `pane`.
 pub(super) fn scroll(model: &mut Model, pane: Pane, up: bool) {
     match pane {
+        Pane::Output if model.output_view.mode != OutputMode::Live => {
+            scroll_report(model, if up { Action::Up } else { Action::Down });
+        }
         Pane::Output => scroll_output(model, 3, up),
         Pane::Chat => scroll_chat(model, 3, up),
         Pane::Pipeline => scroll_diff(model, 3, up),
@@ -44,7 +48,16 @@ pub(super) fn start_run(model: &mut Model, hosts: Vec<Host>, command: String) ->
     model.output.push(LineKind::Header, model.locale.tf(key, &args));
     model.output_view.follow = true;
     model.output_view.scroll = 0;
-    model.runs.insert(run, RunProgress { command: redact_command(&command), hosts: hosts.len(), done: 0, failed: 0 });
+    model.output_view.report_scroll = 0;
+    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    model.runs.insert(run, Run::new(run, redact_command(&command), &names));
+    model.run_hosts.insert(run, (hosts.clone(), command.clone()));
+    // Finished runs beyond the newest few are forgotten (their lines stay in the scrollback).
+    while model.runs.len() > KEPT_RUNS {
+        let Some(oldest) = model.runs.values().find(|r| !r.state.is_active()).map(|r| r.id) else { break };
+        model.runs.remove(&oldest);
+        model.run_hosts.remove(&oldest);
+    }
     Effect::RunCommand { run, hosts, command }
 }
 
@@ -109,7 +122,7 @@ pub(super) fn on_inventory_action(model: &mut Model, action: Action) -> Vec<Effe
                 reply: None,
             };
             let mut prompt = PendingPrompt::new(request);
-            prompt.on_yes = Some(Effect::DeleteHosts(names));
+            prompt.on_yes = Some(OnYes::Effect(Effect::DeleteHosts(names)));
             model.prompts.push_back(prompt);
         }
         _ => {}
@@ -250,7 +263,26 @@ fn scroll_output(model: &mut Model, lines: usize, up: bool) {
     }
 }
 
+/// Scrolls a run view (grouped, failed, diff), counted in rows from its top.
+fn scroll_report(model: &mut Model, action: Action) -> bool {
+    let page = page(model);
+    let scroll = &mut model.output_view.report_scroll;
+    match action {
+        Action::Up => *scroll = scroll.saturating_sub(1),
+        Action::Down => *scroll += 1,
+        Action::PageUp => *scroll = scroll.saturating_sub(page),
+        Action::PageDown => *scroll += page,
+        Action::Top => *scroll = 0,
+        Action::Bottom => *scroll = usize::MAX / 2,
+        _ => return false,
+    }
+    true
+}
+
 pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    if model.output_view.mode != OutputMode::Live && scroll_report(model, action) {
+        return Vec::new();
+    }
     match action {
         Action::Up => scroll_output(model, 1, true),
         Action::Down => scroll_output(model, 1, false),

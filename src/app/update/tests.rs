@@ -213,18 +213,35 @@ fn exec_events_fill_output_and_reachability() {
         stderr: String::new(),
         duration_ms: 12,
         error: None,
+        failure: None,
     };
+    update(&mut m, Msg::RunStarted { run: 1 });
+    assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Running);
     let effects = update(&mut m, Msg::Exec { run: 1, event: ExecEvent::Finished(result.clone()) });
     assert!(matches!(&effects[..], [Effect::SetReachable { reachable: true, .. }]));
     assert_eq!(m.hosts[0].reachable, Some(true));
-    assert_eq!(m.runs[&1].done, 1);
+    assert_eq!(m.runs[&1].progress().done, 1);
     update(&mut m, Msg::RunDone { run: 1, results: vec![result.clone()] });
-    assert!(m.runs.is_empty());
-    assert_eq!(m.flash.as_deref(), Some("uptime: 1/1 hosts succeeded"), "the output is on screen: no toast");
+    assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Done, "kept, finished, for rerun and export");
+    assert!(m.active_runs().is_empty());
+    assert_eq!(
+        m.flash.as_deref(),
+        Some("#1 uptime: 1/1 hosts succeeded · done · 0.01s"),
+        "the output is on screen: no toast"
+    );
     assert!(m.toasts.is_empty());
     let texts: Vec<&str> = m.output.window(10, 0, None).into_iter().map(|l| l.text.as_str()).collect();
-    assert_eq!(texts, ["$ uptime · 1 host: localhost", "up 3 days", "✓ localhost · exit 0 · 0.01s"]);
+    assert_eq!(
+        texts,
+        [
+            "$ uptime · 1 host: localhost",
+            "up 3 days",
+            "✓ localhost · exit 0 · 0.01s",
+            "#1 uptime: 1/1 hosts succeeded · done · 0.01s"
+        ]
+    );
     let down = HostResult {
+        failure: Some(crate::exec::HostFailure::Unreachable),
         error: Some("cannot reach 10.0.0.3:22: refused".into()),
         exit_code: None,
         host: "db01".into(),
@@ -239,7 +256,10 @@ fn exec_events_fill_output_and_reachability() {
     update(&mut m, key(KeyCode::Enter));
     update(&mut m, Msg::RunDone { run: 2, results: vec![result] });
     let toast = m.toasts.back().expect("a toast says the run finished");
-    assert_eq!((toast.level, toast.text.as_str()), (ToastLevel::Success, "uptime: 1/1 hosts succeeded"));
+    assert_eq!(
+        (toast.level, toast.text.as_str()),
+        (ToastLevel::Success, "#2 uptime: 1/1 hosts succeeded · done · 0.01s")
+    );
     for _ in 0..8 {
         update(&mut m, Msg::Tick);
     }
@@ -352,9 +372,102 @@ fn quit_keys_and_help() {
     assert!(!m.help_open && !m.should_quit, "q closes help first");
     update(&mut m, key(KeyCode::Char('q')));
     assert!(m.should_quit);
+    // Ctrl-C with nothing running asks before quitting.
     let mut m = model();
     update(&mut m, ctrl('c'));
+    assert!(!m.should_quit && m.prompts.len() == 1, "asks first");
+    update(&mut m, key(KeyCode::Char('y')));
     assert!(m.should_quit);
+}
+
+/// Starts `command` on the selection as a run and lets it past the gate.
+fn started_run(m: &mut Model, command: &str) -> u64 {
+    update(m, key(KeyCode::Char('!')));
+    type_text(m, command);
+    update(m, key(KeyCode::Enter));
+    let run = *m.runs.keys().next_back().expect("a run");
+    update(m, Msg::RunStarted { run });
+    run
+}
+
+#[test]
+fn ctrl_c_cancels_the_running_run_then_asks_before_quitting() {
+    let mut m = model();
+    let run = started_run(&mut m, "sleep 600");
+    let effects = update(&mut m, ctrl('c'));
+    assert!(matches!(&effects[..], [Effect::CancelRun(r)] if *r == run), "the first Ctrl-C cancels the run");
+    assert!(!m.should_quit && m.prompts.is_empty());
+    assert!(m.runs[&run].cancel_requested);
+    // A second Ctrl-C while it stops asks, listing what still runs.
+    update(&mut m, ctrl('c'));
+    let body = m.prompts.front().map(|p| p.request.body.render(&m.locale)).unwrap_or_default();
+    assert!(body.contains("#1 $ sleep 600 (1)"), "{body}");
+    update(&mut m, key(KeyCode::Char('n')));
+    assert!(!m.should_quit, "no keeps the console open");
+    let cancelled = HostResult {
+        host: "localhost".into(),
+        failure: Some(crate::exec::HostFailure::Cancelled),
+        error: Some("cancelled".into()),
+        ..Default::default()
+    };
+    update(&mut m, Msg::RunDone { run, results: vec![cancelled] });
+    assert_eq!(m.runs[&run].state, crate::exec::runs::RunState::Cancelled);
+    assert_eq!(m.host_run_state("localhost").map(|s| s.glyph()), Some("⊘"));
+}
+
+#[test]
+fn quitting_with_a_run_in_flight_asks_and_cancels_it() {
+    let mut m = model();
+    let run = started_run(&mut m, "sleep 600");
+    assert!(update(&mut m, key(KeyCode::Char('q'))).is_empty());
+    assert!(!m.should_quit && m.prompts.len() == 1, "q asks while a run is in flight");
+    let effects = update(&mut m, key(KeyCode::Char('y')));
+    assert!(m.should_quit);
+    assert!(matches!(&effects[..], [Effect::CancelRun(r)] if *r == run), "quitting stops the run on its hosts");
+    // SIGTERM quits without asking, and stops runs the same way.
+    let mut m = model();
+    let run = started_run(&mut m, "sleep 600");
+    let effects = update(&mut m, Msg::Terminate);
+    assert!(m.should_quit && matches!(&effects[..], [Effect::CancelRun(r)] if *r == run));
+}
+
+#[test]
+fn palette_cancel_rerun_and_run_views() {
+    let mut m = model();
+    assert!(update(&mut m, Msg::RunDone { run: 7, results: Vec::new() }).len() == 1, "an unknown run is ignored");
+    update(&mut m, key(KeyCode::Char(':')));
+    type_text(&mut m, "cancel");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.flash.as_deref(), Some("Nothing is running."));
+    let run = started_run(&mut m, "uptime");
+    update(&mut m, key(KeyCode::Char(':')));
+    type_text(&mut m, &format!("cancel {run}"));
+    assert!(
+        matches!(&update(&mut m, key(KeyCode::Enter))[..], [Effect::SaveHistory(_), Effect::CancelRun(r)] if *r == run)
+    );
+    let failed = HostResult { host: "localhost".into(), exit_code: Some(2), ..Default::default() };
+    update(&mut m, Msg::RunDone { run, results: vec![failed] });
+    assert_eq!(m.runs[&run].state, crate::exec::runs::RunState::Cancelled, "cancel was asked for");
+    // R reruns on the failed hosts, through the gate again (a new run).
+    update(&mut m, key(KeyCode::Char('2')));
+    let effects = update(&mut m, key(KeyCode::Char('R')));
+    assert!(
+        matches!(&effects[..], [Effect::RunCommand { run: 2, hosts, command }] if hosts.len() == 1 && command == "uptime")
+    );
+    update(&mut m, key(KeyCode::Char('=')));
+    assert_eq!(m.output_view.mode, crate::app::model::OutputMode::Grouped);
+    update(&mut m, key(KeyCode::Char('=')));
+    assert_eq!(m.output_view.mode, crate::app::model::OutputMode::Live);
+    update(&mut m, key(KeyCode::Char(':')));
+    type_text(&mut m, "diff localhost nowhere");
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.flash.as_deref(), Some("nowhere is not in run #2."));
+    update(&mut m, key(KeyCode::Char(':')));
+    type_text(&mut m, "export 1 /tmp/run.md");
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert!(
+        matches!(&effects[..], [Effect::SaveHistory(_), Effect::ExportRun { run, path }] if run.id == 1 && path == "/tmp/run.md")
+    );
 }
 
 #[test]
@@ -370,7 +483,8 @@ fn approval_prompts_answer_once_always_or_deny() {
     type_text(&mut m, "touch /tmp/x");
     update(&mut m, key(KeyCode::Enter));
     update(&mut m, Msg::RunDenied { run: 1, by: "tester (console)".into() });
-    assert!(m.runs.is_empty());
+    assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Denied);
+    assert!(m.active_runs().is_empty());
     assert_eq!(
         m.output.window(1, 0, None).first().map(|l| l.text.as_str()),
         Some("✗ not run: denied by tester (console)")

@@ -262,3 +262,62 @@ pub fn fixture_with_hostile_approval() -> Model {
     queue_approval(&mut m, request);
     m
 }
+
+/// A fleet of twelve web servers and a database, with one `uptime` run fed
+/// through `update` as the worker would: ten identical answers, one odd load,
+/// one host whose key changed, and one still running.
+pub fn fixture_fleet_run() -> Model {
+    use crate::exec::{ExecEvent, HostFailure, HostResult};
+    let mut hosts = vec![Host::localhost()];
+    for i in 1..=12 {
+        let mut h = Host::new(format!("web{i:02}"), format!("10.20.0.{}", 10 + i));
+        h.add_tag("web");
+        hosts.push(h);
+    }
+    let mut m = Model::new(hosts, false, 1000, Theme::dark());
+    m.inventory.marked = m.hosts.iter().skip(1).map(|h| h.name.clone()).collect();
+    update(&mut m, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('!'))));
+    m.input.set_text("!uptime -p");
+    update(&mut m, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Enter)));
+    update(&mut m, Msg::RunStarted { run: 1 });
+    for i in 1..=12 {
+        let host = format!("web{i:02}");
+        update(&mut m, Msg::Exec { run: 1, event: ExecEvent::Started { host: host.clone() } });
+        let (line, result) = match i {
+            7 => (
+                "up 2 hours, 3 minutes",
+                Some(HostResult { exit_code: Some(0), duration_ms: 180, ..Default::default() }),
+            ),
+            9 => (
+                "",
+                Some(HostResult {
+                    failure: Some(HostFailure::HostKey),
+                    error: Some(
+                        "the host key of web09 changed (ED25519 SHA256:9q…); if expected, remove the old key".into(),
+                    ),
+                    duration_ms: 40,
+                    ..Default::default()
+                }),
+            ),
+            12 => ("up 41 days, 3 hours", None),
+            _ => (
+                "up 41 days, 3 hours",
+                Some(HostResult { exit_code: Some(0), duration_ms: 200 + i, ..Default::default() }),
+            ),
+        };
+        if !line.is_empty() {
+            let event = ExecEvent::Line { host: host.clone(), stream: crate::exec::Stream::Stdout, line: line.into() };
+            update(&mut m, Msg::Exec { run: 1, event });
+        }
+        if let Some(mut result) = result {
+            result.host = host.clone();
+            if let (Some(failure), Some(error)) = (result.failure, result.error.clone()) {
+                let at = "2026-11-23T09:14:02Z".into();
+                update(&mut m, Msg::HostFailed { host: host.clone(), failure, error, at });
+            }
+            update(&mut m, Msg::Exec { run: 1, event: ExecEvent::Finished(result) });
+        }
+    }
+    m.focus = Pane::Output;
+    m
+}

@@ -35,7 +35,14 @@ fn reachable_text(model: &Model, h: &Host) -> String {
 /// An optional column: its header's locale key and how to fill a cell.
 type Column = (&'static str, fn(&Model, &Host) -> String);
 
-const OPTIONAL: [Column; 4] = [
+const OPTIONAL: [Column; 6] = [
+    ("col.state", |m, h| m.host_run_state(&h.name).map(|s| super::run_report::state_text(m, s)).unwrap_or_default()),
+    ("col.last_error", |m, h| {
+        m.host_errors
+            .get(&h.name)
+            .map(|e| format!("{} {}", m.locale.t(e.failure.key()), short_time(&e.at)))
+            .unwrap_or_default()
+    }),
     ("col.tags", |_, h| h.tags.join(",")),
     ("col.user", |_, h| h.username.clone().unwrap_or_default()),
     ("col.elevation", |_, h| h.elevation.as_str().to_string()),
@@ -61,7 +68,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let (table_area, detail_area) = if model.inventory.details {
-        let [t, d] = Layout::vertical([Constraint::Min(3), Constraint::Length(11)]).areas(inner);
+        let [t, d] = Layout::vertical([Constraint::Min(3), Constraint::Length(12)]).areas(inner);
         (t, Some(d))
     } else {
         (inner, None)
@@ -149,12 +156,20 @@ fn draw_details(model: &Model, h: &Host, frame: &mut Frame, area: Rect) {
         field("col.elevation", h.elevation.as_str().to_string()),
         field("col.reachable", reachable_text(model, h)),
         field("col.last_check", h.last_check.clone().unwrap_or_else(|| model.locale.t("inventory.never").to_string())),
+        field(
+            "col.last_error",
+            model
+                .host_errors
+                .get(&h.name)
+                .map(|e| format!("{} · {} · {}", short_time(&e.at), model.locale.t(e.failure.key()), e.message))
+                .unwrap_or_else(|| "-".into()),
+        ),
     ];
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.dim)
         .title(format!(" {} ", model.locale.t("inventory.details")));
-    frame.render_widget(Paragraph::new(lines).block(block), area);
+    frame.render_widget(Paragraph::new(lines).block(block).wrap(ratatui::widgets::Wrap { trim: false }), area);
 }
 
 /// The tag picker over the inventory: each tag with its host count.

@@ -11,6 +11,7 @@ mod metrics;
 mod output;
 mod pipeline;
 mod prompt;
+mod run_report;
 mod status;
 mod toast;
 
@@ -94,3 +95,5 @@ mod fixtures;
 mod svg;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_runs;

@@ -6,18 +6,21 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::view_block;
-use crate::app::model::Model;
+use crate::app::model::{Model, OutputMode};
 use crate::app::output_buffer::LineKind;
 use crate::exec::Stream;
 
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
-    let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
     let view = &model.output_view;
     let mut extra = String::new();
-    if running > 0 {
-        extra = format!("· {} ", model.locale.tf("output.running", &[("count", &running.to_string())]));
+    if let Some(run) = model.newest_active_run() {
+        extra = format!("· {} ", super::run_report::progress_text(model, run));
+    }
+    if view.mode != OutputMode::Live {
+        super::run_report::draw(model, frame, area, &extra);
+        return;
     }
     if !view.follow {
         extra.push_str(&format!("· ↑{} ", view.scroll));

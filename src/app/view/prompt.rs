@@ -21,7 +21,12 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let key = |action: Action| format!("[{}]", model.keymap.keys(KeyContext::Modal, action));
     let mut lines = match &prompt.request.approval {
         Some(approval) => approval_lines(model, approval),
-        None => vec![Line::raw(visible(&prompt.request.body.render(&model.locale)).into_owned()), Line::raw("")],
+        None => {
+            let body = visible(&prompt.request.body.render(&model.locale)).into_owned();
+            let mut lines: Vec<Line> = body.split('\n').map(|l| Line::raw(l.to_string())).collect();
+            lines.push(Line::raw(""));
+            lines
+        }
     };
     match prompt.request.kind {
         PromptKind::Approval => {
@@ -67,14 +72,31 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     }
     let width = 96u16.min(area.width.saturating_sub(4)).max(20);
     let mut block = Block::default().borders(Borders::ALL).border_style(theme.warn).title(title);
-    let full = Paragraph::new(lines.clone()).wrap(Wrap { trim: false }).line_count(width.saturating_sub(2));
+    // Rows a line takes once wrapped inside the border.
+    let rows_of = |line: &Line| Paragraph::new(line.clone()).wrap(Wrap { trim: false }).line_count(width - 2).max(1);
+    let full: usize = lines.iter().map(rows_of).sum();
     let room = usize::from(area.height.saturating_sub(4));
-    // A body taller than the screen scrolls; the choices stay at the bottom.
+    // A body taller than the screen scrolls; the choices (the last two lines) always stay, whole.
     let body = if full > room {
         let choices = lines.split_off(lines.len().saturating_sub(2));
-        let max_scroll = full.saturating_sub(room);
-        let scroll = prompt.scroll.min(max_scroll);
-        let mut body: Vec<Line> = lines.into_iter().skip(scroll).take(room.saturating_sub(choices.len())).collect();
+        let budget = room.saturating_sub(choices.iter().map(rows_of).sum());
+        // The furthest scroll that still fills the budget with the last lines.
+        let mut tail = 0;
+        let mut max_scroll = lines.len();
+        while max_scroll > 0 && tail + rows_of(&lines[max_scroll - 1]) <= budget {
+            tail += rows_of(&lines[max_scroll - 1]);
+            max_scroll -= 1;
+        }
+        let mut used = 0;
+        let mut body: Vec<Line> = Vec::new();
+        for line in lines.into_iter().skip(prompt.scroll.min(max_scroll)) {
+            let rows = rows_of(&line);
+            if used + rows > budget {
+                break;
+            }
+            used += rows;
+            body.push(line);
+        }
         body.extend(choices);
         block = block.title_bottom(Line::styled(format!(" {} ", t("prompt.scroll")), theme.dim));
         body
@@ -86,6 +108,23 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let rect = centered(area, width, height);
     frame.render_widget(Clear, rect);
     frame.render_widget(paragraph, rect);
+}
+
+/// Host names for the modal: ranges folded (`web01–web30`), the count when
+/// there are many, and cut to two lines so the choices always show.
+fn hosts_summary(model: &Model, hosts: &[String]) -> String {
+    const MOST: usize = 160;
+    let names = crate::exec::runs::compress_names(hosts);
+    let names = if names.chars().count() > MOST {
+        format!("{}…", names.chars().take(MOST).collect::<String>())
+    } else {
+        names
+    };
+    if hosts.len() > 3 {
+        format!("{} · {names}", model.locale.tf("prompt.host_count", &[("count", &hosts.len().to_string())]))
+    } else {
+        names
+    }
 }
 
 /// Summary, command, hosts, risk with reasons, leaks and diff of a change.
@@ -104,7 +143,7 @@ fn approval_lines<'a>(model: &Model, a: &crate::approval::ApprovalRequest) -> Ve
         vec![Line::from(vec![label("prompt.command"), Span::raw(command_lines.next().unwrap_or("").to_string())])];
     lines.extend(command_lines.map(|l| Line::raw(format!("{:9}{l}", ""))));
     lines.extend([
-        Line::from(vec![label("prompt.hosts"), Span::raw(visible_line(&a.hosts.join(", ")).into_owned())]),
+        Line::from(vec![label("prompt.hosts"), Span::raw(visible_line(&hosts_summary(model, &a.hosts)).into_owned())]),
         Line::from(vec![label("prompt.risk"), Span::styled(a.class.as_str().to_string(), risk_style)]),
     ]);
     for reason in &a.reasons {

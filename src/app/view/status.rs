@@ -68,7 +68,7 @@ pub fn draw_popup(model: &Model, frame: &mut Frame, input: Rect) {
 /// The status bar: focused pane, counts, and key hints from the keymap.
 pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
-    let running: usize = model.runs.values().map(|r| r.hosts - r.done).sum();
+    let running: usize = model.active_runs().iter().map(|r| r.progress().running).sum();
     let mut spans = vec![
         Span::styled(format!(" {} ", model.locale.t(model.focus.key()).to_uppercase()), theme.selected),
         Span::raw(format!(
@@ -79,6 +79,9 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
     ];
     if running > 0 {
         spans.push(Span::styled(format!(" · {running} {}", model.locale.t("status.running")), theme.warn));
+    }
+    if model.awaiting_approval() {
+        spans.push(Span::styled(format!(" · {}", model.locale.t("status.awaiting_approval")), theme.warn));
     }
     if !model.prompts.is_empty() {
         spans

@@ -1,0 +1,111 @@
+//! Snapshots of what a run looks like: progress while it runs, identical
+//! outputs folded, the failed hosts only, a diff of two hosts, the inventory's
+//! per-host state and last error, the quit question, and an approval for
+//! thirty hosts on a small terminal.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use super::fixtures::*;
+use crate::app::model::{Model, OutputMode, Pane};
+use crate::app::msg::Msg;
+use crate::app::update::update;
+
+fn render(model: &Model, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| super::view(model, f)).unwrap();
+    terminal
+}
+
+fn screen(terminal: &Terminal<TestBackend>) -> String {
+    format!("{:?}", terminal.backend())
+}
+
+#[test]
+fn a_run_in_flight_shows_its_progress_and_the_inventory_its_states() {
+    let m = fixture_fleet_run();
+    let terminal = render(&m, 120, 30);
+    let text = screen(&terminal);
+    assert!(text.contains("#1 11/12 done, 1 failed, 1 running"), "{text}");
+    assert!(text.contains("✓ ok") && text.contains("▶ running") && text.contains("! host key"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn grouped_output_folds_identical_hosts() {
+    let mut m = fixture_fleet_run();
+    m.output_view.mode = OutputMode::Grouped;
+    let terminal = render(&m, 120, 30);
+    let text = screen(&terminal);
+    assert!(text.contains("9 hosts identical: web01–web06, web08, web10, web11"), "{text}");
+    assert!(text.contains("═ web07 ✓ ok"), "the odd host stands alone: {text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn failed_hosts_only() {
+    let mut m = fixture_fleet_run();
+    m.output_view.mode = OutputMode::Failed;
+    let terminal = render(&m, 120, 24);
+    let text = screen(&terminal);
+    assert!(text.contains("═ web09 ! host key refused") && !text.contains("═ web07"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn diff_of_two_hosts() {
+    let mut m = fixture_fleet_run();
+    m.output_view.mode = OutputMode::Diff("web01".into(), "web07".into());
+    let terminal = render(&m, 120, 24);
+    let text = screen(&terminal);
+    assert!(text.contains("-up 41 days, 3 hours") && text.contains("+up 2 hours, 3 minutes"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn the_inventory_details_name_the_last_error_and_its_time() {
+    let mut m = fixture_fleet_run();
+    m.set_focus(Pane::Inventory);
+    m.inventory.cursor = 9;
+    m.inventory.details = true;
+    let terminal = render(&m, 120, 30);
+    let text = screen(&terminal);
+    assert!(text.contains("Last error  11-23 09:14 · host key") && text.contains("the host key of web09"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn quitting_with_a_run_in_flight_lists_it() {
+    let mut m = fixture_fleet_run();
+    update(&mut m, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('q'))));
+    let terminal = render(&m, 100, 24);
+    let text = screen(&terminal);
+    assert!(text.contains("#1 $ uptime -p (12)") && text.contains("[y/o]"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn approval_for_thirty_hosts_at_80x24_keeps_its_choices() {
+    use crate::approval::ApprovalRequest;
+    use crate::safety::analyze;
+    let mut m = fixture_fleet_run();
+    let hosts: Vec<String> = (1..=30).map(|i| format!("app{i:02}.eu-west-1.prod.example")).collect();
+    let command = "systemctl restart nginx";
+    let request = ApprovalRequest::new("restart nginx".into(), command, hosts, &analyze(command), Vec::new());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::mem::forget(rx);
+    let prompt = crate::app::msg::PromptRequest {
+        title: crate::i18n::Text::key("prompt.approve_title", &[("summary", &request.summary)]),
+        body: request.command.as_str().into(),
+        kind: crate::app::msg::PromptKind::Approval,
+        approval: Some(request),
+        reply: Some(tx),
+    };
+    update(&mut m, Msg::Prompt(prompt));
+    let terminal = render(&m, 80, 24);
+    let text = screen(&terminal);
+    assert!(text.contains("[a]") && text.contains("[n/d] [Esc]"), "the choices show whole: {text}");
+    assert!(text.contains("30 hosts"), "{text}");
+    assert!(text.contains("awaiting approval"), "the status line says what the run waits for: {text}");
+    insta::assert_snapshot!(terminal.backend());
+}
