@@ -300,8 +300,16 @@ async fn ask_policy_records_the_key_when_the_person_agrees() {
     let known = dir.path().join("known_hosts");
     let executor = Arc::new(executor_for(&key, known.clone(), HostKeyPolicy::Ask, Arc::new(Yes)));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let results =
-        fan_out(executor, vec![host_for("a", &sshd)], cleared("echo ok"), 4, Duration::from_secs(10), Default::default(), tx).await;
+    let results = fan_out(
+        executor,
+        vec![host_for("a", &sshd)],
+        cleared("echo ok"),
+        4,
+        Duration::from_secs(10),
+        Default::default(),
+        tx,
+    )
+    .await;
     assert!(results[0].success(), "{:?}", results[0]);
     let recorded = std::fs::read_to_string(&known).unwrap();
     assert_eq!(recorded.trim(), sshd.known_hosts_line());

@@ -1,0 +1,168 @@
+//! Run control against real sshd daemons: cancelling a fan-out from the
+//! console (Ctrl-C) and from `merlya exec` (SIGINT) leaves no process behind
+//! on the hosts; quitting with a run in flight asks first and stops it;
+//! identical outputs fold into one group; a host whose key changed shows why
+//! in the inventory.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::tmux::Tmux;
+use support::{Sshd, SshdOptions, TestEnv, TestKey, text};
+
+/// A `sleep` only this test runs (GNU sleep takes fractions), so other tests' sleeps are not counted.
+fn unique_sleep(sshd: &Sshd) -> String {
+    format!("sleep 600.{}{}", sshd.port, std::process::id() % 1000)
+}
+
+/// How many processes run `command` (on the hosts: they are all this machine).
+fn running(command: &str) -> usize {
+    let out = Command::new("pgrep").args(["-f", "-x", command]).output().expect("pgrep");
+    text(&out.stdout).lines().count()
+}
+
+fn wait_until(what: &str, limit: Duration, check: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !check() {
+        assert!(started.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Five inventory hosts (`node1`…`node5`, tag `fleet`) on one trusted sshd.
+fn fleet() -> (TestKey, Sshd, TestEnv) {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    for i in 1..=5 {
+        env.add_host(&format!("node{i}"), &sshd, &["--tag", "fleet"]);
+    }
+    (key, sshd, env)
+}
+
+/// Marks the fleet in the console and runs `command` on it.
+fn run_on_fleet(tmux: &Tmux, command: &str) {
+    tmux.wait_for("Inventory · 6");
+    tmux.keys(&["/"]);
+    tmux.type_text("@fleet");
+    tmux.keys(&["Enter", "a", "!"]);
+    tmux.type_text(command);
+    tmux.keys(&["Enter"]);
+}
+
+#[test]
+fn ctrl_c_cancels_a_five_host_run_and_nothing_is_left_on_the_hosts() {
+    let (_key, sshd, env) = fleet();
+    let sleep = unique_sleep(&sshd);
+    let tmux = Tmux::start("cancel", &env, 130, 34);
+    run_on_fleet(&tmux, &sleep);
+    wait_until("five remote sleeps", Duration::from_secs(20), || running(&sleep) == 5);
+    let screen = tmux.wait_for("0/5 done, 0 failed, 5 running");
+    assert!(screen.contains("▶ running"), "the inventory shows each host's state:\n{screen}");
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("0/5 hosts succeeded · cancelled");
+    assert!(!screen.contains("Quit"), "the first Ctrl-C cancels, it does not ask to quit:\n{screen}");
+    assert_eq!(running(&sleep), 0, "the remote sleeps were stopped before the run reported");
+    assert!(screen.contains("⊘ cancelled"), "{screen}");
+    // With nothing running, Ctrl-C asks before quitting.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("Quit merlya?");
+    tmux.keys(&["y"]);
+    tmux.wait_for("EXITED 0");
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert_eq!(audit.len(), 5);
+    assert!(audit.iter().all(|e| e["outcome"] == "failed" || e["outcome"] == "cancelled"), "{audit:?}");
+}
+
+#[test]
+fn quitting_with_a_run_in_flight_asks_then_stops_it_on_the_hosts() {
+    let (_key, sshd, env) = fleet();
+    let sleep = unique_sleep(&sshd);
+    let tmux = Tmux::start("quit", &env, 130, 34);
+    run_on_fleet(&tmux, &sleep);
+    wait_until("five remote sleeps", Duration::from_secs(20), || running(&sleep) == 5);
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("Quit and stop them on their hosts?");
+    assert!(screen.contains(&format!("#1 $ {sleep} (5)")), "{screen}");
+    tmux.keys(&["n"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(running(&sleep), 5, "no keeps the run going");
+    tmux.keys(&["q"]);
+    tmux.wait_for("Quit and stop them on their hosts?");
+    tmux.keys(&["y"]);
+    tmux.wait_for("EXITED 0");
+    assert_eq!(running(&sleep), 0, "nothing is left running on a host after the console exits");
+}
+
+#[test]
+fn exec_on_sigint_stops_the_hosts_and_exits_130_with_a_summary() {
+    let (_key, sshd, env) = fleet();
+    let sleep = unique_sleep(&sshd);
+    let child =
+        env.merlya(&["exec", "@fleet", "--", &sleep]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_until("five remote sleeps", Duration::from_secs(20), || running(&sleep) == 5);
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let rows = stdout.lines().filter(|l| l.starts_with("node") && l.contains("cancelled")).count();
+    assert_eq!(rows, 5, "a summary row per host, each cancelled:\n{stdout}");
+    assert!(stdout.contains("0/5 hosts succeeded"), "{stdout}");
+    assert_eq!(running(&sleep), 0, "the remote sleeps were stopped");
+}
+
+#[test]
+fn identical_outputs_fold_into_one_group_and_the_odd_host_stands_alone() {
+    let key = TestKey::generate("");
+    let (a, b) = (Sshd::start(SshdOptions::allowing(&key)), Sshd::start(SshdOptions::allowing(&key)));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&a);
+    env.trust(&b);
+    for i in 1..=4 {
+        env.add_host(&format!("web{i:02}"), &a, &["--tag", "fleet"]);
+    }
+    env.add_host("odd01", &b, &["--tag", "fleet"]);
+    let tmux = Tmux::start("group", &env, 130, 34);
+    tmux.wait_for("Inventory · 6");
+    // Each host prints the port of the sshd it reached: four say one thing, one another.
+    tmux.command(":exec @fleet -- echo $SSH_CONNECTION | cut -d' ' -f4");
+    tmux.wait_for("5/5 hosts succeeded");
+    tmux.keys(&["2", "="]);
+    let screen = tmux.wait_for("4 hosts identical: web01–web04 ✓ ok");
+    assert!(screen.contains(&format!("│ {}", a.port)) && screen.contains(&format!("│ {}", b.port)), "{screen}");
+    assert!(screen.contains("═ odd01 ✓ ok"), "{screen}");
+    tmux.command(":diff web01 odd01");
+    let screen = tmux.wait_for("+++ odd01");
+    assert!(screen.contains(&format!("-{}", a.port)) && screen.contains(&format!("+{}", b.port)), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}
+
+#[test]
+fn a_host_whose_key_changed_shows_the_reason_in_the_inventory() {
+    let key = TestKey::generate("");
+    let (real, other) = (Sshd::start(SshdOptions::allowing(&key)), Sshd::start(SshdOptions::allowing(&key)));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    // known_hosts holds another server's key for this address: the key "changed".
+    let forged = other.known_hosts_line().replace(&format!(":{} ", other.port), &format!(":{} ", real.port));
+    std::fs::write(env.home().join(".ssh/known_hosts"), format!("{forged}\n")).unwrap();
+    env.add_host("moved", &real, &[]);
+    let tmux = Tmux::start("hostkey", &env, 140, 34);
+    tmux.wait_for("Inventory · 2");
+    tmux.keys(&["j", "c"]);
+    let screen = tmux.wait_for("host key refused");
+    assert!(screen.contains("Last error"), "the last-error column says why:\n{screen}");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Last error");
+    assert!(screen.contains("host key refused ·") && screen.contains("CHANGED"), "the details name it:\n{screen}");
+    assert_eq!(real.accepted_logins(), 0, "nothing logged in to a server with a changed key");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}
