@@ -166,3 +166,37 @@ fn a_host_whose_key_changed_shows_the_reason_in_the_inventory() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+#[test]
+fn run_on_sigint_cancels_the_agents_command_on_its_host_and_exits_130() {
+    use serde_json::json;
+    use support::agent::{KEY, configured, fleet, is_main};
+    use support::llm::{ScriptedLlm, openai};
+    let key = TestKey::generate("");
+    let sleep = format!("sleep 600.{}", std::process::id() % 100_000);
+    let remote = sleep.clone();
+    let llm = ScriptedLlm::start(move |r| {
+        if is_main(r) {
+            openai::sse_tool_call("delegate_diagnostic", json!({"target": "web01", "task": "wait a while"}))
+        } else {
+            openai::tool_call("run_command", json!({"command": remote}))
+        }
+    });
+    let env = configured(&llm, "openai", "");
+    let _fleet = fleet(1, &key, &env);
+    let child = env
+        .merlya(&["run", "why is web01 slow?"])
+        .env("MERLYA_TEST_LLM_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the agent's remote sleep", Duration::from_secs(30), || running(&sleep) == 1);
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("cancelled by the operator"), "{stderr}");
+    assert!(stderr.contains("web01") && stderr.contains(&sleep), "the summary lists the command:\n{stderr}");
+    assert_eq!(running(&sleep), 0, "the agent's command was stopped on its host");
+}

@@ -110,7 +110,12 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     });
     let mut reports = Vec::new();
     let mut failed = false;
+    // SIGINT/SIGTERM cancel the turn: its commands are stopped on their hosts, the rest of the tasks skipped.
+    let cancel = super::cancel_on_signals();
     for (task, role) in tasks {
+        if cancel.is_cancelled() {
+            break;
+        }
         let started = Instant::now();
         // One client per task so tokens and cost are per task.
         let llm = Arc::new(LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref())?);
@@ -133,11 +138,15 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
             role,
             Duration::from_secs(ctx.config.ssh.command_timeout_secs),
             observer.clone(),
-        );
+        )
+        .with_cancel(cancel.clone());
         let report = agent.run_task(&task).await;
         failed |= report.error.is_some();
         if text_mode {
             print_text(&report);
+        }
+        if cancel.is_cancelled() {
+            eprint!("{}", command_summary(&report));
         }
         reports.push(json_report(&task, llm.model(role), &report, started.elapsed()));
     }
@@ -149,7 +158,30 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     }
-    Ok(if failed { EXIT_TASK_FAILED } else { EXIT_OK })
+    Ok(if cancel.is_cancelled() {
+        super::EXIT_CANCELLED
+    } else if failed {
+        EXIT_TASK_FAILED
+    } else {
+        EXIT_OK
+    })
+}
+
+/// After a cancel: each command the agent ran, per host, with how it ended.
+fn command_summary(report: &RunReport) -> String {
+    let rows: Vec<Vec<String>> = report
+        .commands
+        .iter()
+        .map(|c| {
+            let exit = match (c.exit_code, &c.refused) {
+                (Some(code), _) => code.to_string(),
+                (None, Some(why)) => visible(why).into_owned(),
+                (None, None) => "-".into(),
+            };
+            vec![c.host.clone(), visible(&c.command).into_owned(), exit]
+        })
+        .collect();
+    format!("\ncancelled; commands run:\n{}", super::table::render(&["HOST", "COMMAND", "EXIT"], &rows))
 }
 
 fn print_text(report: &RunReport) {
