@@ -200,3 +200,18 @@ fn run_on_sigint_cancels_the_agents_command_on_its_host_and_exits_130() {
     assert!(stderr.contains("web01") && stderr.contains(&sleep), "the summary lists the command:\n{stderr}");
     assert_eq!(running(&sleep), 0, "the agent's command was stopped on its host");
 }
+
+#[test]
+fn the_timeout_bounds_the_whole_run_and_each_host_reports_timed_out() {
+    let (_key, sshd, env) = fleet();
+    let sleep = unique_sleep(&sshd);
+    // One host at a time and two seconds for the run: the first is stopped at the deadline, the
+    // others never get a slot in time and are reported timed out without starting.
+    let out =
+        env.run(&["exec", "node1,node2,node3", "--parallel", "1", "--timeout", "2", "--format", "json", "--", &sleep]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let results = support::json_lines(&text(&out.stdout));
+    assert_eq!(results.len(), 3);
+    assert!(results.iter().all(|r| r["failure"] == "timed_out" && r["exit_code"].is_null()), "{results:?}");
+    assert_eq!(running(&sleep), 0);
+}

@@ -13,8 +13,10 @@ use crate::inventory::Host;
 use crate::safety::clearance::Clearance;
 
 /// Runs the cleared command on every host; results come back in the order of
-/// `hosts`. When `cancel` fires, running commands are stopped on their hosts
-/// and hosts still waiting for a slot report cancelled without starting.
+/// `hosts`. `timeout` bounds the whole run, not each host: a host that waits
+/// for a slot gets what is left, so a run ends when its timeout says. When
+/// `cancel` fires, running commands are stopped on their hosts and hosts
+/// still waiting for a slot report cancelled without starting.
 pub async fn fan_out(
     executor: Arc<Executor>,
     hosts: Vec<Host>,
@@ -27,6 +29,7 @@ pub async fn fan_out(
     let permits = Arc::new(Semaphore::new(parallel.max(1)));
     let command = Arc::new(command);
     let mut tasks = JoinSet::new();
+    let deadline = std::time::Instant::now() + timeout;
     for (index, host) in hosts.iter().cloned().enumerate() {
         let (executor, permits, command, events) = (executor.clone(), permits.clone(), command.clone(), events.clone());
         let cancel = cancel.clone();
@@ -39,7 +42,13 @@ pub async fn fan_out(
                     return (index, result);
                 }
             };
-            (index, executor.run_until(&host, &command, timeout, &cancel, &events).await)
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                let result = HostResult::failed(&host.name, std::time::Instant::now(), super::timed_out(timeout));
+                let _ = events.send(ExecEvent::Finished(result.clone()));
+                return (index, result);
+            }
+            (index, executor.run_until(&host, &command, left, &cancel, &events).await)
         });
     }
     let mut results: Vec<Option<HostResult>> = vec![None; hosts.len()];
