@@ -215,3 +215,17 @@ fn the_timeout_bounds_the_whole_run_and_each_host_reports_timed_out() {
     assert!(results.iter().all(|r| r["failure"] == "timed_out" && r["exit_code"].is_null()), "{results:?}");
     assert_eq!(running(&sleep), 0);
 }
+
+#[test]
+fn hosts_added_and_removed_in_another_terminal_appear_without_reload() {
+    let env = TestEnv::new();
+    let tmux = Tmux::start("live-inventory", &env, 120, 30);
+    tmux.wait_for("Inventory · 1");
+    env.ok(&["hosts", "add", "added-elsewhere", "--hostname", "10.9.9.9", "--tag", "late"]);
+    let screen = tmux.wait_for("Inventory · 2");
+    assert!(screen.contains("added-elsewhere"), "{screen}");
+    env.ok(&["hosts", "rm", "added-elsewhere"]);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

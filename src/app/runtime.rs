@@ -75,6 +75,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             conversation: Default::default(),
             locale: std::sync::RwLock::new(model.locale.clone()),
             control: Default::default(),
+            inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
         };
         super::highlight::warm_up();
 

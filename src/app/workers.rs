@@ -38,6 +38,8 @@ pub(super) struct Services {
     pub locale: std::sync::RwLock<crate::i18n::Locale>,
     /// Runs in flight and the agent's turn, to cancel them.
     pub control: Arc<super::run_worker::RunControl>,
+    /// The inventory version last loaded (-1: not read yet).
+    pub inventory_version: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Services {
@@ -227,11 +229,20 @@ pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, Strin
     services.sender.send(Msg::Note(note));
 }
 
-/// Loads pipeline runs and metrics from the store and the model client.
+/// Loads pipeline runs and metrics from the store and the model client, and
+/// the inventory again when another process (or this one) changed it.
 pub(super) fn refresh_dashboard(services: &Services) {
     let (store, sender) = (services.ctx.store.clone(), services.sender.clone());
     let llm = services.llm.read().ok().and_then(|l| l.clone());
+    let (ctx, executor, seen) = (services.ctx.clone(), services.executor.clone(), services.inventory_version.clone());
     tokio::spawn(async move {
+        use std::sync::atomic::Ordering;
+        if let Ok(version) = store.inventory_version().await {
+            let before = seen.swap(version, Ordering::Relaxed);
+            if before >= 0 && before != version {
+                reload_hosts(&ctx, &executor, &sender).await;
+            }
+        }
         let (pipelines, stats) = match (store.list_pipeline_runs().await, store.command_stats().await) {
             (Ok(p), Ok(s)) => (p, s),
             (Err(e), _) | (_, Err(e)) => {

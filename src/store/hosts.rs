@@ -51,6 +51,15 @@ impl Store {
         rows.iter().map(host_from_row).collect::<Result<_, _>>().ctx("cannot read a host row")
     }
 
+    /// A number that changes whenever any host or tag is added, changed or
+    /// removed (by this process or another): a console polls it to reload.
+    pub async fn inventory_version(&self) -> Result<i64, StoreError> {
+        sqlx::query_scalar("SELECT version FROM inventory_version WHERE id = 1")
+            .fetch_one(self.pool())
+            .await
+            .ctx("cannot read the inventory version")
+    }
+
     /// One host by name.
     pub async fn get_host(&self, name: &str) -> Result<Host, HostError> {
         let sql = format!("{SELECT_HOSTS} WHERE h.name = ?");
