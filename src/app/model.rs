@@ -395,6 +395,8 @@ pub struct Model {
     /// The hosts of each run, to rerun it (a run's tracker keeps names only).
     pub run_hosts: BTreeMap<u64, (Vec<Host>, String)>,
     pub next_run: u64,
+    /// Concrete host names of ~/.ssh/config, usable as targets outside the inventory.
+    pub ssh_aliases: Vec<String>,
     /// Each host's last failure, by host name.
     pub host_errors: BTreeMap<String, HostError>,
     /// One-line notice in the status bar (errors, confirmations).
@@ -450,6 +452,7 @@ impl Model {
             runs: BTreeMap::new(),
             run_hosts: BTreeMap::new(),
             next_run: 1,
+            ssh_aliases: Vec::new(),
             host_errors: BTreeMap::new(),
             flash: None,
             model_configured,

@@ -43,6 +43,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let theme = Theme::load(&ctx.config.ui.theme, &ctx.home.themes_dir(), ColorDepth::detect())?;
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
         model.input.history = load_history(&ctx.home);
+        model.ssh_aliases = executor.ssh_aliases();
         model.keymap = Keymap::load(&ctx.config.ui.keymap, &ctx.home.keymaps_dir())?;
         let locale = crate::i18n::Locale::new(&ctx.config.ui.language).map_err(|code| {
             color_eyre::eyre::eyre!(

@@ -46,8 +46,9 @@ pub struct ExecArgs {
 pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let command = args.command.join(" ");
     let inventory = ctx.store.list_hosts().await?;
-    let hosts = resolve_targets(&args.targets, &inventory).map_err(|e| eyre!("{e}"))?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
+    let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
+    let hosts = resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
     let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
     let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let analysis = analyze(&command);
@@ -61,7 +62,6 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     }
     let request = ApprovalRequest::new(format!("run on {} host(s)", names.len()), &command, names, &analysis, leaks);
     let outcome = gate.check(&request).await;
-    let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
     let requested_by = local_user();
     let Some(clearance) = outcome.clearance(&command) else {
         let denier = match &outcome {

@@ -215,11 +215,12 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
 
     let inventory = ctx.store.list_hosts().await?;
-    let hosts = crate::inventory::resolve_targets(targets, &inventory).map_err(|e| eyre!("{e}"))?;
     let interactive = std::io::stdin().is_terminal();
     let prompter: Arc<dyn Prompter> =
         if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
-    let executor = ctx.executor(inventory, prompter, interactive)?;
+    let executor = ctx.executor(inventory.clone(), prompter, interactive)?;
+    let hosts =
+        crate::inventory::resolve_targets(targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let timeout = std::time::Duration::from_secs(ctx.config.ssh.command_timeout_secs);
     let mut rows = Vec::new();

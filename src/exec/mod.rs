@@ -184,6 +184,11 @@ impl Executor {
         }
     }
 
+    /// Concrete host names of ~/.ssh/config: targets that may be used without being in the inventory.
+    pub fn ssh_aliases(&self) -> Vec<String> {
+        self.resolve.read().map(|r| r.ssh_config.concrete_aliases()).unwrap_or_default()
+    }
+
     /// The SSH pool (for statistics).
     pub fn pool(&self) -> &SshPool {
         &self.pool

@@ -2,9 +2,10 @@
 //!
 //! Resolution is pure: it takes the inventory and returns hosts in inventory
 //! order without duplicates. A name that is not in the inventory becomes an
-//! ad-hoc host (so `merlya exec newbox -- uptime` works with ~/.ssh/config);
-//! a tag or glob that matches nothing is an error, because that is almost
-//! always a typo.
+//! ad-hoc host only when it reads as an address — it has a dot, is an IP
+//! literal, or names a user or port (`ops@newbox:2222`); a bare unknown
+//! word is almost always a typo, so it is an error with the nearest names.
+//! A tag or glob that matches nothing is an error for the same reason.
 
 use globset::Glob;
 
@@ -25,6 +26,11 @@ pub enum TargetError {
     /// A glob that cannot be parsed, or a name that is not a valid host name.
     #[error("invalid target {0:?}: {1}")]
     Invalid(String, String),
+    /// A bare name that is not in the inventory (and does not read as an address).
+    #[error(
+        "{0} is not in the inventory{1}; to reach a host outside it, give an address (with a dot, an IP, or user@host)"
+    )]
+    UnknownHost(String, String),
     /// The agent named a host that is not in the inventory.
     #[error("{0} is not in the inventory; the agent may only reach inventory hosts")]
     NotInInventory(String),
@@ -33,8 +39,9 @@ pub enum TargetError {
     LocalhostClosed,
 }
 
-/// Resolves `expr` against `inventory`.
-pub fn resolve_targets(expr: &str, inventory: &[Host]) -> Result<Vec<Host>, TargetError> {
+/// Resolves `expr` against `inventory`; a bare name outside it is accepted
+/// when it is one of `ssh_aliases` (concrete `Host` names of ~/.ssh/config).
+pub fn resolve_targets(expr: &str, inventory: &[Host], ssh_aliases: &[String]) -> Result<Vec<Host>, TargetError> {
     let mut selected: Vec<Host> = Vec::new();
     let push = |host: &Host, selected: &mut Vec<Host>| {
         if !selected.iter().any(|h| h.name == host.name) {
@@ -64,8 +71,11 @@ pub fn resolve_targets(expr: &str, inventory: &[Host]) -> Result<Vec<Host>, Targ
             matching.into_iter().for_each(|h| push(h, &mut selected));
         } else if let Some(host) = inventory.iter().find(|h| h.name == part) {
             push(host, &mut selected);
-        } else {
+        } else if reads_as_address(part) || ssh_aliases.iter().any(|a| a == part) {
             selected.push(ad_hoc_host(part)?);
+        } else {
+            validate_name(part).map_err(|e| TargetError::Invalid(part.into(), e))?;
+            return Err(TargetError::UnknownHost(part.into(), did_you_mean(part, inventory)));
         }
     }
     Ok(selected)
@@ -89,7 +99,7 @@ pub fn resolve_inventory_targets(
             return Err(TargetError::LocalhostClosed);
         }
     }
-    let mut hosts = resolve_targets(expr, inventory)?;
+    let mut hosts = resolve_targets(expr, inventory, &[])?;
     if !allow_localhost {
         hosts.retain(|h| h.name != LOCALHOST);
     }
@@ -100,6 +110,28 @@ pub fn resolve_inventory_targets(
 }
 
 /// `[user@]name[:port]` not in the inventory: an ad-hoc SSH host.
+/// Whether an unknown target is meant as an address rather than a name.
+fn reads_as_address(part: &str) -> bool {
+    part.contains(['.', '@', ':']) || part.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// `"; did you mean web01 or web10?"` for the closest inventory names, or nothing.
+fn did_you_mean(part: &str, inventory: &[Host]) -> String {
+    let mut close: Vec<(usize, &str)> = inventory
+        .iter()
+        .map(|h| (strsim::damerau_levenshtein(part, &h.name), h.name.as_str()))
+        .filter(|(d, name)| *d <= 2.max(name.len() / 3))
+        .collect();
+    close.sort();
+    let nearest = close.first().map(|(d, _)| *d).unwrap_or(0);
+    let names: Vec<&str> = close.iter().filter(|(d, _)| *d == nearest).take(3).map(|(_, n)| *n).collect();
+    match names.as_slice() {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        [rest @ .., last] => format!("; did you mean {} or {last}?", rest.join(", ")),
+    }
+}
+
 fn ad_hoc_host(part: &str) -> Result<Host, TargetError> {
     let (user, rest) = match part.split_once('@') {
         Some((u, r)) => (Some(u.to_string()), r),
@@ -141,29 +173,43 @@ mod tests {
     #[test]
     fn names_tags_globs_lists_and_all() {
         let inv = inv();
-        assert_eq!(names(&resolve_targets("web01", &inv).unwrap()), ["web01"]);
-        assert_eq!(names(&resolve_targets("@prod", &inv).unwrap()), ["web02", "db01"]);
-        assert_eq!(names(&resolve_targets("web*", &inv).unwrap()), ["web01", "web02"]);
-        assert_eq!(names(&resolve_targets("db01, @web ,web02", &inv).unwrap()), ["db01", "web01", "web02"]);
-        assert_eq!(names(&resolve_targets("all", &inv).unwrap()), ["localhost", "web01", "web02", "db01"]);
+        assert_eq!(names(&resolve_targets("web01", &inv, &[]).unwrap()), ["web01"]);
+        assert_eq!(names(&resolve_targets("@prod", &inv, &[]).unwrap()), ["web02", "db01"]);
+        assert_eq!(names(&resolve_targets("web*", &inv, &[]).unwrap()), ["web01", "web02"]);
+        assert_eq!(names(&resolve_targets("db01, @web ,web02", &inv, &[]).unwrap()), ["db01", "web01", "web02"]);
+        assert_eq!(names(&resolve_targets("all", &inv, &[]).unwrap()), ["localhost", "web01", "web02", "db01"]);
     }
 
     #[test]
     fn unknown_name_becomes_ad_hoc_host_with_user_and_port() {
-        let hosts = resolve_targets("ops@newbox:2222", &inv()).unwrap();
+        let hosts = resolve_targets("ops@newbox:2222", &inv(), &[]).unwrap();
         assert_eq!(hosts[0].name, "newbox");
         assert_eq!(hosts[0].username.as_deref(), Some("ops"));
         assert_eq!(hosts[0].port, 2222);
     }
 
     #[test]
+    fn a_typo_is_an_error_with_the_nearest_names_and_addresses_still_work() {
+        let inv = inv();
+        let err = resolve_targets("web1", &inv, &[]).unwrap_err();
+        assert_eq!(err.to_string().split(';').nth(1).map(str::trim), Some("did you mean web01?"), "{err}");
+        assert!(
+            matches!(resolve_targets("zzzzzz", &inv, &[]), Err(TargetError::UnknownHost(_, hint)) if hint.is_empty())
+        );
+        for address in ["10.1.2.3", "db.example.com", "ops@newbox", "newbox:2222"] {
+            assert!(resolve_targets(address, &inv, &[]).is_ok(), "{address} is an address");
+        }
+        assert!(resolve_targets("adhoc-box", &inv, &["adhoc-box".into()]).is_ok(), "an ~/.ssh/config alias");
+    }
+
+    #[test]
     fn typos_are_errors() {
         let inv = inv();
-        assert_eq!(resolve_targets("@nope", &inv), Err(TargetError::UnknownTag("nope".into())));
-        assert_eq!(resolve_targets("cache*", &inv), Err(TargetError::NoMatch("cache*".into())));
-        assert_eq!(resolve_targets(" , ", &inv), Err(TargetError::Empty));
-        assert!(matches!(resolve_targets("a b", &inv), Err(TargetError::Invalid(..))));
-        assert!(matches!(resolve_targets("x:port", &inv), Err(TargetError::Invalid(..))));
+        assert_eq!(resolve_targets("@nope", &inv, &[]), Err(TargetError::UnknownTag("nope".into())));
+        assert_eq!(resolve_targets("cache*", &inv, &[]), Err(TargetError::NoMatch("cache*".into())));
+        assert_eq!(resolve_targets(" , ", &inv, &[]), Err(TargetError::Empty));
+        assert!(matches!(resolve_targets("a b", &inv, &[]), Err(TargetError::Invalid(..))));
+        assert!(matches!(resolve_targets("x:port", &inv, &[]), Err(TargetError::Invalid(..))));
     }
 
     #[test]

@@ -97,7 +97,7 @@ impl ResolveContext {
         if let Some(h) = self.inventory.iter().find(|h| h.name == spec) {
             return Ok(h.clone());
         }
-        crate::inventory::resolve_targets(spec, &[])
+        crate::inventory::resolve_targets(spec, &[], &self.ssh_config.concrete_aliases())
             .map_err(|e| format!("jump host {spec:?}: {e}"))?
             .into_iter()
             .next()

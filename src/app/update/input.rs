@@ -159,7 +159,8 @@ fn submit(model: &mut Model) -> Vec<Effect> {
                 effects.push(start_run(model, hosts, command));
             }
         }
-        Ok(CommandLine::Exec { targets, command }) => match resolve_targets(&targets, &model.hosts) {
+        Ok(CommandLine::Exec { targets, command }) => match resolve_targets(&targets, &model.hosts, &model.ssh_aliases)
+        {
             Ok(hosts) => effects.push(start_run(model, hosts, command)),
             Err(e) => model.flash = Some(e.to_string()),
         },
