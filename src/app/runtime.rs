@@ -70,13 +70,14 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             executor,
             gate,
             prompter,
-            llm: std::sync::RwLock::new(llm),
-            model_config: std::sync::RwLock::new(ctx.config.model.clone()),
+            llm: Arc::new(std::sync::RwLock::new(llm)),
+            model_config: Arc::new(std::sync::RwLock::new(ctx.config.model.clone())),
             sender: sender.clone(),
             conversation: Default::default(),
             locale: std::sync::RwLock::new(model.locale.clone()),
             control: Default::default(),
             inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+            last_dashboard: Default::default(),
         };
         super::highlight::warm_up();
 
@@ -198,9 +199,13 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
         Effect::SaveSetting { key, value } => {
-            if let Err(e) = crate::config::set_value(&ctx.home.config_file(), &key, &value) {
-                sender.send(Msg::Error(format!("{key} not saved: {e}")));
-            }
+            // File writes happen on a worker, never on the loop thread.
+            let (path, sender) = (ctx.home.config_file(), sender.clone());
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = crate::config::set_value(&path, &key, &value) {
+                    sender.send(Msg::Error(format!("{key} not saved: {e}")));
+                }
+            });
         }
         Effect::Model(change) => switch_model(services, change),
         Effect::CheckHosts(hosts) => workers::check_hosts(services, hosts),
@@ -239,14 +244,16 @@ fn run_effect(effect: Effect, services: &Services) {
         }
         Effect::SaveHistory(line) => {
             let path = ctx.home.history_file();
-            let appended = crate::home::private_file_options()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| writeln!(f, "{}", line.replace('\n', " ")));
-            if let Err(e) = appended {
-                tracing::warn!(path = %path.display(), error = %e, "cannot save history");
-            }
+            tokio::task::spawn_blocking(move || {
+                let appended = crate::home::private_file_options()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| writeln!(f, "{}", line.replace('\n', " ")));
+                if let Err(e) = appended {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot save history");
+                }
+            });
         }
     }
 }

@@ -28,9 +28,9 @@ pub(super) struct Services {
     pub executor: Arc<Executor>,
     pub gate: ApprovalGate,
     pub prompter: Arc<TuiPrompter>,
-    pub llm: std::sync::RwLock<Option<Arc<LlmClient>>>,
+    pub llm: Arc<std::sync::RwLock<Option<Arc<LlmClient>>>>,
     /// The model settings in force (changed by `/model`).
-    pub model_config: std::sync::RwLock<crate::config::ModelConfig>,
+    pub model_config: Arc<std::sync::RwLock<crate::config::ModelConfig>>,
     pub sender: AppSender,
     /// The conversation the next message continues (`None`: a new one).
     pub conversation: Arc<Mutex<Option<String>>>,
@@ -40,6 +40,8 @@ pub(super) struct Services {
     pub control: Arc<super::run_worker::RunControl>,
     /// The inventory version last loaded (-1: not read yet).
     pub inventory_version: Arc<std::sync::atomic::AtomicI64>,
+    /// The dashboard last sent to the console (an unchanged one is not sent again).
+    pub last_dashboard: Arc<Mutex<Option<Dashboard>>>,
 }
 
 impl Services {
@@ -192,41 +194,43 @@ pub(super) fn export_run(services: &Services, run: crate::exec::runs::Run, path:
 /// What the conversation records for a turn the operator cancelled.
 const CANCELLED_TURN: &str = "(The operator cancelled this turn; its running commands were stopped.)";
 
-/// `/model`: shows the roles, or switches one, saves it to config.yaml and rebuilds the client.
+/// `/model`: shows the roles, or switches one, saves it to config.yaml and
+/// rebuilds the client — on a worker (a file write and a keyring lookup).
 pub(super) fn switch_model(services: &Services, change: Option<(ModelRole, String)>) {
-    let Ok(mut config) = services.model_config.write() else { return };
-    let Some((role, spec)) = change else {
-        let locale = services.locale();
-        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| locale.t("note.not_set").to_string());
-        let note = locale.tf("note.model_roles", &[("brain", &show(&config.brain)), ("fast", &show(&config.fast))]);
-        services.sender.send(Msg::Note(note));
-        return;
-    };
-    let key = match role {
-        ModelRole::Brain => "model.brain",
-        ModelRole::Fast => "model.fast",
-    };
-    let saved = crate::config::set_value(&services.ctx.home.config_file(), key, &spec);
-    let locale = services.locale();
-    let note = match saved {
-        Err(e) => locale.tf("note.model_not_changed", &[("key", key), ("error", &e.to_string())]),
-        Ok(_) => {
-            match role {
-                ModelRole::Brain => config.brain = Some(spec.clone()),
-                ModelRole::Fast => config.fast = Some(spec.clone()),
-            }
-            match LlmClient::from_config(&config, services.ctx.secrets().as_ref()) {
-                Ok(client) => {
-                    if let Ok(mut llm) = services.llm.write() {
-                        *llm = Some(Arc::new(client));
-                    }
-                    locale.tf("note.model_saved", &[("key", key), ("spec", &spec)])
+    let (ctx, sender, locale) = (services.ctx.clone(), services.sender.clone(), services.locale());
+    let (model_config, llm) = (services.model_config.clone(), services.llm.clone());
+    tokio::task::spawn_blocking(move || {
+        let Ok(mut config) = model_config.write() else { return };
+        let Some((role, spec)) = change else {
+            let show = |v: &Option<String>| v.clone().unwrap_or_else(|| locale.t("note.not_set").to_string());
+            let note = locale.tf("note.model_roles", &[("brain", &show(&config.brain)), ("fast", &show(&config.fast))]);
+            sender.send(Msg::Note(note));
+            return;
+        };
+        let key = match role {
+            ModelRole::Brain => "model.brain",
+            ModelRole::Fast => "model.fast",
+        };
+        let note = match crate::config::set_value(&ctx.home.config_file(), key, &spec) {
+            Err(e) => locale.tf("note.model_not_changed", &[("key", key), ("error", &e.to_string())]),
+            Ok(_) => {
+                match role {
+                    ModelRole::Brain => config.brain = Some(spec.clone()),
+                    ModelRole::Fast => config.fast = Some(spec.clone()),
                 }
-                Err(e) => locale.tf("note.model_unusable", &[("key", key), ("error", &e.to_string())]),
+                match LlmClient::from_config(&config, ctx.secrets().as_ref()) {
+                    Ok(client) => {
+                        if let Ok(mut llm) = llm.write() {
+                            *llm = Some(Arc::new(client));
+                        }
+                        locale.tf("note.model_saved", &[("key", key), ("spec", &spec)])
+                    }
+                    Err(e) => locale.tf("note.model_unusable", &[("key", key), ("error", &e.to_string())]),
+                }
             }
-        }
-    };
-    services.sender.send(Msg::Note(note));
+        };
+        sender.send(Msg::Note(note));
+    });
 }
 
 /// Loads pipeline runs and metrics from the store and the model client, and
@@ -235,6 +239,7 @@ pub(super) fn refresh_dashboard(services: &Services) {
     let (store, sender) = (services.ctx.store.clone(), services.sender.clone());
     let llm = services.llm.read().ok().and_then(|l| l.clone());
     let (ctx, executor, seen) = (services.ctx.clone(), services.executor.clone(), services.inventory_version.clone());
+    let last_sent = services.last_dashboard.clone();
     tokio::spawn(async move {
         use std::sync::atomic::Ordering;
         if let Ok(version) = store.inventory_version().await {
@@ -254,7 +259,15 @@ pub(super) fn refresh_dashboard(services: &Services) {
             Some(llm) => (llm.spend().into_iter().collect(), llm.breaker_open()),
             None => (Vec::new(), false),
         };
-        sender.send(Msg::Dashboard(Box::new(Dashboard { pipelines, stats, spend, breaker_open })));
+        let dashboard = Dashboard { pipelines, stats, spend, breaker_open };
+        // An idle console draws nothing: only news is sent.
+        if let Ok(mut last) = last_sent.lock() {
+            if last.as_ref() == Some(&dashboard) {
+                return;
+            }
+            *last = Some(dashboard.clone());
+        }
+        sender.send(Msg::Dashboard(Box::new(dashboard)));
     });
 }
 

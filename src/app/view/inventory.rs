@@ -109,7 +109,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         .map(|h| {
             let (dot, style) = match h.reachable {
                 Some(true) => ("●", theme.ok),
-                Some(false) => ("●", theme.error),
+                // Not only a colour: NO_COLOR and 16-colour terminals still tell them apart.
+                Some(false) => ("✗", theme.error),
                 None => ("○", theme.dim),
             };
             let mark = if model.inventory.marked.contains(&h.name) { "▸" } else { " " };
