@@ -341,3 +341,26 @@ fn ctrl_z_suspends_to_the_shell_and_fg_resumes() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("code=0");
 }
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_as_q_does() {
+    for signal in ["TERM", "HUP", "INT"] {
+        let env = TestEnv::new();
+        let tmux = Tmux::start(&format!("signal-{signal}"), &env, 100, 30);
+        tmux.wait_for("Inventory · 1");
+        let modes =
+            |tmux: &Tmux| tmux.tmux(&["display", "-p", "-t", "0", "#{alternate_on} #{cursor_flag} #{mouse_any_flag}"]);
+        assert_eq!(
+            modes(&tmux).trim(),
+            "1 0 1",
+            "the console holds the alternate screen, hides the cursor, tracks the mouse"
+        );
+        let shell = tmux.tmux(&["display", "-p", "-t", "0", "#{pane_pid}"]);
+        let out = Command::new("pgrep").args(["-P", shell.trim(), "merlya"]).output().unwrap();
+        let pid = text(&out.stdout).trim().to_string();
+        assert!(!pid.is_empty(), "the console's pid");
+        assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
+        tmux.wait_for("EXITED 0");
+        assert_eq!(modes(&tmux).trim(), "0 1 0", "SIG{signal}: screen, cursor and mouse are given back");
+    }
+}
