@@ -133,6 +133,16 @@ fn config_init_show_and_path() {
     env.ok(&["config", "set", "model.brain", "anthropic/claude-sonnet"]);
     let shown: serde_json::Value = yaml_serde::from_str(&env.ok(&["config", "show"])).unwrap();
     assert_eq!(shown["model"]["brain"], "anthropic/claude-sonnet");
+    for (key, value, valid) in [
+        ("ui.theme", "neon", "expected dark, light or high-contrast"),
+        ("ui.keymap", "emacs", "expected default or vim"),
+        ("ui.language", "de", "expected one of en, fr"),
+    ] {
+        let out = env.run(&["config", "set", key, value]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.contains(key) && err.contains(valid), "{key}: {err}");
+    }
     let out = env.run(&["config", "set", "model.fast", "gpt4"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("model.fast: expected provider/model"), "{}", text(&out.stderr));
@@ -358,7 +368,11 @@ fn host_commands_round_trip() {
     ]);
     env.ok(&["hosts", "add", "bastion", "--hostname", "10.0.0.254", "--port", "2222", "--elevation", "sudo_password"]);
     assert_eq!(env.run(&["hosts", "add", "web01", "--hostname", "x"]).status.code(), Some(1));
-    assert!(text(&env.run(&["hosts", "add", "bad name", "--hostname", "x"]).stderr).contains("contains ' '"));
+    let err = text(&env.run(&["hosts", "add", "bad name", "--hostname", "x"]).stderr);
+    assert!(err.contains("contains ' '"), "{err}");
+    assert!(!err.contains('\x1b'), "errors are not coloured when stderr is not a terminal: {err:?}");
+    let err = text(&env.run(&["exec", "web1", "--", "true"]).stderr);
+    assert!(err.contains("web1 is not in the inventory; did you mean web01?"), "{err}");
     env.ok(&["hosts", "tag", "web01", "prod", "eu"]);
     env.ok(&["hosts", "untag", "web01", "eu"]);
     let show: serde_json::Value =

@@ -51,3 +51,21 @@ pub mod view;
 mod workers;
 
 pub use runtime::run_console;
+
+/// Whether the console could start with `key` set to `value` (`ui.theme`,
+/// `ui.keymap`, `ui.language`); the error names the valid values. Other keys
+/// are the config loader's business.
+pub fn check_ui_setting(home: &crate::home::MerlyaHome, key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "ui.theme" => theme::Theme::load(value, &home.themes_dir(), theme::ColorDepth::TrueColor)
+            .map(|_| ())
+            .map_err(|e| format!("ui.theme: {e}")),
+        "ui.keymap" => {
+            keymap::Keymap::load(value, &home.keymaps_dir()).map(|_| ()).map_err(|e| format!("ui.keymap: {e}"))
+        }
+        "ui.language" => crate::i18n::Locale::new(value).map(|_| ()).map_err(|code| {
+            format!("ui.language: unknown language {code:?}; expected one of {}", crate::i18n::languages().join(", "))
+        }),
+        _ => Ok(()),
+    }
+}

@@ -1,7 +1,7 @@
 //! `merlya config path|show|init`.
 
 use clap::Subcommand;
-use color_eyre::eyre::{Result, WrapErr, bail};
+use color_eyre::eyre::{Result, WrapErr, bail, eyre};
 
 use super::EXIT_OK;
 use crate::config::{Config, DEFAULT_CONFIG_YAML};
@@ -36,6 +36,8 @@ pub fn run(home: MerlyaHome, cmd: ConfigCommand) -> Result<u8> {
             print!("{}", yaml_serde::to_string(&config).wrap_err("cannot render the configuration")?);
         }
         ConfigCommand::Set { key, value } => {
+            // Refuse what the console could not start with, naming what it accepts.
+            crate::app::check_ui_setting(&home, &key, &value).map_err(|e| eyre!("{}: {e}", path.display()))?;
             crate::config::set_value(&path, &key, &value)?;
             println!("{key} = {value} in {}", path.display());
         }

@@ -109,8 +109,14 @@ pub enum Command {
 
 /// Parses arguments, runs, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let _ =
-        color_eyre::config::HookBuilder::default().display_env_section(false).display_location_section(false).install();
+    use std::io::IsTerminal;
+    let mut hook =
+        color_eyre::config::HookBuilder::default().display_env_section(false).display_location_section(false);
+    // Colour only for a person at a terminal: logs and pipes get plain text.
+    if !std::io::stderr().is_terminal() || std::env::var_os("NO_COLOR").is_some() {
+        hook = hook.theme(color_eyre::config::Theme::new());
+    }
+    let _ = hook.install();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
