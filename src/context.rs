@@ -41,6 +41,22 @@ impl Context {
     pub async fn open(home: MerlyaHome, kind: &str) -> Result<Self> {
         home.ensure()?;
         let config = Config::load(&home.config_file())?;
+        Self::open_with(home, kind, config).await
+    }
+
+    /// For the console: a config file that cannot be used does not keep the
+    /// operator out in an incident; the defaults are used and the error
+    /// (file, line, what was expected) is returned to be shown in a banner.
+    pub async fn open_forgiving(home: MerlyaHome, kind: &str) -> Result<(Self, Option<String>)> {
+        home.ensure()?;
+        let (config, problem) = match Config::load(&home.config_file()) {
+            Ok(config) => (config, None),
+            Err(e) => (Config::parse(&home.config_file(), "", &[]).unwrap_or_default(), Some(e.to_string())),
+        };
+        Ok((Self::open_with(home, kind, config).await?, problem))
+    }
+
+    async fn open_with(home: MerlyaHome, kind: &str, config: Config) -> Result<Self> {
         let log_guard = crate::logging::init(&home, &config.logging)?;
         let store = Store::open(&home.database()).await?;
         let session_id = store.start_session(kind).await?;

@@ -364,3 +364,18 @@ fn sigterm_and_sighup_restore_the_terminal_as_q_does() {
         assert_eq!(modes(&tmux).trim(), "0 1 0", "SIG{signal}: screen, cursor and mouse are given back");
     }
 }
+
+#[test]
+fn a_broken_config_file_starts_the_console_with_defaults_and_says_where() {
+    let env = TestEnv::new();
+    std::fs::write(env.merlya_home().join("config.yaml"), "ui:\n  max_fps: [not a number\n").unwrap();
+    let tmux = Tmux::start("broken-config", &env, 140, 34);
+    let screen = tmux.wait_for("Inventory · 1");
+    assert!(screen.contains("started with the defaults"), "{screen}");
+    assert!(screen.contains("config.yaml") && screen.contains("line"), "the banner names the file and line:\n{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+    // The CLI still refuses to run on a config it cannot read.
+    let out = env.run(&["hosts", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -33,7 +33,8 @@ const MAX_BATCH: usize = 4096;
 /// Opens the console and runs it until the user quits.
 pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Result<u8> {
     runtime.block_on(async move {
-        let ctx = Arc::new(Context::open(home, "console").await?);
+        let (ctx, config_problem) = Context::open_forgiving(home, "console").await?;
+        let ctx = Arc::new(ctx);
         let hosts = ctx.store.list_hosts().await?;
         let (tx, rx) = unbounded_channel();
         let sender = AppSender::new(tx);
@@ -53,6 +54,11 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             )
         })?;
         model.set_locale(locale);
+        if let Some(problem) = config_problem {
+            let text = model.locale.tf("banner.config_broken", &[("error", &problem)]);
+            model.chat.push(ChatEntry::new(ChatRole::System, text));
+            model.toast(super::model::ToastLevel::Error, model.locale.t("toast.config_broken").to_string());
+        }
         let llm = if ctx.config.has_model() {
             match LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref()) {
                 Ok(client) => Some(Arc::new(client)),
