@@ -379,3 +379,27 @@ fn a_broken_config_file_starts_the_console_with_defaults_and_says_where() {
     let out = env.run(&["hosts", "list"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn hosts_import_from_the_chat_adds_a_file_and_a_bad_file_says_which_line() {
+    let env = TestEnv::new();
+    let good = env.dir.path().join("inventory.ini");
+    std::fs::write(&good, "[web]\nweb[01:03] ansible_host=10.1.0.1\n").unwrap();
+    let bad = env.dir.path().join("broken.csv");
+    std::fs::write(&bad, "name,hostname,port\nok1,10.0.0.1,22\nbad,10.0.0.2,ssh\n").unwrap();
+    let tmux = Tmux::start("import", &env, 140, 34);
+    let screen = tmux.wait_for("Inventory · 1");
+    assert!(screen.contains("/hosts import"), "the first screen says how to add hosts:\n{screen}");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text(&format!("/hosts import {}", bad.display()));
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("nothing was imported");
+    assert!(screen.contains("line 3"), "{screen}");
+    tmux.keys(&["i"]);
+    tmux.type_text(&format!("/hosts import {}", good.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Imported 3 host(s)");
+    tmux.wait_for("Inventory · 4");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

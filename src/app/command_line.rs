@@ -90,6 +90,8 @@ pub enum CommandLine {
     Action(Action),
     /// `/hosts [FILTER]`: focus the inventory, filtered.
     Hosts(String),
+    /// `/hosts import PATH`: add the hosts of a file (format detected).
+    ImportHosts(String),
     /// `/secret list|set NAME|rm NAME`.
     Secret(SecretCommand),
     /// `/mcp`: the MCP servers configured.
@@ -181,7 +183,13 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
     let (word, rest) = input.split_once(char::is_whitespace).unwrap_or((input, ""));
     let args: Vec<&str> = rest.split_whitespace().collect();
     match word {
-        "/hosts" => return Ok(CommandLine::Hosts(args.join(" "))),
+        "/hosts" => {
+            return match args.as_slice() {
+                ["import", path] => Ok(CommandLine::ImportHosts(path.to_string())),
+                ["import", ..] => Err(Text::key("cmd.import_usage", &[])),
+                _ => Ok(CommandLine::Hosts(args.join(" "))),
+            };
+        }
         "/metrics" => return Ok(CommandLine::Action(Action::FocusMetrics)),
         "/help" => return Ok(CommandLine::Help),
         "/exit" | "/quit" => return Ok(CommandLine::Quit),
@@ -251,6 +259,7 @@ mod tests {
         assert_eq!(parse(":diff web01 web02"), Ok(CommandLine::Diff("web01".into(), "web02".into())));
         assert_eq!(parse(":group"), Ok(CommandLine::Action(Action::Group)));
         assert_eq!(parse("/hosts @web"), Ok(CommandLine::Hosts("@web".into())));
+        assert_eq!(parse("/hosts import ~/inv.ini"), Ok(CommandLine::ImportHosts("~/inv.ini".into())));
         assert_eq!(parse("/secret set db_pw"), Ok(CommandLine::Secret(SecretCommand::Set("db_pw".into()))));
         assert_eq!(parse("/audit 5"), Ok(CommandLine::Audit(5)));
         assert_eq!(parse("/exit"), Ok(CommandLine::Quit));

@@ -110,6 +110,8 @@ pub enum Effect {
     AnswerPrompt { reply: oneshot::Sender<PromptAnswer>, answer: PromptAnswer },
     /// Reload the inventory from the database.
     ReloadHosts,
+    /// `/hosts import PATH`: add the hosts of a file, then reload.
+    ImportHosts(String),
     /// Record a host's reachability.
     SetReachable { host: String, reachable: bool },
     /// Append a line to the input history file.

@@ -349,6 +349,37 @@ pub(super) fn delete_hosts(services: &Services, names: Vec<String>) {
     });
 }
 
+/// `/hosts import PATH`: the same reading as `merlya hosts import`, then a reload.
+pub(super) fn import_hosts(services: &Services, path: String) {
+    let (ctx, executor, sender, locale) =
+        (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.locale());
+    tokio::spawn(async move {
+        let file = crate::ssh::ssh_config::expand_tilde(&path);
+        let read = tokio::task::spawn_blocking(move || crate::inventory::import::read_import_file(&file, None)).await;
+        let report = match read {
+            Ok(Ok(report)) => report,
+            Ok(Err(e)) => return sender.send(Msg::Note(e)),
+            Err(e) => return sender.send(Msg::Error(e.to_string())),
+        };
+        let note = match ctx.store.upsert_hosts(&report.hosts).await {
+            Ok((added, updated)) => {
+                let (added, updated, total) = (added.to_string(), updated.to_string(), report.hosts.len().to_string());
+                let mut note = locale.tf(
+                    "note.imported",
+                    &[("count", &total), ("path", &path), ("added", &added), ("updated", &updated)],
+                );
+                for skipped in &report.skipped {
+                    note.push_str(&format!("\n  {skipped}"));
+                }
+                note
+            }
+            Err(e) => locale.tf("note.import_failed", &[("path", &path), ("error", &e.to_string())]),
+        };
+        sender.send(Msg::Note(note));
+        reload_hosts(&ctx, &executor, &sender).await;
+    });
+}
+
 /// Reads the inventory again and hands it to the console.
 pub(super) async fn reload_hosts(ctx: &Context, executor: &Executor, sender: &AppSender) {
     match ctx.store.list_hosts().await {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use color_eyre::eyre::{Result, WrapErr, bail, eyre};
+use color_eyre::eyre::{Result, bail, eyre};
 
 use super::{EXIT_OK, ListFormat, table};
 use crate::context::Context;
@@ -179,21 +179,7 @@ fn print_hosts(hosts: &[Host], format: ListFormat) -> Result<()> {
 }
 
 async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<ImportFormat>, dry_run: bool) -> Result<u8> {
-    let text = std::fs::read_to_string(file).wrap_err_with(|| format!("cannot read {}", file.display()))?;
-    let format = match format.or_else(|| import::detect_format(file, &text)) {
-        Some(f) => f,
-        None => bail!(
-            "cannot tell the format of {}; pass --format (ssh-config, known-hosts, etc-hosts, ansible-ini, ansible-yaml, csv, toml, json, yaml)",
-            file.display()
-        ),
-    };
-    let report = match import::parse(format, &text) {
-        Ok(report) => report,
-        Err(errors) => {
-            let lines: Vec<String> = errors.iter().map(|e| format!("  {}: {e}", file.display())).collect();
-            bail!("{} has {} error(s); nothing was imported:\n{}", file.display(), errors.len(), lines.join("\n"));
-        }
-    };
+    let report = import::read_import_file(file, format).map_err(|e| eyre!("{e}"))?;
     for skipped in &report.skipped {
         eprintln!("skipped: {skipped}");
     }

@@ -116,6 +116,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         Ok(CommandLine::Diff(a, b)) => super::runs::diff(model, a, b),
         Ok(CommandLine::Help) => model.help_open = true,
         Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
+        Ok(CommandLine::ImportHosts(path)) => effects.push(Effect::ImportHosts(path)),
         Ok(CommandLine::Clear) => model.output.clear(),
         Ok(CommandLine::Action(action)) => effects.extend(run_palette_action(model, action)),
         Ok(CommandLine::Hosts(filter)) => {

@@ -8,6 +8,7 @@
 mod ansible_ini;
 mod ansible_yaml;
 mod etc_hosts;
+mod file;
 mod host_list;
 mod range;
 mod table;
@@ -15,6 +16,8 @@ mod table;
 use std::path::Path;
 
 use serde::Serialize;
+
+pub use file::read_import_file;
 
 use super::host::{Host, validate_name, validate_tag};
 
