@@ -390,6 +390,8 @@ pub struct Model {
     /// Front is on screen; the rest wait.
     pub prompts: VecDeque<PendingPrompt>,
     pub help_open: bool,
+    /// Rows the help overlay is scrolled.
+    pub help_scroll: usize,
     /// Runs in flight and the newest finished ones, by id.
     pub runs: BTreeMap<u64, crate::exec::runs::Run>,
     /// The hosts of each run, to rerun it (a run's tracker keeps names only).
@@ -449,6 +451,7 @@ impl Model {
             zoomed: false,
             prompts: VecDeque::new(),
             help_open: false,
+            help_scroll: 0,
             runs: BTreeMap::new(),
             run_hosts: BTreeMap::new(),
             next_run: 1,

@@ -148,8 +148,18 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     }
     if model.help_open {
         let action = model.keymap.action(KeyContext::Global, &key);
-        if matches!(key.code, KeyCode::Esc | KeyCode::Enter) || matches!(action, Some(Action::Help | Action::Quit)) {
-            model.help_open = false;
+        let page = usize::from(model.size.1 / 2).max(1);
+        let scroll = &mut model.help_scroll;
+        match key.code {
+            KeyCode::Down | KeyCode::Char('j') => *scroll += 1,
+            KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => *scroll += page,
+            KeyCode::PageUp => *scroll = scroll.saturating_sub(page),
+            KeyCode::Home | KeyCode::Char('g') => *scroll = 0,
+            KeyCode::End | KeyCode::Char('G') => *scroll = usize::MAX / 2,
+            KeyCode::Esc | KeyCode::Enter => model.help_open = false,
+            _ if matches!(action, Some(Action::Help | Action::Quit)) => model.help_open = false,
+            _ => {}
         }
         return Vec::new();
     }
@@ -182,7 +192,10 @@ fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::Group => runs::toggle_mode(model, super::model::OutputMode::Grouped),
         Action::FailedOnly => runs::toggle_mode(model, super::model::OutputMode::Failed),
         Action::Suspend => return vec![Effect::Suspend],
-        Action::Help => model.help_open = true,
+        Action::Help => {
+            model.help_open = true;
+            model.help_scroll = 0;
+        }
         Action::Zoom => model.zoomed = !model.zoomed,
         Action::NextPane => model.set_focus(model.focus.next()),
         Action::PreviousPane => model.set_focus(model.focus.previous()),

@@ -377,3 +377,24 @@ fn write_screenshots() {
             .unwrap();
     }
 }
+
+#[test]
+fn help_overlay_on_a_small_terminal_scrolls_and_keeps_whole_descriptions() {
+    let mut m = fixture_model();
+    m.help_open = true;
+    let top = format!("{:?}", render(&m, 80, 24).backend());
+    assert!(top.contains("Scroll") || top.contains("scroll"), "a scroll hint: {top}");
+    m.help_scroll = 30;
+    let terminal = render(&m, 80, 24);
+    let scrolled = format!("{:?}", terminal.backend());
+    assert_ne!(top, scrolled, "the overlay scrolls");
+    // A long description wraps instead of being cut.
+    let joined: String = scrolled.split('"').filter(|s| s.contains('│')).map(|s| s.replace('│', " ")).collect();
+    let words = joined.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("cancel the newest run (or the agent's turn); with nothing running, ask to quit")
+            || top.split_whitespace().collect::<Vec<_>>().join(" ").contains("ask to quit"),
+        "{scrolled}"
+    );
+    insta::assert_snapshot!(terminal.backend());
+}
