@@ -51,6 +51,36 @@ impl Areas {
     }
 }
 
+impl Areas {
+    /// The tab whose label (`labels`, in [`Pane::VIEWS`] order) is under a
+    /// click on the top border of the top-right area (drawn as ` A │ B │ …`).
+    pub fn tab_at(&self, column: u16, row: u16, labels: &[(Pane, usize)]) -> Option<Pane> {
+        if row != self.view.y || self.view.width == 0 {
+            return None;
+        }
+        let mut x = usize::from(self.view.x) + 3;
+        for (pane, width) in labels {
+            if (x..x + width).contains(&usize::from(column)) {
+                return Some(*pane);
+            }
+            x += width + 3;
+        }
+        None
+    }
+
+    /// The index (among the shown hosts) of the inventory row under a click,
+    /// given the table's rows on screen and the selected row (the table
+    /// scrolls just enough to keep it visible).
+    pub fn inventory_row(&self, row: u16, visible_rows: usize, cursor: usize) -> Option<usize> {
+        let first = self.inventory.y + 2; // border, header
+        if row < first || row >= first + u16::try_from(visible_rows).unwrap_or(u16::MAX) {
+            return None;
+        }
+        let offset = (cursor + 1).saturating_sub(visible_rows);
+        Some(offset + usize::from(row - first))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

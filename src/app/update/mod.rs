@@ -37,7 +37,23 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
                 (MouseEventKind::ScrollUp, Some(pane)) => panes::scroll(model, pane, true),
                 (MouseEventKind::ScrollDown, Some(pane)) => panes::scroll(model, pane, false),
                 (MouseEventKind::Down(_), Some(pane)) if model.prompts.is_empty() && model.form.is_none() => {
+                    let areas = super::layout::Areas::of(screen, model.input_rows(), model.zoomed_pane());
+                    let labels: Vec<(Pane, usize)> =
+                        Pane::VIEWS.iter().map(|p| (*p, model.locale.t(p.key()).chars().count())).collect();
+                    if let Some(tab) = areas.tab_at(mouse.column, mouse.row, &labels) {
+                        model.set_focus(tab);
+                        return Vec::new();
+                    }
                     model.set_focus(pane);
+                    if pane == Pane::Inventory {
+                        let details = if model.inventory.details { 12 } else { 0 };
+                        let rows = usize::from(areas.inventory.height.saturating_sub(3 + details));
+                        if let Some(i) = areas.inventory_row(mouse.row, rows, model.inventory.cursor)
+                            && i < model.visible_hosts().len()
+                        {
+                            model.inventory.cursor = i;
+                        }
+                    }
                 }
                 _ => {}
             }

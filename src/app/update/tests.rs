@@ -89,6 +89,22 @@ fn mouse_clicks_focus_the_pane_under_the_pointer() {
     assert_eq!(m.focus, Pane::Pipeline, "the top-right area is the tab shown");
     update(&mut m, click(3, 3));
     assert_eq!(m.focus, Pane::Inventory);
+    assert_eq!(m.inventory.cursor, 1, "the row under the pointer is selected (border, header, localhost, web01)");
+    update(&mut m, click(3, 2));
+    assert_eq!(m.inventory.cursor, 0);
+    update(&mut m, click(3, 30));
+    assert_eq!(m.inventory.cursor, 0, "below the last host nothing changes");
+    // The tabs in the top-right border: a click on a label shows that tab.
+    let terminal = {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+        t.draw(|f| crate::app::view::view(&m, f)).unwrap();
+        t
+    };
+    let top: String = (0..120).map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_string()).collect();
+    let column = top.chars().collect::<Vec<_>>().windows(7).position(|w| w.iter().collect::<String>() == "Metrics");
+    let column = u16::try_from(column.expect("the Metrics tab label is drawn")).unwrap() + 2;
+    update(&mut m, click(column, 0));
+    assert_eq!((m.focus, m.view), (Pane::Metrics, Pane::Metrics));
 }
 
 #[test]
