@@ -162,7 +162,14 @@ pub fn to_256(r: u8, g: u8, b: u8) -> u8 {
     let grey_level = ((u32::from(r) + u32::from(g) + u32::from(b)) / 3).saturating_sub(3) / 10;
     let grey_level = grey_level.min(23) as u8;
     let grey = 8 + 10 * grey_level;
-    if distance((grey, grey, grey), (r, g, b)) < distance(cube_rgb, (r, g, b)) { 232 + grey_level } else { cube }
+    // A tinted colour keeps its hue even when a grey is nearer: the tints of
+    // added and removed diff lines must not both become the same grey.
+    let tinted = r.max(g).max(b) - r.min(g).min(b) >= 16 && cube != 16;
+    if !tinted && distance((grey, grey, grey), (r, g, b)) < distance(cube_rgb, (r, g, b)) {
+        232 + grey_level
+    } else {
+        cube
+    }
 }
 
 /// The basic colour of the same hue (bright when the colour is light); greys
@@ -378,6 +385,13 @@ mod tests {
         assert_eq!(to_256(255, 0, 0), 196);
         assert_eq!(to_256(128, 128, 128), 244);
         assert_eq!(to_16(250, 10, 10), Color::LightRed);
+        for name in ["dark", "light", "high-contrast"] {
+            for depth in [ColorDepth::Palette256] {
+                let t = Theme::builtin(name, depth).unwrap();
+                let (a, r) = (t.added.bg.or(t.added.fg), t.removed.bg.or(t.removed.fg));
+                assert_ne!(a, r, "{name} at {depth:?}: added and removed lines stay distinct");
+            }
+        }
         let t = Theme::builtin("dark", ColorDepth::Palette256).unwrap();
         assert!(matches!(t.ok.fg, Some(Color::Indexed(_))));
         let t = Theme::builtin("dark", ColorDepth::Basic16).unwrap();
