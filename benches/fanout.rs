@@ -100,7 +100,7 @@ fn main() {
             })
             .collect();
         let once = |executor: Arc<Executor>, hosts: Vec<Host>| async move {
-            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let tx = merlya::exec::no_events();
             let t = Instant::now();
             let uptime = Clearance::read_only("uptime").expect("uptime is read-only");
             let results = fan_out(executor, hosts, uptime, n, Duration::from_secs(60), Default::default(), tx).await;

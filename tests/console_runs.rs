@@ -229,3 +229,26 @@ fn hosts_added_and_removed_in_another_terminal_appear_without_reload() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+#[test]
+fn fifty_megabytes_from_a_host_stream_through_and_the_cut_is_reported() {
+    let (_key, _sshd, env) = fleet();
+    let flood = "head -c 50000000 /dev/zero | tr '\\0' x | fold -w 99";
+    let out = env.merlya(&["exec", "node1", "--format", "json", "--", flood]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result = &support::json_lines(&text(&out.stdout))[0];
+    let kept = result["stdout"].as_str().unwrap().len() as u64;
+    let cut = result["output_cut_bytes"].as_u64().unwrap();
+    assert!(kept <= (1 << 20) + 100, "the result keeps at most 1 MiB per stream: {kept}");
+    assert_eq!(kept + cut, 50_000_000 + 50_000_000 / 99 + 1, "every byte is kept or counted as cut");
+    // In text mode the lines stream through and the summary says what was not kept.
+    let out = env.merlya(&["exec", "node1", "--", flood]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("node1 |")).count(), 50_000_000 / 99 + 1);
+    assert!(
+        stdout.contains("output past 1024 KiB per stream was shown live but not kept"),
+        "{}",
+        &stdout[stdout.len() - 400..]
+    );
+}

@@ -205,7 +205,7 @@ async fn a_cancelled_command_is_stopped_on_the_host() {
     let pattern = format!("sleep {}", 300_000 + u32::from(sshd.port));
     let (task_executor, host, command) = (executor.clone(), host_for("web01", &sshd), format!("{pattern}; echo never"));
     let run = tokio::spawn(async move {
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let tx = merlya::exec::no_events();
         task_executor.run(&host, &cleared(&command), Duration::from_secs(120), &tx).await
     });
     let started = std::time::Instant::now() + Duration::from_secs(10);

@@ -262,7 +262,7 @@ async fn pool_reuses_the_connection_and_redials_a_dead_one() {
     std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
     let executor = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter));
     let host = host_for("web01", &sshd);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = merlya::exec::no_events();
     let first = executor.run(&host, &cleared("echo one"), Duration::from_secs(10), &tx).await;
     let second = executor.run(&host, &cleared("echo two"), Duration::from_secs(10), &tx).await;
     assert_eq!((first.stdout.as_str(), second.stdout.as_str()), ("one\n", "two\n"));
@@ -299,7 +299,7 @@ async fn ask_policy_records_the_key_when_the_person_agrees() {
     let dir = tempfile::tempdir().unwrap();
     let known = dir.path().join("known_hosts");
     let executor = Arc::new(executor_for(&key, known.clone(), HostKeyPolicy::Ask, Arc::new(Yes)));
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = merlya::exec::no_events();
     let results = fan_out(
         executor,
         vec![host_for("a", &sshd)],
@@ -364,7 +364,7 @@ async fn pool_evicts_the_least_recently_used_and_closes_idle_connections() {
     let executor =
         pooled_executor(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter), 2, Duration::from_millis(400));
     let hosts: Vec<Host> = daemons.iter().enumerate().map(|(i, d)| host_for(&format!("h{i}"), d)).collect();
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = merlya::exec::no_events();
     let probe = cleared("true");
     let run = |i: usize| executor.run(&hosts[i], &probe, Duration::from_secs(10), &tx);
     run(0).await;
@@ -407,7 +407,7 @@ async fn key_then_keyboard_interactive_mfa_through_pam() {
     std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
     let typist = Arc::new(Typist(std::sync::Mutex::new(Vec::new())));
     let executor = executor_for(&key, known.clone(), HostKeyPolicy::Strict, typist.clone());
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = merlya::exec::no_events();
     let result =
         executor.run(&host_for("mfa", &sshd), &cleared("echo second-factor-ok"), Duration::from_secs(15), &tx).await;
     assert_eq!(result.stdout, "second-factor-ok\n", "{result:?}\n{}", sshd.log_text());

@@ -286,7 +286,7 @@ async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<
         }
     };
     let start_id = ticket.id();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = crate::exec::event_channel();
     let observer = agent.observer.clone();
     let forward = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::sync::mpsc::unbounded_channel;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -143,7 +142,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
             }
         };
         sender.send(Msg::RunStarted { run });
-        let (tx, mut rx) = unbounded_channel();
+        let (tx, mut rx) = crate::exec::event_channel();
         let parallel = ctx.config.policy.max_parallel;
         let timeout = Duration::from_secs(ctx.config.ssh.command_timeout_secs);
         let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, cancel, tx));
@@ -170,7 +169,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
                     sender.send(Msg::HostFailed { host: result.host.clone(), failure, error: error.clone(), at });
                 }
             }
-            sender.send(Msg::Exec { run, event });
+            sender.send_output(Msg::Exec { run, event }).await;
         }
         let runner = runner.await;
         tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;

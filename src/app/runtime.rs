@@ -98,6 +98,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         }));
         let outcome = event_loop(&mut terminal, &mut model, &services, rx).await;
         // Nothing is left running on a host: runs in flight are cancelled and waited for.
+        services.sender.close_output();
         services.control.shut_down().await;
         let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
         ratatui::restore();
@@ -163,6 +164,9 @@ async fn event_loop(
         }
         for msg in batch {
             dirty = true;
+            if matches!(msg, Msg::Exec { .. }) {
+                services.sender.output_taken();
+            }
             for effect in update(model, msg) {
                 match effect {
                     Effect::Suspend => suspend(terminal)?,

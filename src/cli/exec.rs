@@ -88,7 +88,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let parallel = args.parallel.unwrap_or(ctx.config.policy.max_parallel).max(1);
     let timeout =
         Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.ssh.command_timeout_secs as f64).max(0.001));
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = crate::exec::event_channel();
     let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
     let tty = std::io::stdout().is_terminal();
     let color = tty && std::env::var_os("NO_COLOR").is_none();
@@ -167,5 +167,14 @@ pub fn summary(results: &[HostResult]) -> String {
         })
         .collect();
     let ok = results.iter().filter(|r| r.success()).count();
-    format!("{}{ok}/{} hosts succeeded\n", table::render(&["HOST", "EXIT", "DURATION", "ERROR"], &rows), results.len())
+    let mut out = table::render(&["HOST", "EXIT", "DURATION", "ERROR"], &rows);
+    for r in results.iter().filter(|r| r.output_cut_bytes > 0) {
+        out.push_str(&format!(
+            "{}: output past {} KiB per stream was shown live but not kept ({} bytes; see output_cut_bytes in --format json)\n",
+            r.host,
+            crate::exec::OUTPUT_CAP / 1024,
+            r.output_cut_bytes
+        ));
+    }
+    format!("{out}{ok}/{} hosts succeeded\n", results.len())
 }

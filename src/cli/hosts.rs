@@ -207,7 +207,7 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     let executor = ctx.executor(inventory.clone(), prompter, interactive)?;
     let hosts =
         crate::inventory::resolve_targets(targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx = crate::exec::no_events();
     let timeout = std::time::Duration::from_secs(ctx.config.ssh.command_timeout_secs);
     let mut rows = Vec::new();
     let mut failed = false;

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +23,7 @@ pub async fn fan_out(
     parallel: usize,
     timeout: Duration,
     cancel: CancellationToken,
-    events: UnboundedSender<ExecEvent>,
+    events: super::EventSender,
 ) -> Vec<HostResult> {
     let permits = Arc::new(Semaphore::new(parallel.max(1)));
     let command = Arc::new(command);
@@ -38,14 +37,14 @@ pub async fn fan_out(
                 permit = permits.acquire_owned() => permit,
                 () = cancel.cancelled() => {
                     let result = HostResult::failed(&host.name, std::time::Instant::now(), cancelled());
-                    let _ = events.send(ExecEvent::Finished(result.clone()));
+                    let _ = events.send(ExecEvent::Finished(result.clone())).await;
                     return (index, result);
                 }
             };
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 let result = HostResult::failed(&host.name, std::time::Instant::now(), super::timed_out(timeout));
-                let _ = events.send(ExecEvent::Finished(result.clone()));
+                let _ = events.send(ExecEvent::Finished(result.clone())).await;
                 return (index, result);
             }
             (index, executor.run_until(&host, &command, left, &cancel, &events).await)

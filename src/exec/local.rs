@@ -89,15 +89,15 @@ pub async fn run(
             }
             n = stdout.read(&mut out_buf), if out_open => match n {
                 Ok(0) | Err(_) => out_open = false,
-                Ok(n) => out.push(&out_buf[..n], events),
+                Ok(n) => out.push(&out_buf[..n], events).await,
             },
             n = stderr.read(&mut err_buf), if err_open => match n {
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => match gate.as_mut() {
-                    None => err.push(&err_buf[..n], events),
+                    None => err.push(&err_buf[..n], events).await,
                     Some(gate) => {
                         let gated = gate.push(&err_buf[..n]);
-                        err.push(&gated.output, events);
+                        err.push(&gated.output, events).await;
                         if let (Some(password), Some(pipe)) = (gated.write, stdin.as_mut()) {
                             pipe.write_all(password.as_bytes())
                                 .await
@@ -113,10 +113,10 @@ pub async fn run(
         }
     }
     if let Some(gate) = gate.as_mut() {
-        err.push(&gate.finish(), events);
+        err.push(&gate.finish(), events).await;
     }
-    out.finish(events);
-    err.finish(events);
+    out.finish(events).await;
+    err.finish(events).await;
     drop(stdin);
     let status = child.wait().await.map_err(|e| lost(format!("cannot wait for the command: {e}")))?;
     group.pgid = None;
@@ -132,6 +132,7 @@ pub async fn run(
         duration_ms: 0,
         error: None,
         failure: None,
+        output_cut_bytes: out.cut + err.cut,
     })
 }
 
@@ -149,7 +150,7 @@ mod tests {
             feed.prompt(),
             feed.started()
         );
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let tx = crate::exec::no_events();
         let events = MaskingSender::new(tx, Vec::new());
         let prepared = |command: String| Prepared { command, sudo: Some(feed.clone()), mask: Vec::new(), input: None };
         let result = run("localhost", &prepared(command), &CancellationToken::new(), &events).await.unwrap();
@@ -166,7 +167,7 @@ mod tests {
         let script = "echo from-stdin; cat; echo end".to_string();
         let command = format!("eval \"$(dd bs=1 count={} 2>/dev/null)\"", script.len());
         let prepared = Prepared { command, sudo: None, mask: Vec::new(), input: Some(script) };
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let tx = crate::exec::no_events();
         let result =
             run("localhost", &prepared, &CancellationToken::new(), &MaskingSender::new(tx, Vec::new())).await.unwrap();
         assert_eq!(result.stdout, "from-stdin\nend\n", "the script ran and its own stdin is at end-of-file");

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 pub use failure::{HostFailure, RunError};
+pub use lines::{EventSender, event_channel, no_events};
 
 use crate::inventory::{Elevation, Host};
 use crate::safety::clearance::Clearance;
@@ -64,6 +64,9 @@ pub struct HostResult {
     pub error: Option<String>,
     /// The kind of that failure.
     pub failure: Option<HostFailure>,
+    /// Bytes of output past [`OUTPUT_CAP`] that `stdout`/`stderr` do not keep
+    /// (they were streamed live); 0 when nothing was cut.
+    pub output_cut_bytes: u64,
 }
 
 impl HostResult {
@@ -82,6 +85,7 @@ impl HostResult {
             duration_ms: started.elapsed().as_millis() as u64,
             error: Some(error.message),
             failure: Some(error.kind),
+            output_cut_bytes: 0,
         }
     }
 }
@@ -143,7 +147,7 @@ impl Executor {
             host.elevation = found;
             return host;
         }
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let tx = no_events();
         let probe = self.run_prepared(&host, prepare::ELEVATION_PROBE, timeout, &CancellationToken::new(), &tx).await;
         let Some(found) = probe.stdout.trim().parse::<Elevation>().ok().filter(|_| probe.success()) else {
             return host;
@@ -195,13 +199,7 @@ impl Executor {
     }
 
     /// Runs `command` on `host`, sending events to `events`, within `timeout`.
-    pub async fn run(
-        &self,
-        host: &Host,
-        clearance: &Clearance,
-        timeout: Duration,
-        events: &UnboundedSender<ExecEvent>,
-    ) -> HostResult {
+    pub async fn run(&self, host: &Host, clearance: &Clearance, timeout: Duration, events: &EventSender) -> HostResult {
         self.run_until(host, clearance, timeout, &CancellationToken::new(), events).await
     }
 
@@ -214,14 +212,14 @@ impl Executor {
         clearance: &Clearance,
         timeout: Duration,
         cancel: &CancellationToken,
-        events: &UnboundedSender<ExecEvent>,
+        events: &EventSender,
     ) -> HostResult {
         let command = clearance.command();
         let host = tokio::select! {
             host = self.known_elevation(host, command, timeout) => host,
             () = cancel.cancelled() => {
                 let result = HostResult::failed(&host.name, Instant::now(), cancelled());
-                let _ = events.send(ExecEvent::Finished(result.clone()));
+                let _ = events.send(ExecEvent::Finished(result.clone())).await;
                 return result;
             }
         };
@@ -234,10 +232,10 @@ impl Executor {
         command: &str,
         timeout: Duration,
         cancel: &CancellationToken,
-        events: &UnboundedSender<ExecEvent>,
+        events: &EventSender,
     ) -> HostResult {
         let started = Instant::now();
-        let _ = events.send(ExecEvent::Started { host: host.name.clone() });
+        let _ = events.send(ExecEvent::Started { host: host.name.clone() }).await;
         let ctx = self.pool.context();
         let prepare = prepare::prepare(host, command, ctx.secrets.as_ref(), ctx.prompter.as_ref());
         let prepared = tokio::select! {
@@ -248,7 +246,7 @@ impl Executor {
             Ok(p) => p,
             Err(e) => {
                 let result = HostResult::failed(&host.name, started, e);
-                let _ = events.send(ExecEvent::Finished(result.clone()));
+                let _ = events.send(ExecEvent::Finished(result.clone())).await;
                 return result;
             }
         };
@@ -285,7 +283,7 @@ impl Executor {
         result.host = host.name.clone();
         result.stdout = mask_values(&result.stdout, &prepared.mask);
         result.stderr = mask_values(&result.stderr, &prepared.mask);
-        events.send(ExecEvent::Finished(result.clone()));
+        events.send(ExecEvent::Finished(result.clone())).await;
         result
     }
 }

@@ -178,16 +178,16 @@ async fn run_once(
             }
             ChannelMsg::Data { data } => {
                 started = true;
-                out.push(&data, events)
+                out.push(&data, events).await;
             }
             ChannelMsg::ExtendedData { data, ext: 1 } => {
                 started = true;
                 let Some(gate) = gate.as_mut() else {
-                    err.push(&data, events);
+                    err.push(&data, events).await;
                     continue;
                 };
                 let gated = gate.push(&data);
-                err.push(&gated.output, events);
+                err.push(&gated.output, events).await;
                 if let Some(password) = gated.write {
                     write
                         .data_bytes(password.into_bytes())
@@ -205,7 +205,7 @@ async fn run_once(
             ChannelMsg::ExitSignal { signal_name, error_message, .. } => {
                 started = true;
                 exit_code.get_or_insert(255);
-                err.push(format!("killed by signal {signal_name:?} {error_message}\n").as_bytes(), events);
+                err.push(format!("killed by signal {signal_name:?} {error_message}\n").as_bytes(), events).await;
             }
             ChannelMsg::Close => break,
             _ => {}
@@ -216,10 +216,10 @@ async fn run_once(
         return Err(AttemptError::NotStarted(format!("{} closed the session before the command started", target.name)));
     }
     if let Some(gate) = gate.as_mut() {
-        err.push(&gate.finish(), events);
+        err.push(&gate.finish(), events).await;
     }
-    out.finish(events);
-    err.finish(events);
+    out.finish(events).await;
+    err.finish(events).await;
     let error = exit_code.is_none().then(|| "the connection closed before the command exited".to_string());
     Ok(HostResult {
         host: target.name.clone(),
@@ -229,5 +229,6 @@ async fn run_once(
         duration_ms: 0,
         failure: error.is_some().then_some(HostFailure::Lost),
         error,
+        output_cut_bytes: out.cut + err.cut,
     })
 }

@@ -230,6 +230,7 @@ fn exec_events_fill_output_and_reachability() {
         duration_ms: 12,
         error: None,
         failure: None,
+        output_cut_bytes: 0,
     };
     update(&mut m, Msg::RunStarted { run: 1 });
     assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Running);
