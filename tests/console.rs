@@ -203,8 +203,9 @@ fn a_line_selection_reaches_the_clipboard_through_osc52() {
     tmux.type_text("printf 'one\\ntwo\\nthree\\n'");
     tmux.keys(&["Enter"]);
     tmux.wait_for("✓ localhost · exit 0");
-    // From the newest line: up to "three", start the selection, extend it to "one", copy.
-    tmux.keys(&["2", "k", "v", "k", "k"]);
+    // From the newest line (the run's summary): up past the outcome to "three", start the
+    // selection, extend it to "one", copy.
+    tmux.keys(&["2", "k", "k", "v", "k", "k"]);
     tmux.wait_for("selecting 3 lines");
     tmux.keys(&["y"]);
     tmux.wait_for("copied 3 lines");

@@ -293,7 +293,10 @@ async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<
             observer(AgentEvent::Exec(event));
         }
     });
-    let result = agent.executor.run_until(host, &clearance, agent.command_timeout, &agent.cancel, &tx).await;
+    let result = agent
+        .executor
+        .run_until(host, &clearance, crate::exec::Deadline::after(agent.command_timeout), &agent.cancel, &tx)
+        .await;
     drop(tx);
     let _ = forward.await;
     if let Err(e) = ticket.finish_result(&result).await {

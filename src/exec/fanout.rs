@@ -28,7 +28,7 @@ pub async fn fan_out(
     let permits = Arc::new(Semaphore::new(parallel.max(1)));
     let command = Arc::new(command);
     let mut tasks = JoinSet::new();
-    let deadline = std::time::Instant::now() + timeout;
+    let deadline = super::Deadline::after(timeout);
     for (index, host) in hosts.iter().cloned().enumerate() {
         let (executor, permits, command, events) = (executor.clone(), permits.clone(), command.clone(), events.clone());
         let cancel = cancel.clone();
@@ -41,13 +41,12 @@ pub async fn fan_out(
                     return (index, result);
                 }
             };
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            if deadline.left().is_zero() {
                 let result = HostResult::failed(&host.name, std::time::Instant::now(), super::timed_out(timeout));
                 let _ = events.send(ExecEvent::Finished(result.clone())).await;
                 return (index, result);
             }
-            (index, executor.run_until(&host, &command, left, &cancel, &events).await)
+            (index, executor.run_until(&host, &command, deadline, &cancel, &events).await)
         });
     }
     let mut results: Vec<Option<HostResult>> = vec![None; hosts.len()];

@@ -93,6 +93,27 @@ impl HostResult {
 /// How long a stopped remote command gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
+/// When a run must end, and the timeout it was given (for messages): a host
+/// that starts late in a fan-out gets what is left, and is reported in the
+/// run's terms.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    pub at: tokio::time::Instant,
+    pub timeout: Duration,
+}
+
+impl Deadline {
+    /// `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        Self { at: tokio::time::Instant::now() + timeout, timeout }
+    }
+
+    /// Time left.
+    pub fn left(&self) -> Duration {
+        self.at.saturating_duration_since(tokio::time::Instant::now())
+    }
+}
+
 /// The error of a command cut off by its timeout.
 pub fn timed_out(timeout: Duration) -> RunError {
     RunError::new(HostFailure::TimedOut, format!("timed out after {}s", timeout.as_secs_f64()))
@@ -148,7 +169,9 @@ impl Executor {
             return host;
         }
         let tx = no_events();
-        let probe = self.run_prepared(&host, prepare::ELEVATION_PROBE, timeout, &CancellationToken::new(), &tx).await;
+        let probe = self
+            .run_prepared(&host, prepare::ELEVATION_PROBE, Deadline::after(timeout), &CancellationToken::new(), &tx)
+            .await;
         let Some(found) = probe.stdout.trim().parse::<Elevation>().ok().filter(|_| probe.success()) else {
             return host;
         };
@@ -200,37 +223,37 @@ impl Executor {
 
     /// Runs `command` on `host`, sending events to `events`, within `timeout`.
     pub async fn run(&self, host: &Host, clearance: &Clearance, timeout: Duration, events: &EventSender) -> HostResult {
-        self.run_until(host, clearance, timeout, &CancellationToken::new(), events).await
+        self.run_until(host, clearance, Deadline::after(timeout), &CancellationToken::new(), events).await
     }
 
-    /// Runs `command` on `host` until it ends, `timeout` passes or `cancel`
+    /// Runs `command` on `host` until it ends, the deadline passes or `cancel`
     /// fires; either of the last two stops the command on the host
     /// (SIGINT, SIGTERM, SIGKILL to its process group) before returning.
     pub async fn run_until(
         &self,
         host: &Host,
         clearance: &Clearance,
-        timeout: Duration,
+        deadline: Deadline,
         cancel: &CancellationToken,
         events: &EventSender,
     ) -> HostResult {
         let command = clearance.command();
         let host = tokio::select! {
-            host = self.known_elevation(host, command, timeout) => host,
+            host = self.known_elevation(host, command, deadline.left()) => host,
             () = cancel.cancelled() => {
                 let result = HostResult::failed(&host.name, Instant::now(), cancelled());
                 let _ = events.send(ExecEvent::Finished(result.clone())).await;
                 return result;
             }
         };
-        self.run_prepared(&host, command, timeout, cancel, events).await
+        self.run_prepared(&host, command, deadline, cancel, events).await
     }
 
     async fn run_prepared(
         &self,
         host: &Host,
         command: &str,
-        timeout: Duration,
+        deadline: Deadline,
         cancel: &CancellationToken,
         events: &EventSender,
     ) -> HostResult {
@@ -252,7 +275,8 @@ impl Executor {
         };
         let masked = lines::MaskingSender::new(events.clone(), prepared.mask.clone());
         let events = &masked;
-        let deadline = tokio::time::Instant::now() + timeout;
+        let (timeout, left) = (deadline.timeout, deadline.left());
+        let deadline = deadline.at;
         let run = async {
             if host.is_local() {
                 local::run(&host.name, &prepared, cancel, events).await
@@ -271,7 +295,7 @@ impl Executor {
         };
         // A remote command is stopped on its host at the deadline (remote::run); the grace lets
         // that finish, and covers connecting. Dropping a local run kills its process group.
-        let limit = if host.is_local() { timeout } else { timeout + STOP_GRACE * 3 };
+        let limit = if host.is_local() { left } else { left + STOP_GRACE * 3 };
         let mut result = match tokio::time::timeout(limit, run).await {
             Ok(Ok(mut result)) => {
                 result.duration_ms = started.elapsed().as_millis() as u64;
