@@ -117,7 +117,10 @@ fn console_declines_an_unknown_key_with_escape() {
     assert!(screen.contains("✗ stranger"), "{screen}");
     assert_eq!(sshd.accepted_logins(), 0);
     assert!(!env.merlya_home().join("known_hosts").exists());
+    // Ctrl-C with nothing running asks before quitting.
     tmux.keys(&["C-c"]);
+    tmux.wait_for("Quit merlya?");
+    tmux.keys(&["y"]);
     tmux.wait_for("EXITED 0");
 }
 
