@@ -337,8 +337,9 @@ pub enum OutputMode {
 pub enum OnYes {
     /// Work for a worker (deleting hosts).
     Effect(super::msg::Effect),
-    /// Quit, cancelling the runs in flight.
-    Quit,
+    /// Quit, cancelling the runs in flight. `only_for_runs`: the question was
+    /// asked only because runs were in flight, so it answers itself once they end.
+    Quit { only_for_runs: bool },
 }
 
 /// A prompt on screen or queued, with what has been typed for a secret.

@@ -62,7 +62,7 @@ pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     // The console's own question: do the deferred work on yes.
     match (done.on_yes.take(), answer == PromptAnswer::Yes) {
         (Some(OnYes::Effect(effect)), true) => return vec![effect],
-        (Some(OnYes::Quit), true) => return super::quit_now(model),
+        (Some(OnYes::Quit { .. }), true) => return super::quit_now(model),
         (Some(_), false) => return Vec::new(),
         (None, _) => {}
     }

@@ -39,7 +39,7 @@ pub(super) fn quit(model: &mut Model) -> Vec<Effect> {
 }
 
 fn ask_to_quit(model: &mut Model) {
-    if model.prompts.iter().any(|p| matches!(p.on_yes, Some(OnYes::Quit))) {
+    if model.prompts.iter().any(|p| matches!(p.on_yes, Some(OnYes::Quit { .. }))) {
         return;
     }
     let mut running: Vec<String> =
@@ -60,7 +60,7 @@ fn ask_to_quit(model: &mut Model) {
         reply: None,
     };
     let mut prompt = PendingPrompt::new(request);
-    prompt.on_yes = Some(OnYes::Quit);
+    prompt.on_yes = Some(OnYes::Quit { only_for_runs: !running.is_empty() });
     model.prompts.push_back(prompt);
 }
 
@@ -175,7 +175,25 @@ pub(super) fn on_host_failed(model: &mut Model, host: String, failure: HostFailu
     model.host_errors.insert(host, HostError { failure, message, at });
 }
 
+/// `q` asked only because something ran: once nothing does, the question is moot and the console quits.
+fn quit_if_only_runs_held_it(model: &mut Model) -> Vec<Effect> {
+    let waiting = model.prompts.iter().position(|p| matches!(p.on_yes, Some(OnYes::Quit { only_for_runs: true })));
+    match waiting {
+        Some(i) if model.active_runs().is_empty() && !model.agent_busy => {
+            model.prompts.remove(i);
+            quit_now(model)
+        }
+        _ => Vec::new(),
+    }
+}
+
 pub(super) fn on_done(model: &mut Model, run: u64, results: &[HostResult]) -> Vec<Effect> {
+    let mut effects = on_done_inner(model, run, results);
+    effects.extend(quit_if_only_runs_held_it(model));
+    effects
+}
+
+fn on_done_inner(model: &mut Model, run: u64, results: &[HostResult]) -> Vec<Effect> {
     for result in results.iter().filter(|r| r.success()) {
         model.host_errors.remove(&result.host);
     }

@@ -441,6 +441,14 @@ fn quitting_with_a_run_in_flight_asks_and_cancels_it() {
     let effects = update(&mut m, key(KeyCode::Char('y')));
     assert!(m.should_quit);
     assert!(matches!(&effects[..], [Effect::CancelRun(r)] if *r == run), "quitting stops the run on its hosts");
+    // Asked only because a run was in flight: when it ends first, the console quits.
+    let mut m = model();
+    let run = started_run(&mut m, "sleep 1");
+    update(&mut m, key(KeyCode::Char('q')));
+    assert!(!m.should_quit);
+    let done = HostResult { host: "localhost".into(), exit_code: Some(0), ..Default::default() };
+    update(&mut m, Msg::RunDone { run, results: vec![done] });
+    assert!(m.should_quit && m.prompts.is_empty(), "nothing left to protect: q quits");
     // SIGTERM quits without asking, and stops runs the same way.
     let mut m = model();
     let run = started_run(&mut m, "sleep 600");
