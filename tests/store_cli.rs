@@ -516,3 +516,23 @@ fn twenty_imports_at_once_on_one_home_all_succeed() {
         }
     }
 }
+
+#[test]
+fn output_into_a_pipe_closed_early_ends_quietly() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    // More than a pipe holds (64 KiB), so merlya is still writing when the reader goes.
+    let mut child = env
+        .merlya(&["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("_merlya()"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 141)), "{}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
