@@ -243,10 +243,12 @@ impl Agent {
         let observer = self.observer.clone();
         let agent_name = agent.to_string();
         let sink = move |text: &str| observer(AgentEvent::Delta { agent: agent_name.clone(), text: text.to_string() });
+        let observer = self.observer.clone();
+        let notice = move |text: String| observer(AgentEvent::Notice(text));
         for _turn in 0..self.limits.max_turns {
             let answer = self
                 .llm
-                .chat(self.role, messages.clone(), specs.clone(), &sink)
+                .chat(self.role, messages.clone(), specs.clone(), &sink, &notice)
                 .await
                 .map_err(|e| AgentError::Llm(e.to_string()))?;
             messages.push(Message::assistant(answer.content.clone(), answer.tool_calls.clone()));
