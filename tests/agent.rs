@@ -606,3 +606,75 @@ async fn a_failed_post_check_runs_the_rollback() {
     let status: String = sqlx::query_scalar("SELECT status FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
     assert_eq!(status, "rolled_back");
 }
+
+/// Main-agent requests only (the fast model may be asked about hosts).
+fn main_requests(llm: &ScriptedLlm) -> usize {
+    llm.requests().iter().filter(|r| is_main(r)).count()
+}
+
+#[test]
+fn a_stream_cut_short_after_text_is_an_error_and_its_text_is_shown_once() {
+    for provider in ["openai", "anthropic"] {
+        let llm = ScriptedLlm::start(move |r| match (provider, is_main(r)) {
+            (_, false) => openai::text("[]"),
+            ("openai", true) if r.tool_results().is_empty() => openai::sse_text_cut(&["The fleet ", "is fi"]),
+            ("anthropic", true) => anthropic::sse_text_cut(&["The fleet ", "is fi"]),
+            _ => openai::sse_text(&["The fleet is fine."]),
+        });
+        let env = configured(&llm, provider, "");
+        let out = run(&env, &["describe the fleet"]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(6), "{provider}: a cut answer is a failure: {stdout}{stderr}");
+        assert_eq!(stdout.matches("The fleet is fi").count(), 1, "{provider}: shown once: {stdout}");
+        assert!(!stdout.contains("fine"), "{provider}: {stdout}");
+        let expected = if provider == "openai" { "a finish_reason or [DONE]" } else { "message_stop" };
+        assert!(stderr.contains(&format!("answer stream ended before {expected}")), "{provider}: {stderr}");
+        assert!(stderr.contains("not retried"), "{provider}: {stderr}");
+        assert_eq!(main_requests(&llm), 1, "{provider}: not retried");
+    }
+}
+
+#[test]
+fn a_stream_cut_before_any_text_is_retried_with_a_notice() {
+    let calls = AtomicUsize::new(0);
+    let llm = ScriptedLlm::start(move |r| {
+        if !is_main(r) {
+            return openai::text("[]");
+        }
+        match calls.fetch_add(1, Ordering::SeqCst) {
+            0 => openai::sse_text_cut(&[]),
+            _ => openai::sse_text(&["All good."]),
+        }
+    });
+    let env = configured(&llm, "openai", "");
+    let out = run(&env, &["describe the fleet"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.matches("All good.").count(), 1, "{stdout}");
+    assert!(stderr.contains("! openai's answer stream ended early; retrying in 10 ms (attempt 2/4)"), "{stderr}");
+    assert_eq!(main_requests(&llm), 2);
+}
+
+#[test]
+fn retry_after_is_capped_by_max_retry_wait_and_the_wait_is_announced() {
+    let calls = AtomicUsize::new(0);
+    let llm = ScriptedLlm::start(move |_| match calls.fetch_add(1, Ordering::SeqCst) {
+        0 => openai::status(429, Some("3600")),
+        _ => openai::text("recovered"),
+    });
+    let env = configured(&llm, "openai", "  stream: false\n  max_retry_wait: 1\n");
+    let started = std::time::Instant::now();
+    let out = run(&env, &["say hello"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("recovered"), "{stdout}");
+    assert!(
+        stderr.contains(
+            "! openai answered HTTP 429; retrying in 1 s (attempt 2/4); Retry-After asked for 3600 s, model.max_retry_wait caps it"
+        ),
+        "{stderr}"
+    );
+    let elapsed = started.elapsed();
+    assert!(elapsed >= std::time::Duration::from_secs(1), "waited the capped second: {elapsed:?}");
+    assert!(elapsed < std::time::Duration::from_secs(30), "did not wait what Retry-After asked: {elapsed:?}");
+}

@@ -88,3 +88,28 @@ fn memory_fallback_warns_and_values_are_never_taken_from_argv() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&env.run(&["secret", "set", "bad name"]).stderr).contains("invalid secret name"));
 }
+
+#[test]
+fn an_explicit_keyring_that_is_not_usable_fails_with_the_reason() {
+    let env = TestEnv::new();
+    let m = merlya();
+    // A session keyring of its own that nobody may write to: keyutils is there but unusable.
+    let script = format!(
+        "keyctl setperm @s 0 && printf 'v\\n' | '{m}' secret set api:x:token; echo SET=$?; \
+         '{m}' secret get api:x:token; echo GET=$?; \
+         MERLYA_SECRETS_BACKEND=auto; printf 'v\\n' | '{m}' secret set api:x:token; echo AUTO=$?"
+    );
+    let out = env.keyring_session(&script).env("MERLYA_SECRETS_BACKEND", "keyring").output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("SET=1") && stdout.contains("GET=1"), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("secrets.backend is `keyring`, but the kernel keyring is not usable here: a test "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("AccessDenied") || stderr.contains("Permission denied"), "the system's reason: {stderr}");
+    let explicit = stdout.split("GET=").next().unwrap_or_default();
+    assert!(!explicit.contains("stored"), "nothing kept in memory instead: {stdout}");
+    // The default still falls back to memory, with a warning.
+    assert!(stdout.contains("AUTO=0") && stdout.contains("stored api:x:token in the memory store"), "{stdout}");
+    assert!(stderr.contains("warning: no OS keyring is usable here"), "{stderr}");
+}

@@ -497,3 +497,56 @@ fn exec_resolves_secret_references_and_masks_them() {
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert!(audit.contains("echo token=@api:localhost:token") && !audit.contains("tok-9876"), "{audit}");
 }
+
+#[test]
+fn twenty_imports_at_once_on_one_home_all_succeed() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "list"]);
+    let dir = env.dir.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let children: Vec<_> = (0..20)
+        .map(|i| {
+            let file = dir.join(format!("hosts{i}.csv"));
+            let rows: String = (0..5).map(|j| format!("web{i}x{j},10.0.{i}.{j},22,u,team{i};shared\n")).collect();
+            std::fs::write(&file, format!("name,hostname,port,username,tags\n{rows}")).unwrap();
+            env.merlya(&["hosts", "import", file.to_str().unwrap()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}: {}", out.status, text(&out.stderr));
+        assert!(text(&out.stdout).contains("imported 5 host(s)"), "{}", text(&out.stdout));
+    }
+    let listed: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["hosts", "list", "--format", "json"])).unwrap();
+    assert_eq!(listed.len(), 20 * 5 + 1, "every imported host is there");
+    for i in 0..20 {
+        for j in 0..5 {
+            let name = format!("web{i}x{j}");
+            assert!(listed.iter().any(|h| h["name"] == name.as_str()), "{name} missing");
+        }
+    }
+}
+
+#[test]
+fn output_into_a_pipe_closed_early_ends_quietly() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    // More than a pipe holds (64 KiB), so merlya is still writing when the reader goes.
+    let mut child = env
+        .merlya(&["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("_merlya()"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 141)), "{}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

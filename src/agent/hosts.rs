@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::Agent;
+use super::{Agent, AgentEvent};
 use crate::inventory::Host;
 use crate::llm::{Message, ModelRole};
 
@@ -72,7 +72,9 @@ pub async fn context_for(agent: &Agent, task: &str) -> Option<String> {
         names.join("; ")
     );
     let sink = |_: &str| {};
-    let answer = agent.llm.chat(ModelRole::Fast, vec![Message::user(prompt)], Vec::new(), &sink).await.ok()?;
+    let observer = agent.observer.clone();
+    let notice = move |text: String| observer(AgentEvent::Notice(text));
+    let answer = agent.llm.chat(ModelRole::Fast, vec![Message::user(prompt)], Vec::new(), &sink, &notice).await.ok()?;
     let start = answer.content.find('[')?;
     let end = answer.content.rfind(']')?;
     let picked: Vec<String> = serde_json::from_str::<Value>(&answer.content[start..=end])

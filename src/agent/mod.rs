@@ -255,9 +255,11 @@ impl Agent {
         let observer = self.observer.clone();
         let agent_name = agent.to_string();
         let sink = move |text: &str| observer(AgentEvent::Delta { agent: agent_name.clone(), text: text.to_string() });
+        let observer = self.observer.clone();
+        let notice = move |text: String| observer(AgentEvent::Notice(text));
         for _turn in 0..self.limits.max_turns {
             let answer = tokio::select! {
-                answer = self.llm.chat(self.role, messages.clone(), specs.clone(), &sink) => answer,
+                answer = self.llm.chat(self.role, messages.clone(), specs.clone(), &sink, &notice) => answer,
                 () = self.cancel.cancelled() => return Err(AgentError::Cancelled),
             };
             let answer = answer.map_err(|e| AgentError::Llm(e.to_string()))?;

@@ -368,8 +368,8 @@ pub(super) fn import_hosts(services: &Services, path: String) {
                     "note.imported",
                     &[("count", &total), ("path", &path), ("added", &added), ("updated", &updated)],
                 );
-                for skipped in &report.skipped {
-                    note.push_str(&format!("\n  {skipped}"));
+                for line in report.skipped.iter().chain(report.merged.iter()).take(20) {
+                    note.push_str(&format!("\n  {line}"));
                 }
                 note
             }

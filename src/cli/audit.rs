@@ -60,7 +60,7 @@ pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
                     }
                 }
                 AuditExportFormat::Csv => {
-                    let mut w = csv::Writer::from_writer(std::io::stdout());
+                    let mut w = csv::Writer::from_writer(super::out::Output);
                     for e in &entries {
                         w.serialize(e)?;
                     }

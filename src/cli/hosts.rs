@@ -183,6 +183,14 @@ async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<Impor
     for skipped in &report.skipped {
         eprintln!("skipped: {skipped}");
     }
+    // A host in many groups is normal in Ansible: say so, without a wall of text.
+    const MERGED_SHOWN: usize = 20;
+    for merged in report.merged.iter().take(MERGED_SHOWN) {
+        eprintln!("merged: {merged}");
+    }
+    if report.merged.len() > MERGED_SHOWN {
+        eprintln!("merged: … and {} more host(s) listed several times", report.merged.len() - MERGED_SHOWN);
+    }
     if dry_run {
         print_hosts(&report.hosts, ListFormat::Table)?;
         println!("dry run: {} host(s) would be imported from {}", report.hosts.len(), file.display());

@@ -6,6 +6,20 @@
 //! timeout) · 5 integrity check failed (`audit verify`) · 6 the agent could
 //! not complete a task (`run`).
 
+// `print!` and `println!` in the command modules below write through
+// `out::Output`: a closed pipe (`merlya … | head`) ends output quietly instead
+// of panicking (see out.rs for why SIGPIPE is left ignored). Defined before the
+// modules so they shadow the std macros there.
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::cli::out::print(format_args!($($arg)*)) };
+}
+macro_rules! println {
+    () => { $crate::cli::out::print(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::cli::out::println(format_args!($($arg)*)) };
+}
+
+pub mod out;
+
 mod approvals;
 mod audit;
 mod config_cmd;
@@ -118,12 +132,19 @@ pub fn main() -> ExitCode {
     }
     let _ = hook.install();
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => ExitCode::from(code),
+    let code = match run(cli) {
+        Ok(code) => code,
         Err(report) => {
             eprintln!("Error: {report:?}");
+            EXIT_ERROR
+        }
+    };
+    match out::failure() {
+        Some(e) => {
+            eprintln!("Error: cannot write to standard output: {e}");
             ExitCode::from(EXIT_ERROR)
         }
+        None => ExitCode::from(code),
     }
 }
 
@@ -140,7 +161,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Policy(cmd)) => return policy::run(cmd),
         Some(Command::Completions { shell }) => {
-            clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut out::Output);
             return Ok(EXIT_OK);
         }
         Some(command) => command,

@@ -29,6 +29,10 @@ pub enum SecretCommand {
 
 pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<u8> {
     let secrets = ctx.secrets();
+    // Before asking for a value that could not be kept.
+    if let (Some(e), false) = (secrets.unavailable(), matches!(cmd, SecretCommand::List { .. })) {
+        return Err(e.into());
+    }
     match cmd {
         SecretCommand::Set { name } => {
             crate::secrets::validate_name(&name)?;

@@ -34,9 +34,10 @@ pub enum ConfigError {
     /// An environment override that does not fit the schema.
     #[error("environment variable {var}: {message}")]
     Env { var: String, message: String },
-    /// A value that parses but makes no sense.
-    #[error("{path}: {field}: {message}")]
-    Invalid { path: PathBuf, field: String, message: String },
+    /// A value that parses but makes no sense; `line` is where the file sets
+    /// it, `var` the environment variable that set it instead.
+    #[error("{}: {field}: {message}", place(path, *line, var.as_deref()))]
+    Invalid { path: PathBuf, line: Option<usize>, var: Option<String>, field: String, message: String },
 }
 
 /// The whole configuration. Every section has defaults, so an empty or
@@ -111,6 +112,9 @@ pub struct ModelConfig {
     pub max_retries: u32,
     /// First backoff delay in milliseconds (doubles each retry; `Retry-After` wins).
     pub retry_base_ms: u64,
+    /// Most seconds one retry waits, whatever `Retry-After` asks: a provider
+    /// asking for ten minutes should not freeze a session for ten minutes.
+    pub max_retry_wait: u64,
     /// Consecutive failures that open the circuit breaker.
     pub breaker_threshold: u32,
     /// Seconds the breaker stays open.
@@ -132,6 +136,7 @@ impl Default for ModelConfig {
             timeout_secs: 120,
             max_retries: 3,
             retry_base_ms: 1000,
+            max_retry_wait: 60,
             breaker_threshold: 5,
             breaker_cooldown_secs: 60,
             max_tokens: 4096,
@@ -302,33 +307,63 @@ impl Config {
             yaml_serde::from_str(&expanded).map_err(|e| yaml_error(path, &e))?
         };
         let config = apply_env_overrides(parsed, env)?;
-        config.validate(path)?;
+        config.validate(path, &expanded, env)?;
         Ok(config)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
-        let invalid = |field: &str, message: &str| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            field: field.into(),
-            message: message.into(),
+    /// Refuses values that parse but cannot work (a zero timeout, no
+    /// parallelism), naming the file and line, or the variable, that set them.
+    fn validate(&self, path: &Path, text: &str, env: &[(String, String)]) -> Result<(), ConfigError> {
+        const COUNT: &str = "expected a whole number of at least 1";
+        const SECONDS: &str = "expected a number of seconds of at least 1";
+        let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
+        let checks: [(&str, bool, &str); 12] = [
+            ("policy.max_parallel", p.max_parallel > 0, COUNT),
+            ("policy.max_parallel_subagents", p.max_parallel_subagents > 0, COUNT),
+            ("ssh.pool_max", s.pool_max > 0, COUNT),
+            ("ssh.connect_timeout_secs", s.connect_timeout_secs > 0, SECONDS),
+            ("ssh.command_timeout_secs", s.command_timeout_secs > 0, SECONDS),
+            ("model.timeout_secs", m.timeout_secs > 0, SECONDS),
+            ("model.max_retry_wait", m.max_retry_wait > 0, SECONDS),
+            ("model.max_tokens", m.max_tokens > 0, COUNT),
+            ("model.breaker_threshold", m.breaker_threshold > 0, COUNT),
+            ("ui.max_fps", u.max_fps > 0, COUNT),
+            ("ui.scrollback_lines", u.scrollback_lines > 0, COUNT),
+            (
+                "model.brain",
+                m.brain.as_ref().is_none_or(|v| v.contains('/')),
+                "expected provider/model, e.g. openai/gpt-4o",
+            ),
+        ];
+        let fast = (
+            "model.fast",
+            m.fast.as_ref().is_none_or(|v| v.contains('/')),
+            "expected provider/model, e.g. openai/gpt-4o",
+        );
+        let prices = m.prices.iter().find(|(_, p)| {
+            !(p.input_per_mtok.is_finite()
+                && p.output_per_mtok.is_finite()
+                && p.input_per_mtok >= 0.0
+                && p.output_per_mtok >= 0.0)
+        });
+        let price_field = prices.map(|(name, _)| format!("model.prices.{name}"));
+        let price_check =
+            price_field.as_deref().map(|f| (f, false, "expected prices of 0 or more USD per million tokens"));
+        let Some((field, _, expected)) = checks.into_iter().chain([fast]).chain(price_check).find(|(_, ok, _)| !ok)
+        else {
+            return Ok(());
         };
-        if self.policy.max_parallel == 0 {
-            return Err(invalid("policy.max_parallel", "expected a whole number of at least 1"));
-        }
-        if self.ssh.pool_max == 0 {
-            return Err(invalid("ssh.pool_max", "expected a whole number of at least 1"));
-        }
-        if self.ssh.connect_timeout_secs == 0 {
-            return Err(invalid("ssh.connect_timeout_secs", "expected a number of seconds of at least 1"));
-        }
-        for (field, value) in [("model.brain", &self.model.brain), ("model.fast", &self.model.fast)] {
-            if let Some(v) = value
-                && !v.contains('/')
-            {
-                return Err(invalid(field, "expected provider/model, e.g. openai/gpt-4o"));
-            }
-        }
-        Ok(())
+        let (section, key) = field.split_once('.').unwrap_or((field, ""));
+        let key = key.split('.').next().unwrap_or(key);
+        let var = format!("MERLYA_{}_{}", section.to_ascii_uppercase(), key.to_ascii_uppercase());
+        let from_env = env.iter().any(|(k, _)| *k == var);
+        Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: if from_env { None } else { line_of(text, section, key) },
+            var: from_env.then_some(var),
+            field: field.to_string(),
+            message: expected.to_string(),
+        })
     }
 
     /// Whether an LLM is configured at all.
@@ -341,8 +376,13 @@ impl Config {
 /// `path`, checking that the result is a valid configuration before writing.
 /// Comments in the file are not preserved.
 pub fn set_value(path: &Path, dotted: &str, value: &str) -> Result<Config, ConfigError> {
-    let invalid =
-        |message: String| ConfigError::Invalid { path: path.to_path_buf(), field: dotted.to_string(), message };
+    let invalid = |message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: None,
+        var: None,
+        field: dotted.to_string(),
+        message,
+    };
     let (section, key) =
         dotted.split_once('.').ok_or_else(|| invalid("expected SECTION.KEY, e.g. model.brain".into()))?;
     let text = match std::fs::read_to_string(path) {
@@ -370,6 +410,39 @@ pub fn set_value(path: &Path, dotted: &str, value: &str) -> Result<Config, Confi
     }
     std::fs::write(path, rendered).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     Ok(config)
+}
+
+/// Where an invalid value came from: `path:line`, or the variable that set it.
+fn place(path: &Path, line: Option<usize>, var: Option<&str>) -> String {
+    match (var, line) {
+        (Some(var), _) => format!("environment variable {var} (over {})", path.display()),
+        (None, Some(line)) => format!("{}:{line}", path.display()),
+        (None, None) => path.display().to_string(),
+    }
+}
+
+/// The line of `section:` → `key:` in block-style YAML `text` (the section's
+/// line when the key is not written on a line of its own), if any.
+fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
+    let mut section_line = None;
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if trimmed.len() == line.len() {
+            // A top-level key: entering or leaving the section.
+            if section_line.is_some() {
+                break;
+            }
+            if trimmed.strip_prefix(section).is_some_and(|rest| rest.starts_with(':')) {
+                section_line = Some(index + 1);
+            }
+        } else if section_line.is_some() && trimmed.strip_prefix(key).is_some_and(|rest| rest.starts_with(':')) {
+            return Some(index + 1);
+        }
+    }
+    section_line
 }
 
 /// Turns a yaml_serde error into a [`ConfigError::Parse`] carrying the line.

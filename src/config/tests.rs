@@ -72,6 +72,30 @@ fn invalid_values_name_the_field() {
 }
 
 #[test]
+fn settings_that_cannot_work_are_refused_with_file_line_field_and_expectation() {
+    let err = parse("ssh:\n  pool_max: 3\nmodel:\n  stream: true\n  timeout_secs: 0\n", &[]).unwrap_err().to_string();
+    assert_eq!(err, "/h/config.yaml:5: model.timeout_secs: expected a number of seconds of at least 1");
+    let err = parse("model: { max_retry_wait: 0 }\n", &[]).unwrap_err().to_string();
+    assert_eq!(err, "/h/config.yaml:1: model.max_retry_wait: expected a number of seconds of at least 1");
+    let err = parse("", &[("MERLYA_MODEL_TIMEOUT_SECS", "0")]).unwrap_err().to_string();
+    assert!(
+        err.starts_with("environment variable MERLYA_MODEL_TIMEOUT_SECS (over /h/config.yaml): model.timeout_secs:"),
+        "{err}"
+    );
+    for (text, field) in [
+        ("model:\n  max_tokens: 0\n", "model.max_tokens"),
+        ("model:\n  breaker_threshold: 0\n", "model.breaker_threshold"),
+        ("ssh:\n  command_timeout_secs: 0\n", "ssh.command_timeout_secs"),
+        ("ui:\n  max_fps: 0\n", "ui.max_fps"),
+        ("model:\n  prices:\n    m: { input_per_mtok: -1, output_per_mtok: 1 }\n", "model.prices.m"),
+    ] {
+        let err = parse(text, &[]).unwrap_err().to_string();
+        assert!(err.contains(&format!("config.yaml:2: {field}: expected")), "{text}: {err}");
+    }
+    assert_eq!(parse("model:\n  max_retry_wait: 5\n", &[]).unwrap().model.max_retry_wait, 5);
+}
+
+#[test]
 fn set_value_validates_and_writes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.yaml");

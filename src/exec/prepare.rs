@@ -99,9 +99,46 @@ pub async fn prepare(
             let prepared = Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask, input: None };
             Ok(prepared.with_secrets_off_argv(has_secrets))
         }
+        Elevation::Doas => {
+            Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None }
+                .with_secrets_off_argv(has_secrets))
+        }
+        Elevation::DoasPassword | Elevation::Su => Err(format!(
+            "{} elevates with {}, which merlya cannot feed a password to yet; give the login user \
+             passwordless doas (`permit nopass USER as root`) and set `--elevation doas`, or sudo",
+            host.name,
+            host.elevation.as_str()
+        )),
         // Never let sudo wait for a password nobody will type.
-        _ => Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None }
-            .with_secrets_off_argv(has_secrets)),
+        Elevation::Sudo | Elevation::None => {
+            Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None }
+                .with_secrets_off_argv(has_secrets))
+        }
+    }
+}
+
+/// `sudo REST` as passwordless doas: `doas -n` never waits for a password.
+/// Of sudo's options only `-u USER` has a doas equivalent; others are refused
+/// rather than dropped.
+fn doas_command(rest: &str) -> Result<String, String> {
+    let rest = rest.trim_start();
+    let (user, command) = match rest.strip_prefix("-u") {
+        Some(after) => {
+            let after = after.trim_start();
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            (Some(&after[..end]), after[end..].trim_start())
+        }
+        None => (None, rest),
+    };
+    if let Some(option) = command.split_whitespace().next().filter(|w| w.starts_with('-')) {
+        return Err(format!(
+            "this host elevates with doas, which has no equivalent of sudo's {option}; write the command without it"
+        ));
+    }
+    match user {
+        Some("") => Err("sudo -u is missing its user".into()),
+        Some(user) => Ok(format!("doas -n -u {user} {command}")),
+        None => Ok(format!("doas -n {command}")),
     }
 }
 
@@ -152,6 +189,22 @@ mod tests {
         assert!(p.command.ends_with(&format!("{} systemctl restart nginx", feed.started())), "{}", p.command);
         assert!(!p.command.contains("pw-web01"));
         assert_eq!(p.mask, ["pw-web01"]);
+    }
+
+    #[tokio::test]
+    async fn doas_hosts_run_doas_and_unfed_methods_fail_instead_of_sudo() {
+        let doas = host("bsd01", Elevation::Doas);
+        let p = prepare(&doas, "sudo systemctl restart nginx", &Secrets, &NoPrompter).await.unwrap();
+        assert_eq!(p.command, "doas -n systemctl restart nginx");
+        let p = prepare(&doas, "sudo -u postgres psql -c 'select 1'", &Secrets, &NoPrompter).await.unwrap();
+        assert_eq!(p.command, "doas -n -u postgres psql -c 'select 1'");
+        assert!(prepare(&doas, "sudo -E env", &Secrets, &NoPrompter).await.unwrap_err().contains("sudo's -E"));
+        for elevation in [Elevation::Su, Elevation::DoasPassword] {
+            let e = prepare(&host("old01", elevation), "sudo id", &Secrets, &NoPrompter).await.unwrap_err();
+            assert!(e.contains(&format!("old01 elevates with {}", elevation.as_str())), "{e}");
+        }
+        // Commands without sudo are untouched whatever the elevation.
+        assert_eq!(prepare(&host("old01", Elevation::Su), "id", &Secrets, &NoPrompter).await.unwrap().command, "id");
     }
 
     #[tokio::test]

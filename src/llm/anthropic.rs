@@ -215,9 +215,11 @@ impl Provider for Anthropic {
             return super::client::json_answer("anthropic", response, request, parse_json, on_delta).await;
         }
         let mut state = StreamState::default();
+        let mut stopped = false;
         for_each_event("anthropic", response, |event| {
             let name = event.event.clone().unwrap_or_default();
             if name == "message_stop" {
+                stopped = true;
                 return Ok(false);
             }
             if name != "ping"
@@ -229,6 +231,9 @@ impl Provider for Anthropic {
             Ok(true)
         })
         .await?;
+        if !stopped {
+            return Err(LlmError::Incomplete { provider: "anthropic".into(), expected: "message_stop" });
+        }
         Ok(state.finish(request))
     }
 }

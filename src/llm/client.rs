@@ -1,8 +1,17 @@
 //! The client the agent uses: picks the brain or fast model, retries
-//! retryable failures with exponential backoff (honouring `Retry-After`),
-//! guards the provider with a circuit breaker and adds up tokens and cost.
+//! retryable failures with exponential backoff (honouring `Retry-After` up to
+//! `model.max_retry_wait`), says what each retry waits for, guards the
+//! provider with a circuit breaker and adds up tokens and cost.
+//!
+//! A streamed answer that fails after some of its text reached the caller is
+//! not retried: the text is already on the operator's screen, and a retry
+//! would show it a second time (or a different answer after half of the
+//! first). The call fails with [`LlmError::AfterPartialAnswer`] instead, and
+//! the operator can ask again. Failures before any text (including streams
+//! of tool calls only) are retried as usual.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,7 +20,7 @@ use serde::Serialize;
 use super::anthropic::Anthropic;
 use super::breaker::Breaker;
 use super::openai::OpenAi;
-use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Message, Provider, ToolSpec, Usage};
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Message, NoticeSink, Provider, ToolSpec, Usage};
 use crate::config::ModelConfig;
 use crate::secrets::SecretSource;
 
@@ -57,11 +66,8 @@ pub(crate) async fn check_status(provider: &str, response: reqwest::Response) ->
     if status.is_success() {
         return Ok(response);
     }
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let retry_after =
+        response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry_after_secs);
     let body: String = response.text().await.unwrap_or_default().chars().take(500).collect();
     Err(LlmError::Status { provider: provider.to_string(), status: status.as_u16(), body, retry_after })
 }
@@ -87,6 +93,28 @@ pub(crate) async fn json_answer(
         on_delta(&answer.content);
     }
     Ok(answer)
+}
+
+/// Seconds a `Retry-After` value asks for: a number of seconds, or an HTTP
+/// date (a date in the past asks for none).
+fn retry_after_secs(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(secs);
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some(u64::try_from((at.timestamp() - chrono::Utc::now().timestamp()).max(0)).unwrap_or(0))
+}
+
+/// "30 s", "1.5 s" or "250 ms", for notices.
+fn show_wait(wait: Duration) -> String {
+    if wait < Duration::from_secs(1) {
+        format!("{} ms", wait.as_millis())
+    } else if wait.subsec_millis() == 0 {
+        format!("{} s", wait.as_secs())
+    } else {
+        format!("{:.1} s", wait.as_secs_f64())
+    }
 }
 
 /// Whether the response body is JSON (rather than an event stream).
@@ -182,13 +210,15 @@ impl LlmClient {
         }
     }
 
-    /// One chat turn with retries.
+    /// One chat turn with retries; `on_notice` hears about each retry (what
+    /// failed, how long it waits, which attempt comes next).
     pub async fn chat(
         &self,
         role: ModelRole,
         messages: Vec<Message>,
         tools: Vec<ToolSpec>,
         on_delta: DeltaSink<'_>,
+        on_notice: NoticeSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
         let endpoint = match role {
             ModelRole::Brain => &self.brain,
@@ -197,12 +227,18 @@ impl LlmClient {
         let request =
             ChatRequest { model: endpoint.model.clone(), messages, tools, max_tokens: self.config.max_tokens };
         let name = endpoint.provider.name().to_string();
+        let attempts = self.config.max_retries.saturating_add(1);
         let mut attempt: u32 = 0;
         loop {
             if let Err((failures, seconds)) = self.breaker.check() {
                 return Err(LlmError::CircuitOpen { provider: name, failures, seconds });
             }
-            match endpoint.provider.chat(&request, on_delta).await {
+            let shown = AtomicBool::new(false);
+            let sink = |text: &str| {
+                shown.store(true, Ordering::Relaxed);
+                on_delta(text)
+            };
+            match endpoint.provider.chat(&request, &sink).await {
                 Ok(answer) => {
                     self.breaker.success();
                     self.account(&endpoint.model, answer.usage);
@@ -211,21 +247,46 @@ impl LlmClient {
                 Err(e) if e.retryable() || matches!(e, LlmError::Malformed { .. }) => {
                     self.breaker.failure();
                     tracing::warn!(provider = %name, attempt, error = %e, "LLM call failed");
+                    if shown.load(Ordering::Relaxed) {
+                        return Err(LlmError::AfterPartialAnswer(Box::new(e)));
+                    }
                     if let Err((failures, seconds)) = self.breaker.check() {
                         return Err(LlmError::CircuitOpen { provider: name, failures, seconds });
                     }
                     if attempt >= self.config.max_retries {
                         return Err(e);
                     }
-                    let backoff = self.config.retry_base_ms.saturating_mul(1 << attempt.min(10)).min(30_000);
-                    let wait = match &e {
-                        LlmError::Status { retry_after: Some(secs), .. } => Duration::from_secs((*secs).min(120)),
-                        _ => Duration::from_millis(backoff),
-                    };
+                    let (wait, capped) = self.retry_wait(&e, attempt);
+                    let capped = capped
+                        .map(|asked| format!("; Retry-After asked for {asked} s, model.max_retry_wait caps it"))
+                        .unwrap_or_default();
+                    on_notice(format!(
+                        "{}; retrying in {} (attempt {}/{attempts}){capped}",
+                        e.short(),
+                        show_wait(wait),
+                        attempt + 2
+                    ));
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// How long to wait before retry `attempt` (0-based) after `error`:
+    /// `Retry-After` when given, else exponential backoff, never more than
+    /// `model.max_retry_wait`; with the seconds asked for when they were capped.
+    fn retry_wait(&self, error: &LlmError, attempt: u32) -> (Duration, Option<u64>) {
+        let most = Duration::from_secs(self.config.max_retry_wait);
+        match error {
+            LlmError::Status { retry_after: Some(secs), .. } => {
+                let asked = Duration::from_secs(*secs);
+                if asked > most { (most, Some(*secs)) } else { (asked, None) }
+            }
+            _ => {
+                let backoff = self.config.retry_base_ms.saturating_mul(1 << attempt.min(10)).min(30_000);
+                (Duration::from_millis(backoff).min(most), None)
             }
         }
     }
@@ -251,5 +312,22 @@ impl LlmClient {
     /// Whether the breaker is refusing calls (for the metrics pane).
     pub fn breaker_open(&self) -> bool {
         self.breaker.is_open()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date_and_waits_shown_plainly() {
+        assert_eq!(retry_after_secs(" 30 "), Some(30));
+        assert_eq!(retry_after_secs("Sun, 06 Nov 1994 08:49:37 GMT"), Some(0), "a date in the past");
+        let soon = (chrono::Utc::now() + chrono::Duration::seconds(90)).to_rfc2822();
+        assert!(retry_after_secs(&soon).is_some_and(|s| (88..=90).contains(&s)), "{soon}");
+        assert_eq!(retry_after_secs("soon"), None);
+        assert_eq!(show_wait(Duration::from_millis(250)), "250 ms");
+        assert_eq!(show_wait(Duration::from_secs(30)), "30 s");
+        assert_eq!(show_wait(Duration::from_millis(1500)), "1.5 s");
     }
 }

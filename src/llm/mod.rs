@@ -131,6 +131,14 @@ pub enum LlmError {
     /// A body that does not follow the wire format.
     #[error("{provider} sent a malformed response: {detail}")]
     Malformed { provider: String, detail: String },
+    /// The event stream closed before the event that ends an answer, so what
+    /// arrived may be cut short.
+    #[error("{provider}'s answer stream ended before {expected}: the answer may be cut short")]
+    Incomplete { provider: String, expected: &'static str },
+    /// A stream that failed after part of its text was shown: not retried, so
+    /// the text is never shown twice.
+    #[error("{0} (after part of the answer was shown, so it was not retried)")]
+    AfterPartialAnswer(Box<LlmError>),
     /// Too many failures in a row; calls are refused for a while.
     #[error("{provider} circuit breaker is open after {failures} consecutive failures; retrying in {seconds}s")]
     CircuitOpen { provider: String, failures: u32, seconds: u64 },
@@ -147,14 +155,30 @@ impl LlmError {
     pub fn retryable(&self) -> bool {
         match self {
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
-            LlmError::Transport { .. } => true,
+            LlmError::Transport { .. } | LlmError::Incomplete { .. } => true,
             _ => false,
+        }
+    }
+
+    /// A few words on what went wrong, for retry notices.
+    pub fn short(&self) -> String {
+        match self {
+            LlmError::Status { provider, status, .. } => format!("{provider} answered HTTP {status}"),
+            LlmError::Transport { provider, timeout: true, .. } => format!("{provider} timed out"),
+            LlmError::Transport { provider, .. } => format!("{provider} could not be reached"),
+            LlmError::Malformed { provider, .. } => format!("{provider} sent a malformed response"),
+            LlmError::Incomplete { provider, .. } => format!("{provider}'s answer stream ended early"),
+            other => other.to_string(),
         }
     }
 }
 
 /// Receives text as it streams in.
 pub type DeltaSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// Receives what the client says about its own progress (a retry and what it
+/// waits for), so the operator is not left staring at a silent wait.
+pub type NoticeSink<'a> = &'a (dyn Fn(String) + Send + Sync);
 
 /// One wire format.
 #[async_trait::async_trait]

@@ -109,6 +109,8 @@ pub struct StreamState {
     content: String,
     calls: BTreeMap<u64, ToolCall>,
     usage: Option<Usage>,
+    /// Whether the end of the answer was seen (`finish_reason` or `[DONE]`).
+    finished: bool,
 }
 
 impl StreamState {
@@ -117,6 +119,9 @@ impl StreamState {
         let v: Value = serde_json::from_str(data).map_err(|e| malformed(provider, format!("bad SSE JSON: {e}")))?;
         if let Some(u) = usage_of(v.get("usage")) {
             self.usage = Some(u);
+        }
+        if v.pointer("/choices/0/finish_reason").is_some_and(|r| !r.is_null()) {
+            self.finished = true;
         }
         let Some(delta) = v.pointer("/choices/0/delta") else { return Ok(None) };
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
@@ -147,11 +152,20 @@ impl StreamState {
         }
     }
 
-    /// The complete answer.
-    pub fn finish(self, request: &ChatRequest) -> ChatResponse {
+    /// Notes the `[DONE]` sentinel.
+    pub fn done(&mut self) {
+        self.finished = true;
+    }
+
+    /// The complete answer, or [`LlmError::Incomplete`] when the stream
+    /// ended before its `finish_reason` or `[DONE]`.
+    pub fn finish(self, provider: &str, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if !self.finished {
+            return Err(LlmError::Incomplete { provider: provider.to_string(), expected: "a finish_reason or [DONE]" });
+        }
         let tool_calls: Vec<ToolCall> = self.calls.into_values().collect();
         let usage = self.usage.unwrap_or_else(|| Usage::estimate(request, &self.content, &tool_calls));
-        ChatResponse { content: self.content, tool_calls, usage }
+        Ok(ChatResponse { content: self.content, tool_calls, usage })
     }
 }
 
@@ -177,6 +191,7 @@ impl Provider for OpenAi {
         let mut state = StreamState::default();
         for_each_event(&self.name, response, |event| {
             if event.data == "[DONE]" {
+                state.done();
                 return Ok(false);
             }
             if let Some(text) = state.apply(&self.name, &event.data)? {
@@ -185,7 +200,7 @@ impl Provider for OpenAi {
             Ok(true)
         })
         .await?;
-        Ok(state.finish(request))
+        state.finish(&self.name, request)
     }
 }
 
@@ -201,7 +216,8 @@ mod tests {
     fn stream_without_usage_is_estimated_and_flagged() {
         let mut state = StreamState::default();
         state.apply("t", r#"{"choices":[{"delta":{"content":"abcd"}}]}"#).unwrap();
-        let answer = state.finish(&request());
+        state.done();
+        let answer = state.finish("t", &request()).unwrap();
         assert_eq!(answer.content, "abcd");
         assert_eq!(answer.usage, Usage { input_tokens: 2, output_tokens: 1, approximate: true });
     }
@@ -216,5 +232,15 @@ mod tests {
         assert_eq!((a.content.as_str(), a.tool_calls[0].name.as_str(), a.usage.output_tokens), ("hi", "x", 4));
         assert!(matches!(parse_json("t", &serde_json::json!({"oops": 1})), Err(LlmError::Malformed { .. })));
         assert!(StreamState::default().apply("t", "not json").is_err());
+    }
+
+    #[test]
+    fn a_stream_is_complete_only_with_a_finish_reason_or_done() {
+        let mut cut = StreamState::default();
+        cut.apply("t", r#"{"choices":[{"delta":{"content":"ab"},"finish_reason":null}]}"#).unwrap();
+        assert!(matches!(cut.finish("t", &request()), Err(LlmError::Incomplete { .. })));
+        let mut stopped = StreamState::default();
+        stopped.apply("t", r#"{"choices":[{"delta":{"content":"ab"},"finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!(stopped.finish("t", &request()).unwrap().content, "ab");
     }
 }

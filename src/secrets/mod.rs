@@ -1,7 +1,10 @@
 //! Secrets on the OS keyring: the Secret Service where a desktop session runs
 //! one, the kernel keyring (keyutils) otherwise, and an in-memory store that
-//! warns once when neither is usable. Values never touch the database: only
-//! names are indexed there (for `merlya secret list`).
+//! warns once when neither is usable. That fallback is only for the default
+//! (`secrets.backend: auto`): a backend asked for by name that is not usable
+//! makes every secret operation fail with the reason, since a secret the user
+//! meant to keep must not vanish at exit unnoticed. Values never touch the
+//! database: only names are indexed there (for `merlya secret list`).
 //!
 //! The model and the audit log only ever see references such as
 //! `@sudo:web01:password` (see [`reference`]); values are resolved at
@@ -25,14 +28,28 @@ pub enum SecretError {
     /// The backend refused or failed.
     #[error("the {backend} could not {action} secret {name}: {detail}")]
     Backend { backend: &'static str, action: &'static str, name: String, detail: String },
+    /// The backend named in the configuration is not usable here.
+    #[error(
+        "secrets.backend is `{setting}`, but the {backend} is not usable here: {reason}. Make it usable, or set secrets.backend to `auto` (falls back to memory, lost at exit) or `memory`"
+    )]
+    Unavailable { setting: &'static str, backend: &'static str, reason: String },
     /// A name that is not `service:host:field` or similar.
     #[error("invalid secret name {0:?}: use letters, digits and . _ - / : (e.g. sudo:web01:password)")]
     BadName(String),
 }
 
 enum Backend {
-    Keyring { store: Arc<CredentialStore>, label: &'static str },
+    Keyring {
+        store: Arc<CredentialStore>,
+        label: &'static str,
+    },
     Memory(Mutex<HashMap<String, String>>),
+    /// The configured backend is unusable; every operation reports why.
+    Unavailable {
+        setting: &'static str,
+        backend: &'static str,
+        reason: String,
+    },
 }
 
 /// Where secrets live for this process.
@@ -43,30 +60,44 @@ pub struct Secrets {
 impl Secrets {
     /// Opens the configured backend. `Auto` picks the first usable one:
     /// Secret Service (when a D-Bus session exists), the kernel keyring, then
-    /// memory with a warning.
+    /// memory with a warning. A backend named explicitly is that one or
+    /// [`SecretError::Unavailable`] on every use, never memory.
     pub fn open(choice: SecretsBackend) -> Self {
-        let secret_service = || {
-            std::env::var_os("DBUS_SESSION_BUS_ADDRESS")?;
-            let store: Arc<CredentialStore> = zbus_secret_service_keyring_store::Store::new().ok()?;
-            probe(&store).then_some(Self { backend: Backend::Keyring { store, label: "Secret Service" } })
+        const SECRET_SERVICE: &str = "Secret Service";
+        const KEYRING: &str = "kernel keyring";
+        let secret_service = || -> Result<Self, String> {
+            if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
+                return Err("there is no D-Bus session (DBUS_SESSION_BUS_ADDRESS is not set)".into());
+            }
+            let store: Arc<CredentialStore> = zbus_secret_service_keyring_store::Store::new()
+                .map_err(|e| format!("cannot reach it on the D-Bus session: {e}"))?;
+            probe(&store)?;
+            Ok(Self { backend: Backend::Keyring { store, label: SECRET_SERVICE } })
         };
-        let keyring = || {
-            let store: Arc<CredentialStore> = linux_keyutils_keyring_store::Store::new().ok()?;
-            probe(&store).then_some(Self { backend: Backend::Keyring { store, label: "kernel keyring" } })
+        let keyring = || -> Result<Self, String> {
+            let store: Arc<CredentialStore> =
+                linux_keyutils_keyring_store::Store::new().map_err(|e| format!("cannot open it: {e}"))?;
+            probe(&store)?;
+            Ok(Self { backend: Backend::Keyring { store, label: KEYRING } })
         };
-        let found = match choice {
-            SecretsBackend::Memory => return Self::memory(),
-            SecretsBackend::SecretService => secret_service(),
-            SecretsBackend::Keyring => keyring(),
-            SecretsBackend::Auto => secret_service().or_else(keyring),
+        let explicit = |setting, backend, found: Result<Self, String>| {
+            found.unwrap_or_else(|reason| {
+                tracing::warn!(setting, %reason, "the configured secret store is not usable");
+                Self { backend: Backend::Unavailable { setting, backend, reason } }
+            })
         };
-        found.unwrap_or_else(|| {
-            tracing::warn!(
-                ?choice,
-                "no usable OS keyring (no Secret Service, no session keyring); secrets live in memory only"
-            );
-            Self::memory()
-        })
+        match choice {
+            SecretsBackend::Memory => Self::memory(),
+            SecretsBackend::SecretService => explicit("secret-service", SECRET_SERVICE, secret_service()),
+            SecretsBackend::Keyring => explicit("keyring", KEYRING, keyring()),
+            SecretsBackend::Auto => secret_service().or_else(|_| keyring()).unwrap_or_else(|reason| {
+                tracing::warn!(
+                    %reason,
+                    "no usable OS keyring (no Secret Service, no session keyring); secrets live in memory only"
+                );
+                Self::memory()
+            }),
+        }
     }
 
     /// A store that forgets everything at exit (tests, and the last resort).
@@ -79,6 +110,7 @@ impl Secrets {
         match &self.backend {
             Backend::Keyring { label, .. } => label,
             Backend::Memory(_) => "memory store (lost at exit)",
+            Backend::Unavailable { backend, .. } => backend,
         }
     }
 
@@ -87,10 +119,23 @@ impl Secrets {
         matches!(self.backend, Backend::Keyring { .. })
     }
 
+    /// Why the configured backend cannot be used, when it cannot.
+    pub fn unavailable(&self) -> Option<SecretError> {
+        match &self.backend {
+            Backend::Unavailable { setting, backend, reason } => {
+                Some(SecretError::Unavailable { setting, backend, reason: reason.clone() })
+            }
+            _ => None,
+        }
+    }
+
     /// Stores `value` under `name`.
     pub fn set(&self, name: &str, value: &str) -> Result<(), SecretError> {
         validate_name(name)?;
         match &self.backend {
+            Backend::Unavailable { setting, backend, reason } => {
+                Err(SecretError::Unavailable { setting, backend, reason: reason.clone() })
+            }
             Backend::Keyring { store, label } => entry(store, label, name, "store")?
                 .set_password(value)
                 .map_err(|e| backend_error(label, "store", name, e)),
@@ -107,6 +152,9 @@ impl Secrets {
     pub fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
         validate_name(name)?;
         match &self.backend {
+            Backend::Unavailable { setting, backend, reason } => {
+                Err(SecretError::Unavailable { setting, backend, reason: reason.clone() })
+            }
             Backend::Keyring { store, label } => match entry(store, label, name, "read")?.get_password() {
                 Ok(v) => Ok(Some(v)),
                 Err(keyring_core::Error::NoEntry) => Ok(None),
@@ -120,6 +168,9 @@ impl Secrets {
     pub fn remove(&self, name: &str) -> Result<bool, SecretError> {
         validate_name(name)?;
         match &self.backend {
+            Backend::Unavailable { setting, backend, reason } => {
+                Err(SecretError::Unavailable { setting, backend, reason: reason.clone() })
+            }
             Backend::Keyring { store, label } => match entry(store, label, name, "delete")?.delete_credential() {
                 Ok(()) => Ok(true),
                 Err(keyring_core::Error::NoEntry) => Ok(false),
@@ -143,12 +194,18 @@ fn backend_error(backend: &'static str, action: &'static str, name: &str, e: key
     SecretError::Backend { backend, action, name: name.to_string(), detail: e.to_string() }
 }
 
-/// A write-read-delete round trip, to find out whether a backend works here.
-fn probe(store: &Arc<CredentialStore>) -> bool {
-    let Ok(entry) = store.build(SERVICE, "__merlya_probe__", None) else { return false };
-    let ok = entry.set_password("probe").is_ok() && entry.get_password().map(|v| v == "probe").unwrap_or(false);
+/// A write-read-delete round trip, to find out whether a backend works here;
+/// the error says which step failed and how.
+fn probe(store: &Arc<CredentialStore>) -> Result<(), String> {
+    let entry = store.build(SERVICE, "__merlya_probe__", None).map_err(|e| format!("a test entry was refused: {e}"))?;
+    entry.set_password("probe").map_err(|e| format!("a test write failed: {e}"))?;
+    let read = entry.get_password();
     let _ = entry.delete_credential();
-    ok
+    match read {
+        Ok(v) if v == "probe" => Ok(()),
+        Ok(_) => Err("a test write read back a different value".into()),
+        Err(e) => Err(format!("a test write could not be read back: {e}")),
+    }
 }
 
 /// Secret names: letters, digits and `. _ - / :`.
@@ -172,7 +229,13 @@ pub trait SecretSource: Send + Sync {
 
 impl SecretSource for Secrets {
     fn lookup(&self, name: &str) -> Option<String> {
-        self.get(name).ok().flatten()
+        match self.get(name) {
+            Ok(value) => value,
+            Err(e) => {
+                tracing::warn!(secret = name, error = %e, "cannot read a secret");
+                None
+            }
+        }
     }
 }
 

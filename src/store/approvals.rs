@@ -38,7 +38,7 @@ impl Store {
             .bind(now_rfc3339())
             .execute(self.pool())
             .await
-            .ctx("cannot store the approval rule")?;
+            .map_err(self.write_error("store the approval rule"))?;
         Ok(())
     }
 
@@ -57,7 +57,7 @@ impl Store {
             .bind(id)
             .execute(self.pool())
             .await
-            .ctx("cannot revoke the rule")?;
+            .map_err(self.write_error("revoke the rule"))?;
         Ok(done.rows_affected() > 0)
     }
 

@@ -15,10 +15,13 @@ pub struct ConversationSummary {
 
 impl Store {
     /// Starts a conversation titled from its first message; returns its id.
+    /// Counting and inserting share one write transaction, so two processes
+    /// starting conversations at once do not pick the same id.
     pub async fn create_conversation(&self, first_message: &str) -> Result<String, StoreError> {
         let now = now_rfc3339();
+        let mut tx = self.begin_write("create the conversation").await?;
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM conversations")
-            .fetch_one(self.pool())
+            .fetch_one(&mut *tx)
             .await
             .ctx("cannot count conversations")?;
         let id = format!("c{}", count + 1);
@@ -28,9 +31,10 @@ impl Store {
             .bind(title.replace('\n', " "))
             .bind(&now)
             .bind(&now)
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .ctx("cannot create conversation")?;
+        tx.commit().await.map_err(self.write_error("create the conversation"))?;
         Ok(id)
     }
 
@@ -43,6 +47,7 @@ impl Store {
         content: &str,
     ) -> Result<(), StoreError> {
         let now = now_rfc3339();
+        let mut tx = self.begin_write("save the message").await?;
         sqlx::query(
             "INSERT INTO session_messages (session_id, conversation_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)",
         )
@@ -51,15 +56,16 @@ impl Store {
         .bind(role)
         .bind(crate::redact::redact_command(content))
         .bind(&now)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await
         .ctx("cannot save message")?;
         sqlx::query("UPDATE conversations SET updated_at = ? WHERE id = ?")
             .bind(&now)
             .bind(conversation)
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .ctx("cannot update conversation")?;
+        tx.commit().await.map_err(self.write_error("save the message"))?;
         Ok(())
     }
 

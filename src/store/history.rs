@@ -23,7 +23,7 @@ impl Store {
         let now = chrono::Utc::now();
         let started = now_rfc3339();
         let command = redact_command(rec.command);
-        let mut tx = self.pool().begin().await.ctx("cannot start transaction")?;
+        let mut tx = self.begin_write("record the command").await?;
         sqlx::query(
             "INSERT INTO command_history (session_id, host, command, exit_code, duration_ms, error, started_at)
              VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -57,7 +57,7 @@ impl Store {
             .execute(&mut *tx)
             .await
             .ctx("cannot purge old output")?;
-        tx.commit().await.ctx("cannot commit command record")?;
+        tx.commit().await.map_err(self.write_error("record the command"))?;
         Ok(())
     }
 

@@ -84,7 +84,7 @@ impl Store {
     /// Inserts or updates hosts by name in one transaction; tags are united
     /// with existing ones. Returns (added, updated).
     pub async fn upsert_hosts(&self, hosts: &[Host]) -> Result<(usize, usize), StoreError> {
-        let mut tx = self.pool().begin().await.ctx("cannot start transaction")?;
+        let mut tx = self.begin_write("save hosts").await?;
         let (mut added, mut updated) = (0, 0);
         let now = now_rfc3339();
         for host in hosts {
@@ -119,7 +119,7 @@ impl Store {
             .ctx(&format!("cannot save host {}", host.name))?;
             add_tags(&mut tx, host).await?;
         }
-        tx.commit().await.ctx("cannot commit hosts")?;
+        tx.commit().await.map_err(self.write_error("save hosts"))?;
         Ok((added, updated))
     }
 
@@ -132,7 +132,7 @@ impl Store {
             .bind(name)
             .execute(self.pool())
             .await
-            .ctx("cannot remove host")?;
+            .map_err(self.write_error("remove the host"))?;
         if done.rows_affected() == 0 {
             return Err(HostError::NotFound(name.to_string()));
         }
@@ -147,7 +147,7 @@ impl Store {
         } else {
             "DELETE FROM host_tags WHERE tag = ? AND host_id = (SELECT id FROM hosts WHERE name = ?)"
         };
-        sqlx::query(sql).bind(tag).bind(name).execute(self.pool()).await.ctx("cannot change tag")?;
+        sqlx::query(sql).bind(tag).bind(name).execute(self.pool()).await.map_err(self.write_error("change the tag"))?;
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl Store {
             .bind(name)
             .execute(self.pool())
             .await
-            .ctx("cannot record reachability")?;
+            .map_err(self.write_error("record reachability"))?;
         Ok(())
     }
 }
@@ -180,7 +180,7 @@ async fn add_tags(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, host: &Host) -> 
 impl Store {
     /// Replaces host `original` with `host` (renamed or changed), tags included, in one transaction.
     pub async fn replace_host(&self, original: &str, host: &Host) -> Result<(), StoreError> {
-        let mut tx = self.pool().begin().await.ctx("cannot start transaction")?;
+        let mut tx = self.begin_write("save the host").await?;
         sqlx::query(
             "UPDATE hosts SET name = ?, hostname = ?, port = ?, username = ?, jump = ?, elevation = ?, updated_at = ?
              WHERE name = ?",
@@ -202,7 +202,7 @@ impl Store {
             .await
             .ctx("cannot save tags")?;
         add_tags(&mut tx, host).await?;
-        tx.commit().await.ctx("cannot commit host")?;
+        tx.commit().await.map_err(self.write_error("save the host"))?;
         Ok(())
     }
 }

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod conversations;
 pub mod history;
 pub mod hosts;
+pub mod lock;
 pub mod metrics;
 pub mod pipelines;
 pub mod secret_names;
@@ -36,6 +37,13 @@ pub enum StoreError {
         "{path} was created by a newer merlya (schema version {found}, this merlya knows up to {known}); it was left untouched. Upgrade merlya."
     )]
     TooNew { path: PathBuf, found: i64, known: i64 },
+    /// Another connection held the write lock for the whole busy timeout.
+    #[error(
+        "{path} stayed locked for writing by {} for {} s, so merlya could not {what}; try again once it has finished",
+        holder.as_deref().map_or_else(|| "another merlya process".to_string(), |h| format!("another process ({h})")),
+        lock::BUSY_TIMEOUT.as_secs()
+    )]
+    Locked { path: PathBuf, what: String, holder: Option<String> },
     /// Any other database error, with what was being done.
     #[error("{context}: {source}")]
     Sql { context: String, source: sqlx::Error },
@@ -61,6 +69,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// The database file, for errors.
+    path: Arc<Path>,
     /// The audit key and checkpoint, outside the database (ADR 0015).
     audit: Arc<audit::keys::AuditFiles>,
 }
@@ -108,7 +118,7 @@ impl Store {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(lock::BUSY_TIMEOUT)
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
@@ -120,7 +130,7 @@ impl Store {
             source: sqlx::Error::Migrate(Box::new(e)),
         })?;
         drop(guard);
-        Ok(Self { pool, audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
+        Ok(Self { pool, path: Arc::from(path), audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
     }
 
     /// Read-only checks of an existing file: header, integrity, schema version.
@@ -177,7 +187,7 @@ impl Store {
             .bind(now_rfc3339())
             .execute(&self.pool)
             .await
-            .ctx("cannot record session")?;
+            .map_err(self.write_error("record the session"))?;
         Ok(id)
     }
 

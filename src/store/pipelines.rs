@@ -54,7 +54,7 @@ impl Store {
         .bind(&now)
         .execute(self.pool())
         .await
-        .ctx("cannot save the pipeline run")?;
+        .map_err(self.write_error("save the pipeline run"))?;
         Ok(())
     }
 

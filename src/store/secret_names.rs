@@ -22,7 +22,7 @@ impl Store {
         .bind(now_rfc3339())
         .execute(self.pool())
         .await
-        .ctx("cannot index secret")?;
+        .map_err(self.write_error("index the secret"))?;
         Ok(())
     }
 
@@ -32,7 +32,7 @@ impl Store {
             .bind(name)
             .execute(self.pool())
             .await
-            .ctx("cannot unindex secret")?;
+            .map_err(self.write_error("unindex the secret"))?;
         Ok(())
     }
 

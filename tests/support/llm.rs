@@ -199,6 +199,14 @@ pub mod openai {
         Reply::Sse(events)
     }
 
+    /// A text stream whose connection closes before its end: no
+    /// `finish_reason`, no usage, no `[DONE]`.
+    pub fn sse_text_cut(parts: &[&str]) -> Reply {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}))];
+        events.extend(parts.iter().map(|p| chunk(json!({"content": p}))));
+        Reply::Sse(events)
+    }
+
     /// A streamed tool call whose arguments arrive in pieces.
     pub fn sse_tool_call(name: &str, args: Value) -> Reply {
         let text = args.to_string();
@@ -274,6 +282,13 @@ pub mod anthropic {
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 11}}),
         ));
         events.push(event("message_stop", json!({"type": "message_stop"})));
+        Reply::Sse(events)
+    }
+
+    /// [`sse_text`] whose connection closes before `message_delta` and `message_stop`.
+    pub fn sse_text_cut(parts: &[&str]) -> Reply {
+        let Reply::Sse(mut events) = sse_text(parts) else { unreachable!() };
+        events.truncate(events.len() - 3);
         Reply::Sse(events)
     }
 

@@ -17,7 +17,7 @@ enum Section {
 
 pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
     let mut errors = Vec::new();
-    let mut hosts: Vec<Host> = Vec::new();
+    let mut hosts: Vec<(Host, usize)> = Vec::new();
     let mut children: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut section = Section::Hosts("ungrouped".into());
     for (index, raw) in text.lines().enumerate() {
@@ -48,20 +48,22 @@ pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
         match &section {
             Section::Vars => {}
             Section::Children(group) => children.entry(group.clone()).or_default().push(line.to_string()),
-            Section::Hosts(group) => match parse_host_line(line, line_no, group) {
-                Ok(mut parsed) => hosts.append(&mut parsed),
+            Section::Hosts(group) => match parse_host_line(line, line_no, group, hosts.len()) {
+                Ok(parsed) => hosts.extend(parsed.into_iter().map(|h| (h, line_no))),
                 Err(e) => errors.push(e),
             },
         }
     }
-    apply_children(&mut hosts, &children);
-    if errors.is_empty() { Ok(ImportReport { hosts: merge_by_name(hosts), skipped: Vec::new() }) } else { Err(errors) }
+    let mut report = merge_by_name(hosts, &mut errors);
+    apply_children(&mut report.hosts, &children);
+    if errors.is_empty() { Ok(report) } else { Err(errors) }
 }
 
-fn parse_host_line(line: &str, line_no: usize, group: &str) -> Result<Vec<Host>, LineError> {
+/// The hosts of one line; `already` hosts came before it in the file.
+fn parse_host_line(line: &str, line_no: usize, group: &str, already: usize) -> Result<Vec<Host>, LineError> {
     let mut fields = line.split_whitespace();
     let pattern = fields.next().unwrap_or("");
-    let names = range::expand(pattern).map_err(|e| LineError::new(line_no, e))?;
+    let names = range::expand(pattern, already).map_err(|e| LineError::new(line_no, e))?;
     let mut template = Host::new("", "");
     for field in fields {
         let Some((key, value)) = field.split_once('=') else {

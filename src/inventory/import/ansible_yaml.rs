@@ -11,12 +11,13 @@ pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
     let Value::Mapping(groups) = root else {
         return Err(vec![LineError::new(1, "expected a mapping of groups (e.g. `all:`)")]);
     };
-    let mut hosts = Vec::new();
-    let mut errors = Vec::new();
+    let mut walk = Walk { text, hosts: Vec::new(), errors: Vec::new(), met: Default::default() };
     for (name, body) in &groups {
-        walk_group(name.as_str().unwrap_or(""), body, &[], &mut hosts, &mut errors);
+        walk.group(name.as_str().unwrap_or(""), body, &[]);
     }
-    if errors.is_empty() { Ok(ImportReport { hosts: merge_by_name(hosts), skipped: Vec::new() }) } else { Err(errors) }
+    let Walk { hosts, mut errors, .. } = walk;
+    let report = merge_by_name(hosts, &mut errors);
+    if errors.is_empty() { Ok(report) } else { Err(errors) }
 }
 
 /// A line error from a YAML error (shared with other YAML importers).
@@ -27,84 +28,110 @@ pub(super) fn yaml_line_error(e: &yaml_serde::Error) -> LineError {
     LineError::new(line, message)
 }
 
-fn walk_group(group: &str, body: &Value, inherited: &[String], hosts: &mut Vec<Host>, errors: &mut Vec<LineError>) {
-    let mut tags = inherited.to_vec();
-    if !group.is_empty() && group != "all" && group != "ungrouped" {
-        tags.push(group.to_string());
-    }
-    let Some(body) = body.as_mapping() else {
-        if !body.is_null() {
-            errors.push(LineError::new(0, format!("group {group}: expected a mapping with hosts/children/vars")));
-        }
-        return;
-    };
-    for (key, value) in body {
-        match key.as_str() {
-            Some("hosts") => read_hosts(group, value, &tags, hosts, errors),
-            Some("children") => match value.as_mapping() {
-                Some(children) => {
-                    for (child, child_body) in children {
-                        walk_group(child.as_str().unwrap_or(""), child_body, &tags, hosts, errors);
-                    }
-                }
-                None if value.is_null() => {}
-                None => errors.push(LineError::new(0, format!("group {group}: `children` must be a mapping"))),
-            },
-            Some("vars") => {}
-            other => errors.push(LineError::new(
-                0,
-                format!("group {group}: unknown key {:?}; expected hosts, children or vars", other.unwrap_or("?")),
-            )),
-        }
-    }
+/// The inventory being read: its text (for lines) and what was found so far.
+struct Walk<'a> {
+    text: &'a str,
+    hosts: Vec<(Host, usize)>,
+    errors: Vec<LineError>,
+    /// How many times each host key was met, to find its nth line.
+    met: std::collections::HashMap<String, usize>,
 }
 
-fn read_hosts(group: &str, value: &Value, tags: &[String], hosts: &mut Vec<Host>, errors: &mut Vec<LineError>) {
-    let empty = Mapping::new();
-    let entries = match value {
-        Value::Mapping(m) => m,
-        Value::Null => &empty,
-        _ => {
-            errors.push(LineError::new(0, format!("group {group}: `hosts` must be a mapping of host names")));
-            return;
+/// The line of the `nth` (0-based) line declaring `key` as a mapping key, 0
+/// if none; the YAML values carry no positions, so problems are placed this way.
+fn line_of_key(text: &str, key: &str, nth: usize) -> usize {
+    let quoted = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")];
+    let declares = |l: &str| quoted.iter().any(|q| l.trim_start().starts_with(q.as_str()));
+    text.lines().enumerate().filter(|(_, l)| declares(l)).nth(nth).map_or(0, |(i, _)| i + 1)
+}
+
+impl Walk<'_> {
+    fn group(&mut self, group: &str, body: &Value, inherited: &[String]) {
+        let mut tags = inherited.to_vec();
+        if !group.is_empty() && group != "all" && group != "ungrouped" {
+            tags.push(group.to_string());
         }
-    };
-    for (name, vars) in entries {
-        let Some(pattern) = name.as_str() else {
-            errors.push(LineError::new(0, format!("group {group}: host names must be strings")));
-            continue;
+        let Some(body) = body.as_mapping() else {
+            if !body.is_null() {
+                let line = line_of_key(self.text, group, 0);
+                self.errors
+                    .push(LineError::new(line, format!("group {group}: expected a mapping with hosts/children/vars")));
+            }
+            return;
         };
-        let names = match range::expand(pattern) {
-            Ok(n) => n,
-            Err(e) => {
-                errors.push(LineError::new(0, format!("group {group}: {e}")));
-                continue;
+        for (key, value) in body {
+            match key.as_str() {
+                Some("hosts") => self.hosts(group, value, &tags),
+                Some("children") => match value.as_mapping() {
+                    Some(children) => {
+                        for (child, child_body) in children {
+                            self.group(child.as_str().unwrap_or(""), child_body, &tags);
+                        }
+                    }
+                    None if value.is_null() => {}
+                    None => self.errors.push(LineError::new(0, format!("group {group}: `children` must be a mapping"))),
+                },
+                Some("vars") => {}
+                other => self.errors.push(LineError::new(
+                    0,
+                    format!("group {group}: unknown key {:?}; expected hosts, children or vars", other.unwrap_or("?")),
+                )),
+            }
+        }
+    }
+
+    fn hosts(&mut self, group: &str, value: &Value, tags: &[String]) {
+        let empty = Mapping::new();
+        let entries = match value {
+            Value::Mapping(m) => m,
+            Value::Null => &empty,
+            _ => {
+                self.errors.push(LineError::new(0, format!("group {group}: `hosts` must be a mapping of host names")));
+                return;
             }
         };
-        for host_name in names {
-            let mut host = Host::new(host_name.clone(), host_name.clone());
-            if let Some(vars) = vars.as_mapping() {
-                if let Some(h) = string_var(vars, &["ansible_host", "ansible_ssh_host"]) {
-                    host.hostname = h;
+        for (name, vars) in entries {
+            let Some(pattern) = name.as_str() else {
+                self.errors.push(LineError::new(0, format!("group {group}: host names must be strings")));
+                continue;
+            };
+            let nth = self.met.entry(pattern.to_string()).or_default();
+            let line = line_of_key(self.text, pattern, *nth);
+            *nth += 1;
+            let names = match range::expand(pattern, self.hosts.len()) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.errors.push(LineError::new(line, format!("group {group}: {e}")));
+                    continue;
                 }
-                if let Some(u) = string_var(vars, &["ansible_user", "ansible_ssh_user"]) {
-                    host.username = Some(u);
-                }
-                if let Some(k) = string_var(vars, &["ansible_ssh_private_key_file"]) {
-                    host.identity_file = Some(k);
-                }
-                if let Some(p) = string_var(vars, &["ansible_port", "ansible_ssh_port"]) {
-                    match p.parse::<u16>() {
-                        Ok(port) if port > 0 => host.port = port,
-                        _ => errors
-                            .push(LineError::new(0, format!("host {host_name}: ansible_port {p:?} is not a port"))),
+            };
+            for host_name in names {
+                let mut host = Host::new(host_name.clone(), host_name.clone());
+                if let Some(vars) = vars.as_mapping() {
+                    if let Some(h) = string_var(vars, &["ansible_host", "ansible_ssh_host"]) {
+                        host.hostname = h;
+                    }
+                    if let Some(u) = string_var(vars, &["ansible_user", "ansible_ssh_user"]) {
+                        host.username = Some(u);
+                    }
+                    if let Some(k) = string_var(vars, &["ansible_ssh_private_key_file"]) {
+                        host.identity_file = Some(k);
+                    }
+                    if let Some(p) = string_var(vars, &["ansible_port", "ansible_ssh_port"]) {
+                        match p.parse::<u16>() {
+                            Ok(port) if port > 0 => host.port = port,
+                            _ => self.errors.push(LineError::new(
+                                line,
+                                format!("host {host_name}: ansible_port {p:?} is not a port"),
+                            )),
+                        }
                     }
                 }
+                for tag in tags {
+                    host.add_tag(tag);
+                }
+                self.hosts.push((host, line));
             }
-            for tag in tags {
-                host.add_tag(tag);
-            }
-            hosts.push(host);
         }
     }
 }

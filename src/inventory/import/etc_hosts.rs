@@ -7,7 +7,7 @@ use super::{ImportReport, LineError, merge_by_name};
 use crate::inventory::Host;
 
 pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
-    let mut report = ImportReport::default();
+    let mut skipped = Vec::new();
     let mut errors = Vec::new();
     let mut hosts = Vec::new();
     for (index, raw) in text.lines().enumerate() {
@@ -27,15 +27,16 @@ pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
             continue;
         };
         if ip.is_loopback() || ip.is_multicast() || ip.is_unspecified() || is_local_name(name) {
-            report.skipped.push(format!("line {line_no}: {name} ({address}) is a local or multicast entry"));
+            skipped.push(format!("line {line_no}: {name} ({address}) is a local or multicast entry"));
             continue;
         }
-        hosts.push(Host::new(name, address));
+        hosts.push((Host::new(name, address), line_no));
     }
+    let mut report = merge_by_name(hosts, &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }
-    report.hosts = merge_by_name(hosts);
+    report.skipped = skipped;
     Ok(report)
 }
 

@@ -53,7 +53,7 @@ fn finish(records: Vec<HostRecord>) -> Result<ImportReport, Vec<LineError>> {
             Err(e) => errors.push(LineError::new(0, format!("entry {}: {e}", index + 1))),
         }
     }
-    if errors.is_empty() { Ok(ImportReport { hosts, skipped: Vec::new() }) } else { Err(errors) }
+    if errors.is_empty() { Ok(ImportReport { hosts, ..Default::default() }) } else { Err(errors) }
 }
 
 pub fn parse_json(text: &str) -> Result<ImportReport, Vec<LineError>> {

@@ -72,8 +72,20 @@ pub enum ImportFormat {
 pub struct ImportReport {
     /// Hosts to add or update.
     pub hosts: Vec<Host>,
+    /// The line each host was read from, in the order of `hosts` (0, or
+    /// missing, where the format does not say), so problems can name it.
+    pub lines: Vec<usize>,
     /// Entries that were deliberately passed over, with the reason (e.g. hashed known_hosts lines).
     pub skipped: Vec<String>,
+    /// Hosts listed several times and merged into one, with their lines.
+    pub merged: Vec<String>,
+}
+
+impl ImportReport {
+    /// Line of host `index`, 0 when unknown.
+    fn line(&self, index: usize) -> usize {
+        self.lines.get(index).copied().unwrap_or(0)
+    }
 }
 
 /// Guesses the format from the file name, then from the content.
@@ -117,70 +129,128 @@ fn yaml_flavour(text: &str) -> ImportFormat {
     }
 }
 
-/// Parses `text` as `format`.
+/// Parses `text` as `format`; errors come in line order.
 pub fn parse(format: ImportFormat, text: &str) -> Result<ImportReport, Vec<LineError>> {
-    let report = match format {
-        ImportFormat::SshConfig => crate::ssh::ssh_config::import_hosts(text)?,
-        ImportFormat::KnownHosts => crate::ssh::known_hosts::import_hosts(text)?,
-        ImportFormat::EtcHosts => etc_hosts::parse(text)?,
-        ImportFormat::AnsibleIni => ansible_ini::parse(text)?,
-        ImportFormat::AnsibleYaml => ansible_yaml::parse(text)?,
-        ImportFormat::Csv => table::parse_csv(text)?,
-        ImportFormat::Toml => table::parse_toml(text)?,
-        ImportFormat::Json => host_list::parse_json(text)?,
-        ImportFormat::Yaml => host_list::parse_yaml(text)?,
+    let parsed = match format {
+        ImportFormat::SshConfig => crate::ssh::ssh_config::import_hosts(text),
+        ImportFormat::KnownHosts => crate::ssh::known_hosts::import_hosts(text),
+        ImportFormat::EtcHosts => etc_hosts::parse(text),
+        ImportFormat::AnsibleIni => ansible_ini::parse(text),
+        ImportFormat::AnsibleYaml => ansible_yaml::parse(text),
+        ImportFormat::Csv => table::parse_csv(text),
+        ImportFormat::Toml => table::parse_toml(text),
+        ImportFormat::Json => host_list::parse_json(text),
+        ImportFormat::Yaml => host_list::parse_yaml(text),
     };
-    check_hosts(&report.hosts)?;
-    Ok(report)
+    // JSON and YAML lists have no line per host; their hosts are the entries in order.
+    let entries = matches!(format, ImportFormat::Json | ImportFormat::Yaml);
+    let report = parsed.and_then(|report| check_hosts(&report, entries).map(|()| report));
+    report.map_err(|mut errors| {
+        errors.sort_by_key(|e| e.line);
+        errors
+    })
 }
 
-/// Final checks shared by every importer: valid names and tags, no duplicate names.
-fn check_hosts(hosts: &[Host]) -> Result<(), Vec<LineError>> {
+/// Final checks shared by every importer: valid names and tags, no duplicate
+/// names, each problem placed by its line, or by its entry number in lists
+/// (`entries`); a duplicate names where the name first appeared too.
+fn check_hosts(report: &ImportReport, entries: bool) -> Result<(), Vec<LineError>> {
     let mut errors = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for host in hosts {
+    let mut seen = std::collections::HashMap::new();
+    for (index, host) in report.hosts.iter().enumerate() {
+        let line = report.line(index);
+        let at = if entries { format!("entry {}: ", index + 1) } else { String::new() };
         if let Err(e) = validate_name(&host.name) {
-            errors.push(LineError::new(0, e));
+            errors.push(LineError::new(line, format!("{at}{e}")));
         }
         for tag in &host.tags {
             if let Err(e) = validate_tag(tag) {
-                errors.push(LineError::new(0, format!("host {}: {e}", host.name)));
+                errors.push(LineError::new(line, format!("{at}host {}: {e}", host.name)));
             }
         }
         if host.hostname.trim().is_empty() {
-            errors.push(LineError::new(0, format!("host {}: empty hostname", host.name)));
+            errors.push(LineError::new(line, format!("{at}host {}: empty hostname", host.name)));
         }
-        if !seen.insert(host.name.as_str()) {
-            errors.push(LineError::new(0, format!("host {} appears twice", host.name)));
+        if let Some(first) = seen.insert(host.name.as_str(), index) {
+            let first_line = report.line(first);
+            let before = if entries {
+                format!(" (first as entry {})", first + 1)
+            } else if first_line > 0 {
+                format!(" (first on line {first_line})")
+            } else {
+                String::new()
+            };
+            errors.push(LineError::new(line, format!("{at}host {} appears twice{before}", host.name)));
         }
     }
     if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
 
-/// Merges hosts that share a name (tags are united, later fields fill gaps);
-/// importers whose formats list a host several times use it.
-pub(crate) fn merge_by_name(hosts: Vec<Host>) -> Vec<Host> {
-    let mut merged: Vec<Host> = Vec::new();
-    for host in hosts {
-        match merged.iter_mut().find(|h| h.name == host.name) {
-            Some(existing) => {
-                for tag in &host.tags {
-                    existing.add_tag(tag);
-                }
-                if existing.username.is_none() {
-                    existing.username = host.username;
-                }
-                if existing.hostname == existing.name && host.hostname != host.name {
-                    existing.hostname = host.hostname;
-                }
-                if existing.port == 22 {
-                    existing.port = host.port;
-                }
-            }
-            None => merged.push(host),
+/// Merges hosts that share a name, for formats that list a host once per
+/// group (Ansible) or alias line (/etc/hosts): tags are united and later
+/// entries fill settings left at their defaults. Two entries setting one
+/// field differently are an error naming both lines; other merges are noted
+/// in the report with their lines. `found` pairs each host with its line (0
+/// when the format has none).
+pub(crate) fn merge_by_name(found: Vec<(Host, usize)>, errors: &mut Vec<LineError>) -> ImportReport {
+    let mut report = ImportReport::default();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut seen_on: Vec<Vec<usize>> = Vec::new();
+    for (host, line) in found {
+        let Some(&at) = index.get(&host.name) else {
+            index.insert(host.name.clone(), report.hosts.len());
+            report.hosts.push(host);
+            report.lines.push(line);
+            seen_on.push(vec![line]);
+            continue;
+        };
+        let first_line = report.lines[at];
+        let existing = &mut report.hosts[at];
+        let mut conflict = |field: &str, a: &dyn std::fmt::Display, b: &dyn std::fmt::Display| {
+            let first = if first_line > 0 { format!("line {first_line}") } else { "its first entry".into() };
+            errors.push(LineError::new(
+                line,
+                format!("host {} is listed again with {field} {b}, but {first} gives {a}", existing.name),
+            ));
+        };
+        match (&existing.username, &host.username) {
+            (Some(a), Some(b)) if a != b => conflict("user", a, b),
+            _ => {}
+        }
+        if existing.hostname != existing.name && host.hostname != host.name && existing.hostname != host.hostname {
+            conflict("address", &existing.hostname, &host.hostname);
+        }
+        if existing.port != 22 && host.port != 22 && existing.port != host.port {
+            conflict("port", &existing.port, &host.port);
+        }
+        for tag in &host.tags {
+            existing.add_tag(tag);
+        }
+        if existing.username.is_none() {
+            existing.username = host.username;
+        }
+        if existing.hostname == existing.name && host.hostname != host.name {
+            existing.hostname = host.hostname;
+        }
+        if existing.port == 22 {
+            existing.port = host.port;
+        }
+        if existing.identity_file.is_none() {
+            existing.identity_file = host.identity_file;
+        }
+        seen_on[at].push(line);
+    }
+    for (host, lines) in report.hosts.iter().zip(&seen_on) {
+        if lines.len() > 1 {
+            let listed = if lines.contains(&0) {
+                format!("{} times", lines.len())
+            } else {
+                format!("on lines {}", lines.iter().map(usize::to_string).collect::<Vec<_>>().join(", "))
+            };
+            report.merged.push(format!("{} is listed {listed}; merged into one host", host.name));
         }
     }
-    merged
+    report
 }
 
 /// Parses a port number, naming the line when it is not one.

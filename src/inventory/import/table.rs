@@ -28,7 +28,7 @@ pub fn parse_csv(text: &str) -> Result<ImportReport, Vec<LineError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut hosts = Vec::new();
+    let (mut hosts, mut lines) = (Vec::new(), Vec::new());
     for record in reader.records() {
         let record = match record {
             Ok(r) => r,
@@ -48,11 +48,14 @@ pub fn parse_csv(text: &str) -> Result<ImportReport, Vec<LineError>> {
                 .map(String::from)
         };
         match csv_host(&field, line) {
-            Ok(h) => hosts.push(h),
+            Ok(h) => {
+                hosts.push(h);
+                lines.push(line);
+            }
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() { Ok(ImportReport { hosts, skipped: Vec::new() }) } else { Err(errors) }
+    if errors.is_empty() { Ok(ImportReport { hosts, lines, ..Default::default() }) } else { Err(errors) }
 }
 
 fn csv_host(field: &dyn Fn(&str) -> Option<String>, line: usize) -> Result<Host, LineError> {
@@ -93,5 +96,5 @@ pub fn parse_toml(text: &str) -> Result<ImportReport, Vec<LineError>> {
             Err(e) => errors.push(LineError::new(0, format!("hosts.{name}: {e}"))),
         }
     }
-    if errors.is_empty() { Ok(ImportReport { hosts, skipped: Vec::new() }) } else { Err(errors) }
+    if errors.is_empty() { Ok(ImportReport { hosts, ..Default::default() }) } else { Err(errors) }
 }

@@ -144,3 +144,58 @@ fn invalid_names_and_duplicates_import_nothing() {
     .unwrap_err();
     assert_eq!(errors.len(), 2, "{errors:?}");
 }
+
+#[test]
+fn a_huge_range_is_refused_before_expanding_naming_its_line() {
+    let started = std::time::Instant::now();
+    let errors = parse(ImportFormat::AnsibleIni, "[web]\nweb01\n[nodes]\nnode[0:2000000]\n").unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].line, 4, "{errors:?}");
+    assert!(errors[0].message.contains("2000001 hosts") && errors[0].message.contains("10000"), "{errors:?}");
+    let yaml = "all:\n  children:\n    nodes:\n      hosts:\n        node[0:2000000]:\n";
+    let errors = parse(ImportFormat::AnsibleYaml, yaml).unwrap_err();
+    assert_eq!((errors.len(), errors[0].line), (1, 5), "{errors:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "counted, not expanded: {:?}", started.elapsed());
+    // The limit is per import: ranges that are fine alone add up.
+    let errors = parse(ImportFormat::AnsibleIni, "a[1:6000]\nb[1:6000]\n").unwrap_err();
+    assert_eq!(errors[0].line, 2, "{errors:?}");
+    assert!(errors[0].message.contains("after the 6000 before it"), "{errors:?}");
+    // Up to the limit is fine, and fast.
+    let report = parse(ImportFormat::AnsibleIni, "n[1:10000]\n").unwrap();
+    assert_eq!(report.hosts.len(), 10_000);
+}
+
+#[test]
+fn duplicate_names_are_reported_with_their_lines() {
+    let csv = "name,hostname\nweb01,10.0.0.1\ndb01,10.0.0.2\nweb01,10.0.0.3\n";
+    let errors = parse(ImportFormat::Csv, csv).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].line, 4);
+    assert!(errors[0].message.contains("web01 appears twice (first on line 2)"), "{errors:?}");
+
+    let json = r#"[{"name":"a","hostname":"h"},{"name":"b","hostname":"h"},{"name":"a","hostname":"h"}]"#;
+    let errors = parse(ImportFormat::Json, json).unwrap_err();
+    assert!(errors[0].message.contains("entry 3: host a appears twice (first as entry 1)"), "{errors:?}");
+
+    // Same name, different addresses in /etc/hosts: both lines named.
+    let errors = parse(ImportFormat::EtcHosts, "10.0.0.1 web01\n10.0.0.9 other\n10.0.0.2 web01\n").unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].line, 3);
+    assert!(errors[0].message.contains("address 10.0.0.2, but line 1 gives 10.0.0.1"), "{errors:?}");
+
+    // An Ansible host in several groups is merged, and the report says where.
+    let ini = "[web]\nweb01 ansible_host=10.0.0.1\n[prod]\nweb01\ndb01\n[eu]\nweb01 ansible_user=ops\n";
+    let report = parse(ImportFormat::AnsibleIni, ini).unwrap();
+    assert_eq!(names(&report), ["web01", "db01"]);
+    assert_eq!(report.hosts[0].tags, ["eu", "prod", "web"]);
+    assert_eq!((report.hosts[0].hostname.as_str(), report.hosts[0].username.as_deref()), ("10.0.0.1", Some("ops")));
+    assert_eq!(report.merged, ["web01 is listed on lines 2, 4, 7; merged into one host"]);
+    // ... unless two of its lines disagree.
+    let ini = "[web]\nweb01 ansible_port=2201\n[prod]\nweb01 ansible_port=2202\n";
+    let errors = parse(ImportFormat::AnsibleIni, ini).unwrap_err();
+    assert_eq!(errors[0].line, 4, "{errors:?}");
+    assert!(errors[0].message.contains("port 2202, but line 2 gives 2201"), "{errors:?}");
+    let yaml = "all:\n  children:\n    web:\n      hosts:\n        web01:\n    prod:\n      hosts:\n        web01:\n";
+    let report = parse(ImportFormat::AnsibleYaml, yaml).unwrap();
+    assert_eq!(report.merged, ["web01 is listed on lines 5, 8; merged into one host"]);
+}

@@ -462,7 +462,7 @@ impl Store {
     /// unkeyed), moves the head, and signs the new head into the checkpoint.
     async fn append(&self, request: &AuditRequest, row: RowPart) -> Result<AuditEntry, StoreError> {
         let key = self.audit_key().await?;
-        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await.ctx("cannot lock the audit log")?;
+        let mut tx = self.begin_write("append to the audit log").await?;
         let head: Option<(i64, String, i64)> =
             sqlx::query_as("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
                 .fetch_optional(&mut *tx)
@@ -544,7 +544,7 @@ impl Store {
         .execute(&mut *tx)
         .await
         .ctx("cannot move the audit head")?;
-        tx.commit().await.ctx("cannot commit the audit entry")?;
+        tx.commit().await.map_err(self.write_error("append to the audit log"))?;
         // After the commit: a checkpoint must never name an entry that is not stored.
         if let Err(e) = self.audit.advance_checkpoint(&key, entry.id, &entry.hash, count) {
             tracing::warn!(error = %e, "cannot write the audit checkpoint; `merlya audit verify` will report it lagging");

@@ -1,0 +1,121 @@
+//! Writing under concurrency: every write transaction takes SQLite's write
+//! lock when it begins (`BEGIN IMMEDIATE`), so a second process waits on the
+//! busy timeout instead of failing when a deferred transaction would upgrade
+//! its read lock (SQLite refuses that upgrade at once, without waiting, when
+//! another writer committed in between). A wait that times out names the
+//! database file and, when the system tells (Linux `/proc/locks`), the process
+//! holding the lock.
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::{Sqlite, Transaction};
+
+use super::{Store, StoreError};
+
+/// How long a write waits for another connection's write lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Byte of the `-shm` file SQLite locks while a connection writes to the WAL
+/// (`WALINDEX_LOCK_OFFSET` + `WAL_WRITE_LOCK`).
+const WAL_WRITE_LOCK_BYTE: u64 = 120;
+
+impl Store {
+    /// Begins a write transaction holding the write lock from the start;
+    /// `what` says what it is for in the error if the lock never comes.
+    pub(crate) async fn begin_write(&self, what: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(self.write_error(what))
+    }
+
+    /// Maps the error of a write: a database still locked by another writer
+    /// after the busy timeout becomes [`StoreError::Locked`]; others keep `what`.
+    pub(crate) fn write_error<'a>(&'a self, what: &'a str) -> impl FnOnce(sqlx::Error) -> StoreError + 'a {
+        move |source| {
+            if is_busy(&source) {
+                StoreError::Locked { path: self.path.to_path_buf(), what: what.to_string(), holder: holder(&self.path) }
+            } else {
+                StoreError::Sql { context: what.to_string(), source }
+            }
+        }
+    }
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED, with any extended code.
+fn is_busy(error: &sqlx::Error) -> bool {
+    let code = error.as_database_error().and_then(|e| e.code()).and_then(|c| c.parse::<i32>().ok());
+    matches!(code.map(|c| c & 0xff), Some(5 | 6))
+}
+
+/// "pid N (command line)" of the process holding the WAL write lock of the
+/// database at `path`, if the system says.
+pub(crate) fn holder(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(super::shm_path(path)).ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let pid = write_lock_pid(&locks, inode)?;
+    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    // One short line, with no control characters from someone else's argv.
+    let mut command: String = command.split(char::is_control).collect::<Vec<_>>().join(" ");
+    if command.chars().count() > 100 {
+        command = command.chars().take(100).chain(std::iter::once('…')).collect();
+    }
+    let this = if pid == std::process::id() { ", this process" } else { "" };
+    Some(if command.is_empty() { format!("pid {pid}{this}") } else { format!("pid {pid}{this}: {command}") })
+}
+
+/// The pid in a `/proc/locks` listing holding a POSIX write lock on the WAL
+/// write-lock byte of the file with inode `inode` (waiters, `->`, are skipped).
+fn write_lock_pid(locks: &str, inode: u64) -> Option<u32> {
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // "1: POSIX  ADVISORY  WRITE 4242 fe:00:5480451 120 120"
+        let [_, "POSIX", _, "WRITE", pid, file, start, end] = fields.as_slice() else { return None };
+        let ino = file.rsplit(':').next()?.parse::<u64>().ok()?;
+        let start = start.parse::<u64>().ok()?;
+        let covers = start <= WAL_WRITE_LOCK_BYTE && (*end == "EOF" || end.parse::<u64>().ok()? >= WAL_WRITE_LOCK_BYTE);
+        (ino == inode && covers).then(|| pid.parse().ok()).flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_write_lock_holder_is_read_from_proc_locks() {
+        let locks = "1: POSIX  ADVISORY  READ 11 fe:00:77 128 128\n\
+                     2: -> POSIX  ADVISORY  WRITE 12 fe:00:77 120 120\n\
+                     3: POSIX  ADVISORY  WRITE 13 fe:00:78 120 120\n\
+                     4: POSIX  ADVISORY  WRITE 14 fe:00:77 120 120\n";
+        assert_eq!(write_lock_pid(locks, 77), Some(14));
+        assert_eq!(write_lock_pid(locks, 78), Some(13));
+        assert_eq!(write_lock_pid(locks, 79), None);
+        assert_eq!(write_lock_pid("1: POSIX  ADVISORY  WRITE 15 fe:00:77 0 EOF\n", 77), Some(15));
+    }
+
+    #[tokio::test]
+    async fn a_write_that_never_gets_the_lock_names_the_file_and_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("merlya.db");
+        let first = Store::open(&path).await.unwrap();
+        let second = Store::open(&path).await.unwrap();
+        let held = first.begin_write("hold the lock").await.unwrap();
+        let started = std::time::Instant::now();
+        let err = second.begin_write("save hosts").await.unwrap_err().to_string();
+        assert!(started.elapsed() >= BUSY_TIMEOUT, "waited on the busy timeout: {:?}", started.elapsed());
+        assert!(err.contains(&path.display().to_string()) && err.contains("save hosts"), "{err}");
+        if cfg!(target_os = "linux") {
+            assert!(err.contains(&format!("pid {}, this process", std::process::id())), "{err}");
+        }
+        drop(held);
+        second.begin_write("save hosts").await.unwrap().commit().await.unwrap();
+    }
+}
