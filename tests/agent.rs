@@ -402,6 +402,11 @@ fn tasks_file_runs_each_task_and_reports_json() {
     assert_eq!(reports[0]["answer"], "brain answer");
     assert_eq!(reports[1]["answer"], "fast answer");
     assert_eq!(reports[1]["model"], "gpt-fast");
+    // --model picks the role for a task given on the command line.
+    let out = run(&env, &["--format", "json", "--model", "fast", "second task"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = json_out(&out);
+    assert_eq!((report["answer"].as_str(), report["model"].as_str()), (Some("fast answer"), Some("gpt-fast")));
     std::fs::write(&file, "- task: [\n").unwrap();
     let out = run(&env, &["-f", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));

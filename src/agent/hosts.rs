@@ -15,9 +15,17 @@ pub fn mentioned<'a>(text: &str, inventory: &'a [Host]) -> Vec<&'a Host> {
         .map(|w| w.trim_end_matches(['.', ':']))
         .filter(|w| !w.is_empty())
         .collect();
+    // `@web01` and `deploy@web01:22` name web01 too.
+    let names: Vec<&str> = words
+        .iter()
+        .flat_map(|w| {
+            let host = w.rsplit('@').next().unwrap_or(w);
+            [*w, host.split(':').next().unwrap_or(host)]
+        })
+        .collect();
     let mut found: Vec<&Host> = Vec::new();
     for host in inventory {
-        let by_name = words.contains(&host.name.as_str());
+        let by_name = names.contains(&host.name.as_str());
         let by_tag = host.tags.iter().any(|t| words.contains(&format!("@{t}").as_str()));
         if (by_name || by_tag) && !found.iter().any(|h| h.name == host.name) {
             found.push(host);
@@ -98,11 +106,15 @@ mod tests {
         let mut web2 = Host::new("web02", "10.0.0.2");
         web2.add_tag("web");
         let db = Host::new("db01", "10.0.0.3");
-        let inv = vec![web1, web2, db];
+        let bastion = Host::new("bastion", "10.0.0.254");
+        let inv = vec![web1, web2, db, bastion];
         let names = |t: &str| mentioned(t, &inv).iter().map(|h| h.name.clone()).collect::<Vec<_>>();
         assert_eq!(names("disk full on db01?"), ["db01"]);
         assert_eq!(names("check @web now."), ["web01", "web02"]);
         assert!(names("nothing here").is_empty());
+        assert_eq!(names("why is @web01 slow?"), ["web01"]);
+        assert_eq!(names("reach db01 via bastion"), ["db01", "bastion"]);
+        assert_eq!(names("ssh deploy@web02:22 fails"), ["web02"]);
         assert!(loose_matches("the web servers are slow", &inv));
         assert!(!loose_matches("the database is slow", &inv));
     }

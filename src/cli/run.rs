@@ -9,7 +9,7 @@ use clap::Args;
 use color_eyre::eyre::{Result, WrapErr, bail};
 use serde::Deserialize;
 
-use super::{EXIT_OK, OutputFormat};
+use super::EXIT_OK;
 use crate::agent::{Agent, AgentEvent, Limits, Observer, RunReport};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
@@ -29,11 +29,22 @@ pub struct RunArgs {
     /// Approve every change without asking (recorded as such in the audit log).
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// How the answer is printed.
     #[arg(long, value_enum, default_value_t)]
-    pub format: OutputFormat,
+    pub format: RunFormat,
     /// Which configured model runs the agent.
     #[arg(long, value_enum, default_value_t = ModelRole::Brain)]
     pub model: ModelRole,
+}
+
+/// Output formats of `run` (an agent's answer, not a fan-out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum RunFormat {
+    /// The answer streamed as it is written, the commands and the cost on stderr.
+    #[default]
+    Text,
+    /// One JSON report per task (answer, tool calls, tokens, cost, duration); an array with --file.
+    Json,
 }
 
 #[derive(Debug, Deserialize)]
@@ -79,7 +90,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     let inventory = ctx.store.list_hosts().await?;
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
-    let text_mode = args.format == OutputFormat::Text;
+    let text_mode = args.format == RunFormat::Text;
     // The model's words and host errors are shown, never interpreted, by a terminal.
     let stdout_tty = std::io::stdout().is_terminal();
     let shown = move |s: &str, tty: bool| if tty { visible(s).into_owned() } else { s.to_string() };
