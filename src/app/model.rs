@@ -332,6 +332,27 @@ pub enum OutputMode {
     Diff(String, String),
 }
 
+/// Where a key goes, decided in one place: the first layer that is open wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputMode {
+    /// A prompt (a worker's question or the console's own).
+    Prompt,
+    /// The add/edit host form.
+    Form,
+    /// The tag picker over the inventory.
+    TagPicker,
+    /// The help overlay.
+    Help,
+    /// The text input at the bottom (`!`, `:`, `/`, chat).
+    Editor,
+    /// The inventory's filter text.
+    Filter,
+    /// The output pane's search text.
+    Search,
+    /// Key bindings of the focused pane, then the global ones.
+    Panes,
+}
+
 /// What a "yes" to the console's own question does.
 #[derive(Debug)]
 pub enum OnYes {
@@ -507,6 +528,27 @@ impl Model {
         let run = self.dashboard.pipelines.get(self.pipeline_cursor)?;
         let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
         (!diff.is_empty()).then(|| super::diff_view::Diff::parse(diff))
+    }
+
+    /// Where the next key goes.
+    pub fn input_mode(&self) -> InputMode {
+        if !self.prompts.is_empty() {
+            InputMode::Prompt
+        } else if self.form.is_some() {
+            InputMode::Form
+        } else if self.inventory.tag_picker.is_some() {
+            InputMode::TagPicker
+        } else if self.help_open {
+            InputMode::Help
+        } else if self.input.active {
+            InputMode::Editor
+        } else if self.inventory.filtering {
+            InputMode::Filter
+        } else if self.output_view.searching {
+            InputMode::Search
+        } else {
+            InputMode::Panes
+        }
     }
 
     /// Runs that may still start or report, oldest first.

@@ -13,7 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 use ratatui::layout::Rect;
 
 use super::keymap::{Action, KeyContext};
-use super::model::{ChatEntry, ChatRole, Model, Pane, PendingPrompt, ToastLevel};
+use super::model::{ChatEntry, ChatRole, InputMode, Model, Pane, PendingPrompt, ToastLevel};
 use super::msg::{Effect, Msg, PromptKind};
 
 pub use events::reachability;
@@ -152,49 +152,52 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
 }
 
 fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
-    if !model.prompts.is_empty() {
-        return modal::on_prompt_key(model, key);
-    }
-    if model.form.is_some() {
-        return modal::on_form_key(model, key);
-    }
-    if model.inventory.tag_picker.is_some() {
-        modal::on_tag_picker_key(model, key);
-        return Vec::new();
-    }
-    if model.help_open {
-        let action = model.keymap.action(KeyContext::Global, &key);
-        let page = usize::from(model.size.1 / 2).max(1);
-        let scroll = &mut model.help_scroll;
-        match key.code {
-            KeyCode::Down | KeyCode::Char('j') => *scroll += 1,
-            KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
-            KeyCode::PageDown | KeyCode::Char(' ') => *scroll += page,
-            KeyCode::PageUp => *scroll = scroll.saturating_sub(page),
-            KeyCode::Home | KeyCode::Char('g') => *scroll = 0,
-            KeyCode::End | KeyCode::Char('G') => *scroll = usize::MAX / 2,
-            KeyCode::Esc | KeyCode::Enter => model.help_open = false,
-            _ if matches!(action, Some(Action::Help | Action::Quit)) => model.help_open = false,
-            _ => {}
+    match model.input_mode() {
+        InputMode::Prompt => modal::on_prompt_key(model, key),
+        InputMode::Form => modal::on_form_key(model, key),
+        InputMode::TagPicker => {
+            modal::on_tag_picker_key(model, key);
+            Vec::new()
         }
-        return Vec::new();
+        InputMode::Help => {
+            on_help_key(model, key);
+            Vec::new()
+        }
+        InputMode::Editor => input::on_input_key(model, key),
+        InputMode::Filter => {
+            panes::on_filter_key(model, key);
+            Vec::new()
+        }
+        InputMode::Search => {
+            panes::on_search_key(model, key);
+            Vec::new()
+        }
+        InputMode::Panes => {
+            // The focused pane's bindings win over the global ones.
+            let context = KeyContext::of(model.focus);
+            match model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key)) {
+                Some(action) => run_action(model, action),
+                None => Vec::new(),
+            }
+        }
     }
-    if model.input.active {
-        return input::on_input_key(model, key);
-    }
-    if model.inventory.filtering {
-        panes::on_filter_key(model, key);
-        return Vec::new();
-    }
-    if model.output_view.searching {
-        panes::on_search_key(model, key);
-        return Vec::new();
-    }
-    // The focused pane's bindings win over the global ones.
-    let context = KeyContext::of(model.focus);
-    match model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key)) {
-        Some(action) => run_action(model, action),
-        None => Vec::new(),
+}
+
+/// The help overlay scrolls; Esc, Enter, `?` or `q` close it.
+fn on_help_key(model: &mut Model, key: KeyEvent) {
+    let action = model.keymap.action(KeyContext::Global, &key);
+    let page = usize::from(model.size.1 / 2).max(1);
+    let scroll = &mut model.help_scroll;
+    match key.code {
+        KeyCode::Down | KeyCode::Char('j') => *scroll += 1,
+        KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+        KeyCode::PageDown | KeyCode::Char(' ') => *scroll += page,
+        KeyCode::PageUp => *scroll = scroll.saturating_sub(page),
+        KeyCode::Home | KeyCode::Char('g') => *scroll = 0,
+        KeyCode::End | KeyCode::Char('G') => *scroll = usize::MAX / 2,
+        KeyCode::Esc | KeyCode::Enter => model.help_open = false,
+        _ if matches!(action, Some(Action::Help | Action::Quit)) => model.help_open = false,
+        _ => {}
     }
 }
 
