@@ -218,8 +218,10 @@ pub struct OutputView {
     pub searching: bool,
     /// Show only this host's lines.
     pub host: Option<String>,
-    /// Where a line selection started (lines from the newest); the other end is `scroll`.
+    /// Where a line selection started (lines from the newest); the other end is `cursor`.
     pub anchor: Option<usize>,
+    /// The selection's moving end (lines from the newest); the screen follows it.
+    pub cursor: usize,
     /// Live lines, or a view of the focused run.
     pub mode: OutputMode,
     /// Rows scrolled down from the top of a run view (grouped, failed, diff).
@@ -456,6 +458,7 @@ impl Model {
                 searching: false,
                 host: None,
                 anchor: None,
+                cursor: 0,
                 mode: OutputMode::Live,
                 report_scroll: 0,
             },
@@ -528,6 +531,27 @@ impl Model {
         let run = self.dashboard.pipelines.get(self.pipeline_cursor)?;
         let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
         (!diff.is_empty()).then(|| super::diff_view::Diff::parse(diff))
+    }
+
+    /// Rows inside the output pane's border.
+    pub fn output_rows(&self) -> usize {
+        let screen = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
+        let areas = super::layout::Areas::of(screen, self.input_rows(), self.zoomed_pane());
+        usize::from(areas.view.height.saturating_sub(2)).max(1)
+    }
+
+    /// The newest line on screen, counted from the newest line held: the
+    /// scroll position, except near the oldest lines, where the screen stays
+    /// full instead of ending in blank rows.
+    pub fn output_bottom(&self, rows: usize) -> usize {
+        let total = self.output.count(self.output_view.host.as_deref());
+        self.output_view.scroll.min(total.saturating_sub(rows))
+    }
+
+    /// The selected lines, oldest first as positions from the newest: (high, low).
+    pub fn output_selection(&self) -> Option<(usize, usize)> {
+        let view = &self.output_view;
+        view.anchor.map(|a| (a.min(view.cursor), a.max(view.cursor)))
     }
 
     /// Where the next key goes.

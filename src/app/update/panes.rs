@@ -48,6 +48,7 @@ pub(super) fn start_run(model: &mut Model, hosts: Vec<Host>, command: String) ->
     model.output.push(LineKind::Header, model.locale.tf(key, &args));
     model.output_view.follow = true;
     model.output_view.scroll = 0;
+    model.output_view.cursor = 0;
     model.output_view.report_scroll = 0;
     let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     model.runs.insert(run, Run::new(run, redact_command(&command), &names));
@@ -244,23 +245,33 @@ pub(super) fn on_chat_action(model: &mut Model, action: Action) -> Vec<Effect> {
 pub(super) fn keep_scroll_position(model: &mut Model, added: usize) {
     if !model.output_view.follow {
         let max = model.output.count(model.output_view.host.as_deref());
-        model.output_view.scroll = (model.output_view.scroll + added).min(max);
-        if let Some(anchor) = model.output_view.anchor.as_mut() {
+        let view = &mut model.output_view;
+        view.scroll = (view.scroll + added).min(max);
+        view.cursor = (view.cursor + added).min(max);
+        if let Some(anchor) = view.anchor.as_mut() {
             *anchor = (*anchor + added).min(max);
         }
     }
 }
 
+/// Moves the current line up (older) or down by `lines`. Without a
+/// selection the screen moves with it (the current line is the newest on
+/// screen); while selecting, the screen follows only when the selection's end
+/// would leave it. The view keeps the screen full near the oldest lines.
 fn scroll_output(model: &mut Model, lines: usize, up: bool) {
     let total = model.output.count(model.output_view.host.as_deref());
+    let rows = model.output_rows();
     let view = &mut model.output_view;
-    if up {
-        view.scroll = (view.scroll + lines).min(total.saturating_sub(1));
-        view.follow = false;
-    } else {
-        view.scroll = view.scroll.saturating_sub(lines);
-        view.follow = view.scroll == 0 && view.anchor.is_none();
+    let last = total.saturating_sub(1);
+    view.cursor = if up { (view.cursor + lines).min(last) } else { view.cursor.saturating_sub(lines) };
+    if view.anchor.is_none() {
+        view.scroll = view.cursor;
+    } else if view.cursor >= view.scroll + rows {
+        view.scroll = view.cursor + 1 - rows;
+    } else if view.cursor < view.scroll {
+        view.scroll = view.cursor;
     }
+    view.follow = view.scroll == 0 && view.anchor.is_none();
 }
 
 /// Scrolls a run view (grouped, failed, diff), counted in rows from its top.
@@ -291,11 +302,13 @@ pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect>
         Action::Top => scroll_output(model, usize::MAX / 2, true),
         Action::Bottom | Action::Follow => {
             model.output_view.scroll = 0;
+            model.output_view.cursor = 0;
             model.output_view.follow = true;
         }
         Action::Clear => {
             model.output.clear();
             model.output_view.scroll = 0;
+            model.output_view.cursor = 0;
             model.output_view.anchor = None;
         }
         Action::Search => {
@@ -314,6 +327,7 @@ pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect>
             };
             model.output_view.host = next;
             model.output_view.scroll = 0;
+            model.output_view.cursor = 0;
             model.output_view.anchor = None;
             model.output_view.follow = true;
         }
@@ -322,8 +336,9 @@ pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect>
             view.anchor = match view.anchor {
                 Some(_) => None,
                 None => {
+                    // The selection starts on the current line.
                     view.follow = false;
-                    Some(view.scroll)
+                    Some(view.cursor)
                 }
             };
         }
@@ -337,12 +352,12 @@ pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect>
 fn copy_output(model: &mut Model) -> Vec<Effect> {
     let view = &model.output_view;
     let only = view.host.as_deref();
-    let lines = match view.anchor {
-        Some(anchor) => {
-            let (low, high) = (anchor.min(view.scroll), anchor.max(view.scroll));
-            model.output.window(high - low + 1, low, only)
+    let lines = match model.output_selection() {
+        Some((low, high)) => model.output.window(high - low + 1, low, only),
+        None => {
+            let rows = model.output_rows();
+            model.output.window(rows, model.output_bottom(rows), only)
         }
-        None => model.output.window(usize::from(model.size.1.saturating_sub(2)), view.scroll, only),
     };
     let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
     let copied = model.locale.tf("flash.copied", &[("count", &text.len().to_string())]);
@@ -357,6 +372,7 @@ fn jump_to_match(model: &mut Model, older: bool) {
     match model.output.find(&view.search, view.scroll, older, view.host.as_deref()) {
         Some(position) => {
             view.scroll = position;
+            view.cursor = position;
             view.follow = position == 0;
         }
         None if !view.search.is_empty() => {
@@ -373,6 +389,7 @@ pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
             view.searching = false;
             // Search starts from the newest line and goes back.
             view.scroll = 0;
+            view.cursor = 0;
             if model.output.find(&view.search, 0, false, view.host.as_deref()).is_none() {
                 jump_to_match(model, true);
             }

@@ -321,3 +321,21 @@ pub fn fixture_fleet_run() -> Model {
     m.focus = Pane::Output;
     m
 }
+
+/// Two hosts that printed forty numbered lines each, interleaved, one of them long enough to wrap.
+pub fn fixture_long_output() -> Model {
+    let mut m = fixture_model();
+    m.output.push(LineKind::Header, "$ seq 40 · 2 hosts: web01, web02");
+    for i in 1..=40 {
+        for host in ["web01", "web02"] {
+            let text = if i == 20 && host == "web02" {
+                format!("{host} line {i:02} {}", "long ".repeat(30))
+            } else {
+                format!("{host} line {i:02}")
+            };
+            m.output.push(LineKind::Output { host: host.into(), stream: Stream::Stdout }, text);
+        }
+    }
+    m.focus = Pane::Output;
+    m
+}

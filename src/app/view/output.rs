@@ -28,7 +28,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     if let Some(host) = &view.host {
         extra.push_str(&format!("· {} ", model.locale.tf("output.only", &[("host", host)])));
     }
-    let selected = view.anchor.map(|a| (a.min(view.scroll), a.max(view.scroll)));
+    let selected = model.output_selection();
     if let Some((low, high)) = selected {
         let count = (high - low + 1).to_string();
         extra.push_str(&format!("· {} ", model.locale.tf("output.selecting", &[("count", &count)])));
@@ -44,9 +44,13 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         if !needle.is_empty() && text.to_lowercase().contains(&needle) { line.style(theme.selected) } else { line }
     };
     let inner_height = usize::from(area.height.saturating_sub(2));
-    let shown = model.output.window(inner_height, view.scroll, view.host.as_deref());
+    let bottom = model.output_bottom(inner_height);
+    // At the oldest lines the page starts at the top; elsewhere the newest line shown sits at the bottom.
+    let at_top =
+        bottom < view.scroll || bottom == model.output.count(view.host.as_deref()).saturating_sub(inner_height);
+    let shown = model.output.window(inner_height, bottom, view.host.as_deref());
     // Lines of the selection, by position from the newest.
-    let first_position = view.scroll + shown.len();
+    let first_position = bottom + shown.len();
     let in_selection = |i: usize| selected.is_some_and(|(low, high)| (low..=high).contains(&(first_position - 1 - i)));
     let width = shown
         .iter()
@@ -93,6 +97,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     // Long lines wrap; keep the newest row at the bottom of the pane.
     let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });
     let rows = paragraph.line_count(area.width);
-    let scroll = u16::try_from(rows.saturating_sub(usize::from(area.height))).unwrap_or(u16::MAX);
+    let overflow = rows.saturating_sub(usize::from(area.height));
+    let scroll = if at_top && bottom > 0 { 0 } else { u16::try_from(overflow).unwrap_or(u16::MAX) };
     frame.render_widget(paragraph.scroll((scroll, 0)), area);
 }

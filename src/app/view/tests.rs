@@ -239,6 +239,7 @@ fn output_line_selection() {
     let mut m = fixture_with_output();
     m.output_view.follow = false;
     m.output_view.scroll = 1;
+    m.output_view.cursor = 1;
     m.output_view.anchor = Some(3);
     insta::assert_snapshot!(render(&m, 110, 24).backend());
 }

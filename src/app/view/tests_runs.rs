@@ -109,3 +109,84 @@ fn approval_for_thirty_hosts_at_80x24_keeps_its_choices() {
     assert!(text.contains("awaiting approval"), "the status line says what the run waits for: {text}");
     insta::assert_snapshot!(terminal.backend());
 }
+
+/// The output pane's rows as text, borders stripped.
+fn output_rows(terminal: &Terminal<TestBackend>) -> Vec<String> {
+    let buffer = terminal.backend().buffer();
+    let area = crate::app::layout::Areas::of(buffer.area, 1, None).view;
+    (area.y + 1..area.y + area.height - 1)
+        .map(|y| (area.x + 1..area.x + area.width - 1).map(|x| buffer[(x, y)].symbol()).collect::<String>())
+        .map(|row| row.trim_end().to_string())
+        .collect()
+}
+
+fn keys(m: &mut Model, keys: &[crossterm::event::KeyCode]) {
+    for key in keys {
+        update(m, Msg::Key(crossterm::event::KeyEvent::from(*key)));
+    }
+}
+
+#[test]
+fn scrollback_shows_full_screens_at_every_depth() {
+    use crossterm::event::KeyCode::{Char, PageUp};
+    let mut m = fixture_long_output();
+    update(&mut m, Msg::Resize(110, 30));
+    let rows = m.output_rows();
+    // Following: the newest line at the bottom.
+    let t = render(&m, 110, 30);
+    let shown = output_rows(&t);
+    assert_eq!(shown.iter().filter(|r| !r.is_empty()).count(), rows, "a full screen: {shown:#?}");
+    assert!(shown.last().unwrap().ends_with("web02 line 40"), "{shown:#?}");
+    insta::assert_snapshot!("scrollback_bottom", t.backend());
+    // One page up: still full, older lines.
+    keys(&mut m, &[PageUp]);
+    let t = render(&m, 110, 30);
+    let shown = output_rows(&t);
+    assert_eq!(shown.iter().filter(|r| !r.is_empty()).count(), rows, "{shown:#?}");
+    assert!(!shown.iter().any(|r| r.contains("line 40")), "{shown:#?}");
+    insta::assert_snapshot!("scrollback_page_up", t.backend());
+    // The top: the header first, then the oldest lines, and no blank rows.
+    keys(&mut m, &[Char('g')]);
+    let t = render(&m, 110, 30);
+    let shown = output_rows(&t);
+    assert!(shown[0].contains("$ seq 40") && shown[1].ends_with("web01 line 01"), "{shown:#?}");
+    assert_eq!(shown.iter().filter(|r| !r.is_empty()).count(), rows, "{shown:#?}");
+    insta::assert_snapshot!("scrollback_top", t.backend());
+    // One host at a time, from its top.
+    keys(&mut m, &[Char('h'), Char('h'), Char('g')]);
+    let t = render(&m, 110, 30);
+    let shown = output_rows(&t);
+    assert!(shown[1].ends_with("web02 line 01") && shown.iter().all(|r| !r.contains("web01 line")), "{shown:#?}");
+    insta::assert_snapshot!("scrollback_one_host_top", t.backend());
+}
+
+#[test]
+fn the_selection_highlight_sits_on_the_lines_it_names() {
+    use crossterm::event::KeyCode::Char;
+    let mut m = fixture_long_output();
+    update(&mut m, Msg::Resize(110, 30));
+    // From the newest line, two up, select, three more up: lines 39 (web02) … 38 (web01).
+    keys(&mut m, &[Char('k'), Char('k'), Char('v'), Char('k'), Char('k'), Char('k')]);
+    let t = render(&m, 110, 30);
+    let buffer = t.backend().buffer();
+    let area = crate::app::layout::Areas::of(buffer.area, 1, None).view;
+    let highlighted: Vec<String> = (area.y + 1..area.y + area.height - 1)
+        .filter(|y| buffer[(area.x + 1, *y)].modifier.contains(ratatui::style::Modifier::REVERSED))
+        .map(|y| (area.x + 1..area.x + area.width - 1).map(|x| buffer[(x, y)].symbol()).collect::<String>())
+        .map(|r| r.trim_end().to_string())
+        .collect();
+    let texts: Vec<&str> = highlighted.iter().map(|r| r.rsplit("│ ").next().unwrap_or("")).collect();
+    assert_eq!(texts, ["web01 line 38", "web02 line 38", "web01 line 39", "web02 line 39"], "{highlighted:#?}");
+    // Selecting at the very top keeps a full screen and the highlight on the oldest lines.
+    keys(&mut m, &[Char('v'), Char('g'), Char('v'), Char('j')]);
+    let t = render(&m, 110, 30);
+    let shown = output_rows(&t);
+    assert!(shown[1].ends_with("web01 line 01"), "{shown:#?}");
+    let buffer = t.backend().buffer();
+    let reversed = |y: u16| buffer[(area.x + 1, y)].modifier.contains(ratatui::style::Modifier::REVERSED);
+    assert!(
+        reversed(area.y + 1) && reversed(area.y + 2) && !reversed(area.y + 3),
+        "the header and line 01: {shown:#?}"
+    );
+    insta::assert_snapshot!("selection_at_the_top", t.backend());
+}
