@@ -75,7 +75,7 @@ fn main() {
 
     // The pooled executor: first fan-out dials, the next ones reuse connections.
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (cold, warm) = runtime.block_on(async {
+    let (cold, warm, cancelled) = runtime.block_on(async {
         let ctx = ConnectContext {
             known_hosts_files: vec![known.clone()],
             own_known_hosts: known.clone(),
@@ -112,7 +112,34 @@ fn main() {
         for _ in 0..rounds {
             warm.push(once(executor.clone(), hosts.clone()).await);
         }
-        (cold, median(warm))
+        // Cancel a run of a long sleep on every host: time until no remote process is left.
+        let sleep = format!("sleep 600.{}", std::process::id() % 100_000);
+        let remote = |pattern: &str| {
+            let out = Command::new("pgrep").args(["-f", "-x", pattern]).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).lines().count()
+        };
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let run = Clearance::read_only(&sleep).expect("sleep is read-only");
+        let runner = tokio::spawn(fan_out(
+            executor.clone(),
+            hosts.clone(),
+            run,
+            n,
+            Duration::from_secs(900),
+            cancel.clone(),
+            merlya::exec::no_events(),
+        ));
+        while remote(&sleep) < n {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let t = Instant::now();
+        cancel.cancel();
+        while remote(&sleep) > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let cancelled = t.elapsed().as_secs_f64();
+        let _ = runner.await;
+        (cold, median(warm), cancelled)
     });
 
     let ssh = median(ssh_times);
@@ -127,4 +154,6 @@ fn main() {
     println!("{:<46} {:>9.3} {:>15.2}x", "merlya executor, first fan-out (cold)", cold, ssh / cold);
     println!("{:<46} {:>9.3} {:>15.2}x", "merlya executor, pooled (warm)", warm, ssh / warm);
     println!("(ratios above 1 mean merlya is faster)");
+    println!("per host, cold: OpenSSH {:.1} ms, merlya exec {:.1} ms", ssh / n as f64 * 1000.0, cli / n as f64 * 1000.0);
+    println!("cancelling `sleep 600` on {n} hosts: no remote process left after {cancelled:.3} s");
 }
