@@ -27,20 +27,13 @@ impl Console {
         let (mut master_fd, mut slave_fd) = (0, 0);
         let size = libc::winsize { ws_row: 34, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 };
         // SAFETY: openpty fills two descriptors it creates; the size is a plain struct.
-        let rc = unsafe {
-            libc::openpty(&mut master_fd, &mut slave_fd, std::ptr::null_mut(), std::ptr::null(), &size)
-        };
+        let rc = unsafe { libc::openpty(&mut master_fd, &mut slave_fd, std::ptr::null_mut(), std::ptr::null(), &size) };
         assert_eq!(rc, 0, "openpty");
         // SAFETY: both descriptors were just created by openpty and are owned here.
         let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master_fd), OwnedFd::from_raw_fd(slave_fd)) };
         let stdio = || Stdio::from(slave.try_clone().unwrap());
         let mut command = Command::new(env!("CARGO_BIN_EXE_merlya"));
-        command
-            .env("MERLYA_HOME", home)
-            .env("TERM", "xterm-256color")
-            .stdin(stdio())
-            .stdout(stdio())
-            .stderr(stdio());
+        command.env("MERLYA_HOME", home).env("TERM", "xterm-256color").stdin(stdio()).stdout(stdio()).stderr(stdio());
         // SAFETY: only async-signal-safe calls between fork and exec: a new session whose
         // controlling terminal is the pty, as a shell would give it.
         unsafe {
@@ -122,7 +115,12 @@ fn main() {
     println!("{:<44} {:>12} {:>12}", "figure", "merlya", "target");
     println!("{:<44} {:>10.1} MiB {:>12}", "merlya --version peak RSS", version_rss as f64 / 1024.0, "≤ 10 MiB");
     println!("{:<44} {:>11.3} s {:>12}", "merlya --version wall time (median)", version, "-");
-    println!("{:<44} {:>9.1} ms {:>12}", "first frame (exec → inventory drawn), median", frames[frames.len() / 2], "≤ 15 ms");
+    println!(
+        "{:<44} {:>9.1} ms {:>12}",
+        "first frame (exec → inventory drawn), median",
+        frames[frames.len() / 2],
+        "≤ 15 ms"
+    );
     println!("{:<44} {:>9.1} ms {:>12}", "first frame, slowest", frames[frames.len() - 1], "-");
     println!("{:<44} {:>10.2} % {:>12}", "idle console CPU over 10 s", idle, "< 0.5 %");
     let _ = std::fs::remove_dir_all(&home);

@@ -154,6 +154,10 @@ fn main() {
     println!("{:<46} {:>9.3} {:>15.2}x", "merlya executor, first fan-out (cold)", cold, ssh / cold);
     println!("{:<46} {:>9.3} {:>15.2}x", "merlya executor, pooled (warm)", warm, ssh / warm);
     println!("(ratios above 1 mean merlya is faster)");
-    println!("per host, cold: OpenSSH {:.1} ms, merlya exec {:.1} ms", ssh / n as f64 * 1000.0, cli / n as f64 * 1000.0);
+    println!(
+        "per host, cold: OpenSSH {:.1} ms, merlya exec {:.1} ms",
+        ssh / n as f64 * 1000.0,
+        cli / n as f64 * 1000.0
+    );
     println!("cancelling `sleep 600` on {n} hosts: no remote process left after {cancelled:.3} s");
 }

@@ -550,3 +550,36 @@ fn output_into_a_pipe_closed_early_ends_quietly() {
     assert!(matches!(out.status.code(), Some(0 | 141)), "{}: {stderr}", out.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn bash_completion_offers_inventory_hosts_and_tags_where_targets_go() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "add", "web01", "--hostname", "10.0.0.1", "--tag", "web"]);
+    env.ok(&["hosts", "add", "db01", "--hostname", "10.0.0.2", "--tag", "db"]);
+    let script = env.dir.path().join("merlya.bash");
+    std::fs::write(&script, env.ok(&["completions", "bash"])).unwrap();
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_merlya")).parent().unwrap().to_path_buf();
+    let complete = |words: &str| {
+        let line = format!("merlya {words}");
+        let cword = line.split(' ').count() - 1;
+        let snippet = format!(
+            "source '{}'; COMP_WORDS=({line}); COMP_CWORD={cword}; COMP_LINE='{line}'; COMP_POINT={}; \
+             _merlya_inventory merlya \"${{COMP_WORDS[COMP_CWORD]}}\" x; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            line.len()
+        );
+        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+        let out = std::process::Command::new("bash")
+            .args(["-c", &snippet])
+            .env("PATH", path)
+            .env("MERLYA_HOME", env.merlya_home())
+            .env("HOME", env.home())
+            .output()
+            .unwrap();
+        text(&out.stdout).lines().map(String::from).collect::<Vec<_>>()
+    };
+    assert_eq!(complete("exec w"), ["web01"]);
+    assert_eq!(complete("exec @"), ["@db", "@web"]);
+    assert_eq!(complete("hosts show d"), ["db01"]);
+    assert!(complete("ho").contains(&"hosts".to_string()), "subcommands still complete");
+}

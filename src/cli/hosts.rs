@@ -45,6 +45,9 @@ pub enum HostsCommand {
         tag: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         format: ListFormat,
+        /// Only the names, then the tags as `@tag`, one per line (what shell completion offers).
+        #[arg(long)]
+        names: bool,
     },
     /// Show one host.
     Show {
@@ -105,14 +108,20 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
             store.add_host(&host).await?;
             println!("added {name}");
         }
-        HostsCommand::List { tag, format } => {
+        HostsCommand::List { tag, format, names } => {
             let hosts: Vec<Host> = store
                 .list_hosts()
                 .await?
                 .into_iter()
                 .filter(|h| tag.as_ref().is_none_or(|t| h.tags.contains(t)))
                 .collect();
-            print_hosts(&hosts, format)?;
+            if names {
+                let tags: std::collections::BTreeSet<&String> = hosts.iter().flat_map(|h| &h.tags).collect();
+                hosts.iter().for_each(|h| println!("{}", h.name));
+                tags.iter().for_each(|t| println!("@{t}"));
+            } else {
+                print_hosts(&hosts, format)?;
+            }
         }
         HostsCommand::Show { name, format } => {
             let host = store.get_host(&name).await?;

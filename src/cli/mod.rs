@@ -22,6 +22,7 @@ pub mod out;
 
 mod approvals;
 mod audit;
+mod completions;
 mod config_cmd;
 mod exec;
 mod hosts;
@@ -162,6 +163,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Some(Command::Policy(cmd)) => return policy::run(cmd),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut out::Output);
+            print!("{}", completions::targets(shell));
             return Ok(EXIT_OK);
         }
         Some(command) => command,
