@@ -113,6 +113,16 @@ impl Locale {
         self.strings.get(key).or_else(|| self.english.get(key)).map(String::as_str).unwrap_or(key)
     }
 
+    /// A word stored as data (a pipeline stage or status), translated when the
+    /// locale has `prefix.word`, else shown as stored.
+    pub fn word(&self, prefix: &str, raw: &str) -> String {
+        let key = format!("{prefix}.{}", raw.to_lowercase());
+        match self.strings.get(&key).or_else(|| self.english.get(&key)) {
+            Some(text) => text.clone(),
+            None => raw.to_string(),
+        }
+    }
+
     /// `t` with `{name}` placeholders filled.
     pub fn tf(&self, key: &str, args: &[(&str, &str)]) -> String {
         let mut out = self.t(key).to_string();

@@ -47,7 +47,10 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         .iter()
         .map(|r| {
             ListItem::new(Line::from(vec![
-                Span::styled(format!("{:<18}", r.status), status_style(model, &r.status)),
+                Span::styled(
+                    format!("{:<18}", model.locale.word("pipeline_status", &r.status)),
+                    status_style(model, &r.status),
+                ),
                 Span::raw(format!("{:<6} {:<12} ", r.kind, r.targets)),
                 Span::styled(r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "), model.theme.dim),
                 Span::raw(format!("  {}", r.stages.first().map(|s| s.detail.as_str()).unwrap_or(""))),
@@ -66,7 +69,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         let timing =
             if stage.duration_ms > 0 { format!(" {:.1}s", stage.duration_ms as f64 / 1000.0) } else { String::new() };
         spans.push(Span::styled(
-            format!("{} {}{timing}", mark(&stage.status), stage.name),
+            format!("{} {}{timing}", mark(&stage.status), model.locale.word("stage", &stage.name)),
             status_style(model, &stage.status),
         ));
     }
