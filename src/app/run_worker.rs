@@ -102,6 +102,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
     let (ctx, executor, sender, gate) =
         (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
     let control = services.control.clone();
+    let locale = services.locale();
     let cancel = control.register(run);
     services.control.spawn(async move {
         let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
@@ -151,7 +152,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
                 if let Some(ticket) = tickets.take(&result.host)
                     && let Err(e) = ticket.finish_result(result).await
                 {
-                    sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
+                    sender.send(Msg::Error(locale.tf("error.audit_write", &[("error", &e.to_string())])));
                 }
                 let recorded = record_history(
                     &ctx.store,
@@ -176,7 +177,9 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
         control.forget(run);
         match runner {
             Ok(results) => sender.send(Msg::RunDone { run, results }),
-            Err(e) => sender.send(Msg::Error(format!("run {run} failed: {e}"))),
+            Err(e) => sender.send(Msg::Error(
+                locale.tf("error.run_failed", &[("id", &run.to_string()), ("error", &e.to_string())]),
+            )),
         }
     });
 }

@@ -64,7 +64,8 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
                 Ok(client) => Some(Arc::new(client)),
                 Err(e) => {
                     model.model_configured = false;
-                    model.chat.push(ChatEntry::new(ChatRole::System, format!("The model cannot be used: {e}")));
+                    let text = crate::i18n::Locale::default().tf("banner.model_unusable", &[("error", &e.to_string())]);
+                    model.chat.push(ChatEntry::new(ChatRole::System, text));
                     None
                 }
             }
@@ -210,10 +211,12 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Refresh => refresh_dashboard(services),
         Effect::SaveSetting { key, value } => {
             // File writes happen on a worker, never on the loop thread.
-            let (path, sender) = (ctx.home.config_file(), sender.clone());
+            let (path, sender, locale) = (ctx.home.config_file(), sender.clone(), services.locale());
             tokio::task::spawn_blocking(move || {
                 if let Err(e) = crate::config::set_value(&path, &key, &value) {
-                    sender.send(Msg::Error(format!("{key} not saved: {e}")));
+                    sender.send(Msg::Error(
+                        locale.tf("error.setting_not_saved", &[("key", &key), ("error", &e.to_string())]),
+                    ));
                 }
             });
         }

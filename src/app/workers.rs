@@ -148,7 +148,7 @@ pub(super) fn agent_turn(services: &Services, text: String) {
         if let Some(answer) = report.answer.as_ref().or(cancelled.as_ref())
             && let Err(e) = ctx.store.add_message(&id, &ctx.session_id, "assistant", answer).await
         {
-            sender.send(Msg::Error(format!("the answer was not saved: {e}")));
+            sender.send(Msg::Error(locale.tf("error.answer_not_saved", &[("error", &e.to_string())])));
         }
         if cancelled.is_some() {
             // The console already said so when the operator cancelled.
@@ -239,7 +239,7 @@ pub(super) fn refresh_dashboard(services: &Services) {
     let (store, sender) = (services.ctx.store.clone(), services.sender.clone());
     let llm = services.llm.read().ok().and_then(|l| l.clone());
     let (ctx, executor, seen) = (services.ctx.clone(), services.executor.clone(), services.inventory_version.clone());
-    let last_sent = services.last_dashboard.clone();
+    let (last_sent, locale) = (services.last_dashboard.clone(), services.locale());
     tokio::spawn(async move {
         use std::sync::atomic::Ordering;
         if let Ok(version) = store.inventory_version().await {
@@ -251,7 +251,7 @@ pub(super) fn refresh_dashboard(services: &Services) {
         let (pipelines, stats) = match (store.list_pipeline_runs().await, store.command_stats().await) {
             (Ok(p), Ok(s)) => (p, s),
             (Err(e), _) | (_, Err(e)) => {
-                sender.send(Msg::Error(format!("cannot refresh metrics: {e}")));
+                sender.send(Msg::Error(format!("{}: {e}", locale.t("error.metrics"))));
                 return;
             }
         };
@@ -276,6 +276,7 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
     let timeout = Duration::from_secs(services.ctx.config.ssh.connect_timeout_secs.max(1) + 5);
     for host in hosts {
         let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
+        let locale = services.locale();
         tokio::spawn(async move {
             let tx = crate::exec::no_events();
             // A login check runs `true` on the host: audited like any command, written ahead.
@@ -284,14 +285,16 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
             let ticket = match ctx.store.audit_start(request).await {
                 Ok(ticket) => ticket,
                 Err(e) => {
-                    sender.send(Msg::Error(format!("cannot write the audit log; {} not checked: {e}", host.name)));
+                    sender.send(Msg::Error(
+                        locale.tf("error.audit_not_checked", &[("host", &host.name), ("error", &e.to_string())]),
+                    ));
                     return;
                 }
             };
             let Some(probe) = Clearance::read_only("true") else { return };
             let result = executor.run(&host, &probe, timeout, &tx).await;
             if let Err(e) = ticket.finish_result(&result).await {
-                sender.send(Msg::Error(format!("cannot write the audit log: {e}")));
+                sender.send(Msg::Error(locale.tf("error.audit_write", &[("error", &e.to_string())])));
             }
             let reachable = super::update::reachability(&result).unwrap_or(false);
             if let Err(e) = ctx.store.set_reachable(&host.name, reachable).await {
