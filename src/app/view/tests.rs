@@ -355,7 +355,17 @@ fn write_screenshots() {
     split.diff_view.side_by_side = true;
     let mut drift = fixture_model();
     drift.set_focus(Pane::Drift);
-    let shots: [(&str, Model); 15] = [
+    let mut grouped = fixture_fleet_run();
+    grouped.output_view.mode = crate::app::model::OutputMode::Grouped;
+    let mut failed = fixture_fleet_run();
+    failed.output_view.mode = crate::app::model::OutputMode::Failed;
+    let mut quitting = fixture_fleet_run();
+    update(&mut quitting, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('q'))));
+    let shots: [(&str, Model); 19] = [
+        ("run-in-flight", fixture_fleet_run()),
+        ("output-grouped", grouped),
+        ("output-failed-hosts", failed),
+        ("quit-with-runs", quitting),
         ("drift", drift),
         ("inventory-details", fixture_detailed_inventory()),
         ("command-palette", palette),
