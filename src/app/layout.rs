@@ -3,7 +3,7 @@
 
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 
-use super::model::Pane;
+use super::pane::Pane;
 
 /// The screen's regions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,9 +33,13 @@ pub mod model;
 pub mod msg;
 /// Per-host bounded scrollback.
 pub mod output_buffer;
+/// The panes and their order.
+pub mod pane;
 /// The console's `Prompter` and `Approver`: questions become modals.
 pub mod prompter;
-/// The run worker and the control that cancels runs.
+/// Cancel tokens of runs and the agent's turn.
+mod run_control;
+/// The worker behind a console run.
 mod run_worker;
 /// The terminal and the event loop.
 pub mod runtime;

@@ -1,101 +1,19 @@
 //! The worker behind a console run: approval gate → write-ahead audit →
-//! fan-out → audit and history per host, reported as messages; and the
-//! control that cancels runs and the agent's turn and, on quit, waits until
-//! every command has stopped on its host.
+//! fan-out → audit and history per host, reported as messages; cancelled
+//! through [`super::run_control::RunControl`].
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
-
-use tokio::task::AbortHandle;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::msg::Msg;
 use super::workers::Services;
 use crate::approval::{ApprovalRequest, GateOutcome};
 use crate::context::{audit_refused_all, audit_request, audit_start_all, record_history};
+use crate::exec::ExecEvent;
 use crate::exec::fanout::fan_out;
-use crate::exec::{ExecEvent, STOP_GRACE};
 use crate::inventory::Host;
 use crate::safety::analyze;
 use crate::safety::leaks::find_leaks;
 use crate::store::audit::AuditOutcome;
-
-/// Runs in flight and the agent's turn, so they can be stopped.
-#[derive(Default)]
-pub(super) struct RunControl {
-    tokens: Mutex<HashMap<u64, CancellationToken>>,
-    tasks: TaskTracker,
-    agent: Mutex<Option<(AbortHandle, CancellationToken)>>,
-}
-
-impl RunControl {
-    /// Registers run `run`; its token fires on `cancel(run)` or on quit.
-    fn register(&self, run: u64) -> CancellationToken {
-        let token = CancellationToken::new();
-        if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.insert(run, token.clone());
-        }
-        token
-    }
-
-    fn forget(&self, run: u64) {
-        if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.remove(&run);
-        }
-    }
-
-    /// Stops run `run` on its hosts.
-    pub(super) fn cancel(&self, run: u64) {
-        if let Some(token) = self.tokens.lock().ok().and_then(|t| t.get(&run).cloned()) {
-            token.cancel();
-        }
-    }
-
-    /// Remembers the agent's task (to abort) and the token its commands watch.
-    pub(super) fn set_agent(&self, task: AbortHandle, token: CancellationToken) {
-        if let Ok(mut agent) = self.agent.lock() {
-            *agent = Some((task, token));
-        }
-    }
-
-    /// Stops the agent's turn: its commands are cancelled, then the task ends.
-    /// Returns whether a turn was running.
-    pub(super) fn cancel_agent(&self) -> bool {
-        let Some((task, token)) = self.agent.lock().ok().and_then(|mut a| a.take()) else { return false };
-        token.cancel();
-        let finished = task.is_finished();
-        tokio::spawn(async move {
-            // The turn's commands get their stop sequence before the task is dropped.
-            tokio::time::sleep(STOP_GRACE * 2).await;
-            task.abort();
-        });
-        !finished
-    }
-
-    /// Cancels everything and waits until the runs have stopped on their
-    /// hosts (bounded, so a dead host cannot keep the console open).
-    pub(super) async fn shut_down(&self) {
-        let tokens: Vec<CancellationToken> =
-            self.tokens.lock().map(|t| t.values().cloned().collect()).unwrap_or_default();
-        for token in tokens {
-            token.cancel();
-        }
-        self.cancel_agent();
-        self.tasks.close();
-        let _ = tokio::time::timeout(STOP_GRACE * 4, self.tasks.wait()).await;
-    }
-
-    /// Spawns `future` as a tracked task (waited for on quit).
-    pub(super) fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.tasks.spawn(future)
-    }
-}
 
 /// Runs `command` on `hosts` as run `run`.
 pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, command: String) {

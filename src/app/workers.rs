@@ -37,7 +37,7 @@ pub(super) struct Services {
     /// The console's language, for what workers write (kept in step by the runtime).
     pub locale: std::sync::RwLock<crate::i18n::Locale>,
     /// Runs in flight and the agent's turn, to cancel them.
-    pub control: Arc<super::run_worker::RunControl>,
+    pub control: Arc<super::run_control::RunControl>,
     /// The inventory version last loaded (-1: not read yet).
     pub inventory_version: Arc<std::sync::atomic::AtomicI64>,
     /// The dashboard last sent to the console (an unchanged one is not sent again).
