@@ -246,6 +246,23 @@ fn retries_on_429_and_500_honouring_retry_after() {
 }
 
 #[test]
+fn a_model_call_that_keeps_asking_to_wait_ends_at_the_turn_deadline() {
+    let llm = ScriptedLlm::start(|_| openai::status(429, Some("1")));
+    let extra = "  stream: false\n  max_retries: 50\n  breaker_threshold: 100\n  turn_timeout_secs: 3\n";
+    let env = configured(&llm, "openai", extra);
+    let out = run(&env, &["--format", "json", "say hello"]);
+    let report = json_out(&out);
+    let error = report["error"].as_str().unwrap_or_default();
+    assert!(error.contains("did not answer within 3 s (model.turn_timeout_secs)"), "{report}");
+    let calls = llm.requests().len();
+    assert!((2..=5).contains(&calls), "retried while the deadline allowed, then stopped: {calls} calls");
+    // A deadline of 0 cannot work: refused when the config loads, naming the field.
+    let env = configured(&llm, "openai", "  turn_timeout_secs: 0\n");
+    let err = text(&run(&env, &["say hello"]).stderr);
+    assert!(err.contains("model.turn_timeout_secs"), "{err}");
+}
+
+#[test]
 fn the_circuit_breaker_opens_after_five_consecutive_failures() {
     let llm = ScriptedLlm::start(|_| openai::status(503, None));
     let env = configured(&llm, "openai", "  max_retries: 10\n");

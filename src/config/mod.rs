@@ -115,6 +115,9 @@ pub struct ModelConfig {
     /// Most seconds one retry waits, whatever `Retry-After` asks: a provider
     /// asking for ten minutes should not freeze a session for ten minutes.
     pub max_retry_wait: u64,
+    /// Most seconds one model call may take with all its retries and waits:
+    /// past it the call fails, saying so, instead of waiting silently.
+    pub turn_timeout_secs: u64,
     /// Consecutive failures that open the circuit breaker.
     pub breaker_threshold: u32,
     /// Seconds the breaker stays open.
@@ -137,6 +140,7 @@ impl Default for ModelConfig {
             max_retries: 3,
             retry_base_ms: 1000,
             max_retry_wait: 60,
+            turn_timeout_secs: 300,
             breaker_threshold: 5,
             breaker_cooldown_secs: 60,
             max_tokens: 4096,
@@ -317,7 +321,8 @@ impl Config {
         const COUNT: &str = "expected a whole number of at least 1";
         const SECONDS: &str = "expected a number of seconds of at least 1";
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
-        let checks: [(&str, bool, &str); 12] = [
+        let checks: [(&str, bool, &str); 13] = [
+            ("model.turn_timeout_secs", m.turn_timeout_secs > 0, SECONDS),
             ("policy.max_parallel", p.max_parallel > 0, COUNT),
             ("policy.max_parallel_subagents", p.max_parallel_subagents > 0, COUNT),
             ("ssh.pool_max", s.pool_max > 0, COUNT),

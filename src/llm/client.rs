@@ -220,6 +220,28 @@ impl LlmClient {
         on_delta: DeltaSink<'_>,
         on_notice: NoticeSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
+        let seconds = self.config.turn_timeout_secs.max(1);
+        let call = self.chat_with_retries(role, messages, tools, on_delta, on_notice);
+        match tokio::time::timeout(std::time::Duration::from_secs(seconds), call).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                let endpoint = match role {
+                    ModelRole::Brain => &self.brain,
+                    ModelRole::Fast => &self.fast,
+                };
+                Err(LlmError::TurnTimeout { provider: endpoint.provider.name().to_string(), seconds })
+            }
+        }
+    }
+
+    async fn chat_with_retries(
+        &self,
+        role: ModelRole,
+        messages: Vec<Message>,
+        tools: Vec<ToolSpec>,
+        on_delta: DeltaSink<'_>,
+        on_notice: NoticeSink<'_>,
+    ) -> Result<ChatResponse, LlmError> {
         let endpoint = match role {
             ModelRole::Brain => &self.brain,
             ModelRole::Fast => &self.fast,

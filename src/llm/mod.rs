@@ -139,6 +139,9 @@ pub enum LlmError {
     /// the text is never shown twice.
     #[error("{0} (after part of the answer was shown, so it was not retried)")]
     AfterPartialAnswer(Box<LlmError>),
+    /// The call, with its retries and waits, went past `model.turn_timeout_secs`.
+    #[error("{provider} did not answer within {seconds} s (model.turn_timeout_secs), retries included")]
+    TurnTimeout { provider: String, seconds: u64 },
     /// Too many failures in a row; calls are refused for a while.
     #[error("{provider} circuit breaker is open after {failures} consecutive failures; retrying in {seconds}s")]
     CircuitOpen { provider: String, failures: u32, seconds: u64 },
