@@ -252,3 +252,29 @@ fn fifty_megabytes_from_a_host_stream_through_and_the_cut_is_reported() {
         &stdout[stdout.len() - 400..]
     );
 }
+
+#[test]
+fn an_approval_for_thirty_hosts_at_80x24_shows_its_choices() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    for i in 1..=30 {
+        env.add_host(&format!("app{i:02}"), &sshd, &["--tag", "fleet"]);
+    }
+    let marker = format!("/tmp/merlya-approval-{}", sshd.port);
+    let tmux = Tmux::start("approval-30", &env, 80, 24);
+    tmux.wait_for("Inventory · 31");
+    tmux.command(&format!(":exec @fleet -- touch {marker}"));
+    let screen = tmux.wait_for("[a] always");
+    assert!(screen.contains("[y/o] once") && screen.contains("30 hosts"), "the choices show:\n{screen}");
+    assert!(screen.contains("[n/d]"), "the deny choice shows:\n{screen}");
+    assert!(screen.contains("app01–app30"), "the host list is summarised:\n{screen}");
+    assert!(screen.contains("awaiting approval"), "the status line says what the run waits for:\n{screen}");
+    tmux.keys(&["n"]);
+    tmux.wait_for("denied");
+    assert!(!std::path::Path::new(&marker).exists(), "nothing ran");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

@@ -41,16 +41,16 @@ pub(super) fn scroll(model: &mut Model, pane: Pane, up: bool) {
 pub(super) fn start_run(model: &mut Model, hosts: Vec<Host>, command: String) -> Effect {
     let run = model.next_run;
     model.next_run += 1;
-    let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let key = if hosts.len() == 1 { "output.header_one" } else { "output.header_many" };
-    let args = [("command", redact_command(&command)), ("count", hosts.len().to_string()), ("hosts", names.join(", "))];
+    let shown = crate::exec::runs::compress_names(&names);
+    let args = [("command", redact_command(&command)), ("count", hosts.len().to_string()), ("hosts", shown)];
     let args: Vec<(&str, &str)> = args.iter().map(|(k, v)| (*k, v.as_str())).collect();
     model.output.push(LineKind::Header, model.locale.tf(key, &args));
     model.output_view.follow = true;
     model.output_view.scroll = 0;
     model.output_view.cursor = 0;
     model.output_view.report_scroll = 0;
-    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     model.runs.insert(run, Run::new(run, redact_command(&command), &names));
     model.run_hosts.insert(run, (hosts.clone(), command.clone()));
     // Finished runs beyond the newest few are forgotten (their lines stay in the scrollback).
