@@ -119,7 +119,7 @@ impl Context {
                 }
             })
         });
-        Ok(Executor::new(pool, resolve).with_elevation_sink(sink))
+        Ok(Executor::new(pool, resolve).with_elevation_sink(sink).with_spill_dir(self.home.output_dir()))
     }
 
     /// Writes a finished command to the command history (the audit log is

@@ -58,6 +58,11 @@ impl MerlyaHome {
         self.root.join("logs")
     }
 
+    /// Command output past what a result keeps (1 MiB per stream), one file per host and stream.
+    pub fn output_dir(&self) -> PathBuf {
+        self.logs_dir().join("output")
+    }
+
     /// merlya's own known_hosts, consulted after `~/.ssh/known_hosts` and
     /// written by `accept-new` and by decisions taken in the console.
     pub fn known_hosts(&self) -> PathBuf {

@@ -241,13 +241,21 @@ fn fifty_megabytes_from_a_host_stream_through_and_the_cut_is_reported() {
     let cut = result["output_cut_bytes"].as_u64().unwrap();
     assert!(kept <= (1 << 20) + 100, "the result keeps at most 1 MiB per stream: {kept}");
     assert_eq!(kept + cut, 50_000_000 + 50_000_000 / 99 + 1, "every byte is kept or counted as cut");
+    // What the result does not keep is on disk, private, whole.
+    let spilled = result["output_spill"].as_array().unwrap();
+    assert_eq!(spilled.len(), 1, "{result}");
+    let file = std::path::Path::new(spilled[0].as_str().unwrap());
+    assert!(file.starts_with(env.merlya_home().join("logs/output")), "{}", file.display());
+    assert_eq!(std::fs::metadata(file).unwrap().len(), cut);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
     // In text mode the lines stream through and the summary says what was not kept.
     let out = env.merlya(&["exec", "node1", "--", flood]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let stdout = text(&out.stdout);
     assert_eq!(stdout.lines().filter(|l| l.starts_with("node1 |")).count(), 50_000_000 / 99 + 1);
     assert!(
-        stdout.contains("output past 1024 KiB per stream was shown live but not kept"),
+        stdout.contains("output past 1024 KiB per stream was shown live and kept in "),
         "{}",
         &stdout[stdout.len() - 400..]
     );

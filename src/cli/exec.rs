@@ -169,8 +169,13 @@ pub fn summary(results: &[HostResult]) -> String {
     let ok = results.iter().filter(|r| r.success()).count();
     let mut out = table::render(&["HOST", "EXIT", "DURATION", "ERROR"], &rows);
     for r in results.iter().filter(|r| r.output_cut_bytes > 0) {
+        let kept = if r.output_spill.is_empty() {
+            "not kept".to_string()
+        } else {
+            format!("kept in {}", r.output_spill.join(", "))
+        };
         out.push_str(&format!(
-            "{}: output past {} KiB per stream was shown live but not kept ({} bytes; see output_cut_bytes in --format json)\n",
+            "{}: output past {} KiB per stream was shown live and {kept} ({} bytes)\n",
             r.host,
             crate::exec::OUTPUT_CAP / 1024,
             r.output_cut_bytes

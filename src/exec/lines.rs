@@ -62,12 +62,25 @@ pub struct LineSplitter {
     pub collected: String,
     /// Bytes past the cap that the result does not keep (the live events carried them).
     pub cut: u64,
+    /// Where those bytes are written, if anywhere.
+    spill: Option<super::spill::Spill>,
 }
 
 impl LineSplitter {
     /// A splitter for `stream` of `host`.
     pub fn new(host: &str, stream: Stream) -> Self {
-        Self { host: host.to_string(), stream, partial: Vec::new(), collected: String::new(), cut: 0 }
+        Self { host: host.to_string(), stream, partial: Vec::new(), collected: String::new(), cut: 0, spill: None }
+    }
+
+    /// The same splitter, writing what the result does not keep to `spill`.
+    pub fn spilling(mut self, spill: Option<super::spill::Spill>) -> Self {
+        self.spill = spill;
+        self
+    }
+
+    /// The spill file, when output went past the cap.
+    pub fn spilled(&self) -> Option<String> {
+        self.spill.as_ref().and_then(|s| s.written()).map(|p| p.display().to_string())
     }
 
     /// Feeds a chunk; complete lines go to `events` (in linear time, whatever the chunk).
@@ -94,11 +107,14 @@ impl LineSplitter {
         }
     }
 
-    /// Emits a final line without newline, if any.
+    /// Emits a final line without newline, if any, and flushes the spill file.
     pub async fn finish(&mut self, events: &MaskingSender) {
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
             self.emit(&rest, events).await;
+        }
+        if let Some(spill) = self.spill.as_mut() {
+            spill.flush().await;
         }
     }
 
@@ -109,6 +125,9 @@ impl LineSplitter {
             self.collected.push('\n');
         } else {
             self.cut += line.len() as u64 + 1;
+            if let Some(spill) = self.spill.as_mut() {
+                spill.line(&line).await;
+            }
         }
         events.send(ExecEvent::Line { host: self.host.clone(), stream: self.stream, line }).await;
     }

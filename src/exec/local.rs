@@ -77,8 +77,9 @@ pub async fn run(
     let mut gate = sudo.cloned().map(StderrGate::new);
     let mut stdout = child.stdout.take().ok_or_else(|| not_started("no stdout pipe".into()))?;
     let mut stderr = child.stderr.take().ok_or_else(|| not_started("no stderr pipe".into()))?;
-    let mut out = LineSplitter::new(host, Stream::Stdout);
-    let mut err = LineSplitter::new(host, Stream::Stderr);
+    let spill = |stream| super::spill::for_stream(prepared.spill.as_deref(), stream, &prepared.mask);
+    let mut out = LineSplitter::new(host, Stream::Stdout).spilling(spill("stdout"));
+    let mut err = LineSplitter::new(host, Stream::Stderr).spilling(spill("stderr"));
     let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
     let (mut out_open, mut err_open) = (true, true);
     while out_open || err_open {
@@ -124,6 +125,7 @@ pub async fn run(
         use std::os::unix::process::ExitStatusExt;
         status.signal().map(|s| 128 + s)
     });
+    let spilled: Vec<String> = out.spilled().into_iter().chain(err.spilled()).collect();
     Ok(HostResult {
         host: host.to_string(),
         exit_code,
@@ -133,6 +135,7 @@ pub async fn run(
         error: None,
         failure: None,
         output_cut_bytes: out.cut + err.cut,
+        output_spill: spilled,
     })
 }
 
@@ -152,7 +155,13 @@ mod tests {
         );
         let tx = crate::exec::no_events();
         let events = MaskingSender::new(tx, Vec::new());
-        let prepared = |command: String| Prepared { command, sudo: Some(feed.clone()), mask: Vec::new(), input: None };
+        let prepared = |command: String| Prepared {
+            command,
+            sudo: Some(feed.clone()),
+            mask: Vec::new(),
+            input: None,
+            spill: None,
+        };
         let result = run("localhost", &prepared(command), &CancellationToken::new(), &events).await.unwrap();
         assert_eq!(result.stdout, "got-pw-local\nend\n", "cat after the password reads end-of-file");
         assert_eq!(result.stderr, "", "both markers are stripped");
@@ -166,7 +175,7 @@ mod tests {
     async fn a_command_holding_secrets_reaches_the_shell_on_stdin_not_in_argv() {
         let script = "echo from-stdin; cat; echo end".to_string();
         let command = format!("eval \"$(dd bs=1 count={} 2>/dev/null)\"", script.len());
-        let prepared = Prepared { command, sudo: None, mask: Vec::new(), input: Some(script) };
+        let prepared = Prepared { command, sudo: None, mask: Vec::new(), input: Some(script), spill: None };
         let tx = crate::exec::no_events();
         let result =
             run("localhost", &prepared, &CancellationToken::new(), &MaskingSender::new(tx, Vec::new())).await.unwrap();

@@ -9,6 +9,7 @@ pub mod local;
 pub mod prepare;
 pub mod remote;
 pub mod runs;
+pub mod spill;
 pub mod sudo;
 
 use std::sync::Arc;
@@ -67,6 +68,8 @@ pub struct HostResult {
     /// Bytes of output past [`OUTPUT_CAP`] that `stdout`/`stderr` do not keep
     /// (they were streamed live); 0 when nothing was cut.
     pub output_cut_bytes: u64,
+    /// Files that hold those bytes (masked), when the executor spills.
+    pub output_spill: Vec<String>,
 }
 
 impl HostResult {
@@ -86,6 +89,7 @@ impl HostResult {
             error: Some(error.message),
             failure: Some(error.kind),
             output_cut_bytes: 0,
+            output_spill: Vec::new(),
         }
     }
 }
@@ -135,6 +139,8 @@ pub struct Executor {
     detected: std::sync::Mutex<std::collections::HashMap<String, Elevation>>,
     /// Where a detected elevation is remembered (the inventory).
     elevation_sink: Option<ElevationSink>,
+    /// Where output past what a result keeps is written (`exec::spill`).
+    spill_dir: Option<std::path::PathBuf>,
 }
 
 /// Receives the elevation detected for a host, to cache it on the host.
@@ -148,7 +154,14 @@ impl Executor {
             resolve: std::sync::RwLock::new(resolve),
             detected: std::sync::Mutex::new(std::collections::HashMap::new()),
             elevation_sink: None,
+            spill_dir: None,
         }
+    }
+
+    /// Writes output past what a result keeps to files in `dir`.
+    pub fn with_spill_dir(mut self, dir: std::path::PathBuf) -> Self {
+        self.spill_dir = Some(dir);
+        self
     }
 
     /// Remembers detected elevations through `sink`.
@@ -266,7 +279,10 @@ impl Executor {
             () = cancel.cancelled() => Err(cancelled()),
         };
         let prepared = match prepared {
-            Ok(p) => p,
+            Ok(mut p) => {
+                p.spill = self.spill_dir.as_deref().map(|dir| spill::prefix_for(dir, &host.name));
+                p
+            }
             Err(e) => {
                 let result = HostResult::failed(&host.name, started, e);
                 let _ = events.send(ExecEvent::Finished(result.clone())).await;

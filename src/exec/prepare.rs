@@ -26,6 +26,8 @@ pub struct Prepared {
     /// text itself when it holds secret values, so that they never appear in
     /// an argv that `ps` shows (the host runs a loader that reads them).
     pub input: Option<String>,
+    /// Where output past what a result keeps is written (see `exec::spill`), if anywhere.
+    pub spill: Option<std::path::PathBuf>,
 }
 
 impl Prepared {
@@ -80,7 +82,9 @@ pub async fn prepare(
     let mut mask = resolved.values;
     let text = resolved.text;
     let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
-        return Ok(Prepared { command: text, sudo: None, mask, input: None }.with_secrets_off_argv(has_secrets));
+        return Ok(
+            Prepared { command: text, sudo: None, mask, input: None, spill: None }.with_secrets_off_argv(has_secrets)
+        );
     };
     match host.elevation {
         Elevation::SudoPassword => {
@@ -96,13 +100,12 @@ pub async fn prepare(
             };
             mask.push(password.clone());
             let feed = SudoFeed::new(password)?;
-            let prepared = Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask, input: None };
+            let prepared =
+                Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask, input: None, spill: None };
             Ok(prepared.with_secrets_off_argv(has_secrets))
         }
-        Elevation::Doas => {
-            Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None }
-                .with_secrets_off_argv(has_secrets))
-        }
+        Elevation::Doas => Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None, spill: None }
+            .with_secrets_off_argv(has_secrets)),
         Elevation::DoasPassword | Elevation::Su => Err(format!(
             "{} elevates with {}, which merlya cannot feed a password to yet; give the login user \
              passwordless doas (`permit nopass USER as root`) and set `--elevation doas`, or sudo",
@@ -111,7 +114,7 @@ pub async fn prepare(
         )),
         // Never let sudo wait for a password nobody will type.
         Elevation::Sudo | Elevation::None => {
-            Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None }
+            Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None, spill: None }
                 .with_secrets_off_argv(has_secrets))
         }
     }

@@ -149,8 +149,9 @@ async fn run_once(
         // No more input: commands that read stdin see end-of-file instead of waiting.
         let _ = write.eof().await;
     }
-    let mut out = LineSplitter::new(&target.name, Stream::Stdout);
-    let mut err = LineSplitter::new(&target.name, Stream::Stderr);
+    let spill = |stream| super::spill::for_stream(prepared.spill.as_deref(), stream, &prepared.mask);
+    let mut out = LineSplitter::new(&target.name, Stream::Stdout).spilling(spill("stdout"));
+    let mut err = LineSplitter::new(&target.name, Stream::Stderr).spilling(spill("stderr"));
     let mut exit_code: Option<i32> = None;
     let mut started = false;
     loop {
@@ -221,6 +222,7 @@ async fn run_once(
     out.finish(events).await;
     err.finish(events).await;
     let error = exit_code.is_none().then(|| "the connection closed before the command exited".to_string());
+    let spilled: Vec<String> = out.spilled().into_iter().chain(err.spilled()).collect();
     Ok(HostResult {
         host: target.name.clone(),
         exit_code,
@@ -230,5 +232,6 @@ async fn run_once(
         failure: error.is_some().then_some(HostFailure::Lost),
         error,
         output_cut_bytes: out.cut + err.cut,
+        output_spill: spilled,
     })
 }
