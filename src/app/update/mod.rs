@@ -36,7 +36,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             match (mouse.kind, under) {
                 (MouseEventKind::ScrollUp, Some(pane)) => panes::scroll(model, pane, true),
                 (MouseEventKind::ScrollDown, Some(pane)) => panes::scroll(model, pane, false),
-                (MouseEventKind::Down(_), Some(pane)) if model.prompts.is_empty() && model.form.is_none() => {
+                (MouseEventKind::Down(_), _) if !model.prompts.is_empty() => {
+                    return modal::on_prompt_click(model, mouse.column, mouse.row);
+                }
+                (MouseEventKind::Down(_), Some(pane)) if model.form.is_none() => {
                     let areas = super::layout::Areas::of(screen, model.input_rows(), model.zoomed_pane());
                     let labels: Vec<(Pane, usize)> =
                         Pane::VIEWS.iter().map(|p| (*p, model.locale.t(p.key()).chars().count())).collect();

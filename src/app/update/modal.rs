@@ -58,6 +58,25 @@ pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         _ => None,
     };
     let Some(answer) = answer else { return Vec::new() };
+    answer_front(model, answer)
+}
+
+/// A click on the prompt: the choice drawn under the pointer answers it.
+pub(super) fn on_prompt_click(model: &mut Model, column: u16, row: u16) -> Vec<Effect> {
+    let hit = model
+        .modal_hits
+        .borrow()
+        .iter()
+        .find(|(rect, _)| rect.contains(ratatui::layout::Position::new(column, row)))
+        .map(|(_, answer)| answer.clone());
+    match hit {
+        Some(answer) => answer_front(model, answer),
+        None => Vec::new(),
+    }
+}
+
+/// Answers the prompt on screen with `answer`.
+fn answer_front(model: &mut Model, answer: PromptAnswer) -> Vec<Effect> {
     let Some(mut done) = model.prompts.pop_front() else { return Vec::new() };
     // The console's own question: do the deferred work on yes.
     match (done.on_yes.take(), answer == PromptAnswer::Yes) {

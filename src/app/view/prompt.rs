@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::centered;
 use crate::app::keymap::{Action, KeyContext};
 use crate::app::model::{Model, PendingPrompt};
-use crate::app::msg::PromptKind;
+use crate::app::msg::{PromptAnswer, PromptKind};
 use crate::term_safe::{visible, visible_line};
 
 /// Draws it into `area` (the whole screen for overlays).
@@ -19,6 +19,12 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let t = |k: &str| model.locale.t(k).to_string();
     // The keys bound to an action in prompts, as `[y/o]`.
     let key = |action: Action| format!("[{}]", model.keymap.keys(KeyContext::Modal, action));
+    // Choices as (first char, last char, answer) on the choice line, for clicks.
+    let mut spots: Vec<(usize, usize, PromptAnswer)> = Vec::new();
+    let spot = |spans: &[Span], answer: PromptAnswer| {
+        let start: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        (start, answer)
+    };
     let mut lines = match &prompt.request.approval {
         Some(approval) => approval_lines(model, approval),
         None => {
@@ -30,25 +36,43 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     };
     match prompt.request.kind {
         PromptKind::Approval => {
-            let mut choices =
-                vec![Span::styled(key(Action::Yes), theme.ok), Span::raw(format!(" {}   ", t("prompt.once")))];
+            let mut choices: Vec<Span> = Vec::new();
+            let mut mark = |choices: &mut Vec<Span<'static>>, new: [Span<'static>; 2], answer: PromptAnswer| {
+                let (start, answer) = spot(choices, answer);
+                let width: usize = new.iter().map(|s| s.content.trim_end().chars().count()).sum();
+                spots.push((start, start + width, answer));
+                choices.extend(new);
+            };
+            let once = [Span::styled(key(Action::Yes), theme.ok), Span::raw(format!(" {}   ", t("prompt.once")))];
+            mark(&mut choices, once, PromptAnswer::Yes);
             if let Some(a) = prompt.request.approval.as_ref().filter(|a| a.rule_possible()) {
-                choices.push(Span::styled(key(Action::Always), theme.warn));
                 let always = model.locale.tf("prompt.always", &[("prefixes", &visible_line(&a.prefixes.join("`, `")))]);
-                choices.push(Span::raw(format!(" {always}   ")));
+                let spans = [Span::styled(key(Action::Always), theme.warn), Span::raw(format!(" {always}   "))];
+                mark(&mut choices, spans, PromptAnswer::Always);
             }
-            choices.push(Span::styled(format!("{} {}", key(Action::No), key(Action::Decline)), theme.error));
-            choices.push(Span::raw(format!(" {}", t("prompt.deny"))));
+            let deny = [
+                Span::styled(format!("{} {}", key(Action::No), key(Action::Decline)), theme.error),
+                Span::raw(format!(" {}", t("prompt.deny"))),
+            ];
+            mark(&mut choices, deny, PromptAnswer::No);
             lines.push(Line::from(choices));
         }
-        PromptKind::Confirm => lines.push(Line::from(vec![
-            Span::styled(key(Action::Yes), theme.ok),
-            Span::raw(format!(" {}   ", t("prompt.yes"))),
-            Span::styled(key(Action::No), theme.error),
-            Span::raw(format!(" {}   ", t("prompt.no"))),
-            Span::styled(key(Action::Decline), theme.dim),
-            Span::raw(format!(" {}", t("prompt.decline"))),
-        ])),
+        PromptKind::Confirm => {
+            let mut choices: Vec<Span> = Vec::new();
+            for (action, style, label, answer) in [
+                (Action::Yes, theme.ok, "prompt.yes", PromptAnswer::Yes),
+                (Action::No, theme.error, "prompt.no", PromptAnswer::No),
+            ] {
+                let (start, answer) = spot(&choices, answer);
+                let (k, l) = (key(action), t(label));
+                spots.push((start, start + k.chars().count() + 1 + l.chars().count(), answer));
+                choices.push(Span::styled(k, style));
+                choices.push(Span::raw(format!(" {l}   ")));
+            }
+            choices.push(Span::styled(key(Action::Decline), theme.dim));
+            choices.push(Span::raw(format!(" {}", t("prompt.decline"))));
+            lines.push(Line::from(choices));
+        }
         PromptKind::Text => {
             lines.push(Line::from(vec![
                 Span::raw("› "),
@@ -75,6 +99,7 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     // Rows a line takes once wrapped inside the border.
     let rows_of = |line: &Line| Paragraph::new(line.clone()).wrap(Wrap { trim: false }).line_count(width - 2).max(1);
     let full: usize = lines.iter().map(rows_of).sum();
+    let last_line_rows = lines.last().map(rows_of).unwrap_or(1);
     let room = usize::from(area.height.saturating_sub(4));
     // A body taller than the screen scrolls; the choices (the last two lines) always stay, whole.
     let body = if full > room {
@@ -108,6 +133,24 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let rect = centered(area, width, height);
     frame.render_widget(Clear, rect);
     frame.render_widget(paragraph, rect);
+    record_hits(model, rect, last_line_rows, &spots);
+}
+
+/// Remembers where each choice was drawn: the choice line is the last one in
+/// the box; a choice past the width continues on the next row.
+fn record_hits(model: &Model, rect: Rect, choice_rows: usize, spots: &[(usize, usize, PromptAnswer)]) {
+    let inner = usize::from(rect.width.saturating_sub(2)).max(1);
+    let first_row = usize::from(rect.y + rect.height).saturating_sub(1 + choice_rows);
+    let hits = spots
+        .iter()
+        .filter_map(|(start, end, answer)| {
+            let row = u16::try_from(first_row + start / inner).ok()?;
+            let x = rect.x + 1 + u16::try_from(start % inner).ok()?;
+            let width = u16::try_from((end - start).min(inner - start % inner)).ok()?;
+            Some((Rect::new(x, row, width.max(1), 1), answer.clone()))
+        })
+        .collect();
+    *model.modal_hits.borrow_mut() = hits;
 }
 
 /// Host names for the modal: ranges folded (`web01–web30`), the count when

@@ -190,3 +190,47 @@ fn the_selection_highlight_sits_on_the_lines_it_names() {
     );
     insta::assert_snapshot!("selection_at_the_top", t.backend());
 }
+
+#[test]
+fn a_click_on_a_choice_answers_the_prompt() {
+    use crate::app::msg::{Effect, PromptAnswer};
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut m = fixture_with_approval();
+    update(&mut m, Msg::Resize(110, 34));
+    let terminal = render(&m, 110, 34);
+    let buffer = terminal.backend().buffer();
+    let find = |needle: &str| {
+        (0..buffer.area.height).find_map(|y| {
+            let row: String = (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_string()).collect();
+            row.find(needle).map(|byte| (u16::try_from(row[..byte].chars().count()).unwrap(), y))
+        })
+    };
+    let click = |(column, row): (u16, u16)| {
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: crossterm::event::KeyModifiers::NONE,
+        })
+    };
+    let answer = |effects: Vec<Effect>| match effects.as_slice() {
+        [Effect::AnswerPrompt { answer, .. }] => Some(answer.clone()),
+        _ => None,
+    };
+    // Off the choices, nothing happens.
+    assert!(update(&mut m, click((0, 0))).is_empty());
+    assert_eq!(m.prompts.len(), 2);
+    let deny = find("[n/d]").expect("the deny choice is drawn");
+    assert_eq!(answer(update(&mut m, click(deny))), Some(PromptAnswer::No), "a click on deny denies");
+    // The second request: drawn again, then "always" by a click on its label.
+    let terminal = render(&m, 110, 34);
+    let buffer = terminal.backend().buffer();
+    let always = (0..buffer.area.height)
+        .find_map(|y| {
+            let row: String = (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_string()).collect();
+            row.find("always").map(|byte| (u16::try_from(row[..byte].chars().count()).unwrap(), y))
+        })
+        .unwrap();
+    assert_eq!(answer(update(&mut m, click(always))), Some(PromptAnswer::Always));
+    assert!(m.prompts.is_empty());
+}
