@@ -11,6 +11,9 @@ command -v keyctl >/dev/null || need+=(keyutils)
 command -v gnome-keyring-daemon >/dev/null || need+=(gnome-keyring)
 command -v dbus-run-session >/dev/null || need+=(dbus)
 command -v secret-tool >/dev/null || need+=(libsecret-tools)
+# su elevation: a test sshd gets root a password in its own mount namespace (openssl hashes it).
+command -v openssl >/dev/null || need+=(openssl)
+command -v unshare >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq

@@ -71,6 +71,48 @@ fn exec_with_sudo_password_and(
 }
 
 #[test]
+fn su_elevation_feeds_the_root_password_to_su_only_after_its_prompt() {
+    const ROOT_PW: &str = "merlya-Root-pw-7";
+    let key = support::TestKey::generate("");
+    let mut options = support::SshdOptions::allowing(&key);
+    options.root_password = Some(ROOT_PW.into());
+    let sshd = support::Sshd::start(options);
+    let env = support::TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("suhost", &sshd, &["--elevation", "su"]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let mut script = format!("printf '%s\\n' '{ROOT_PW}' | '{merlya}' secret set su:suhost:password >/dev/null");
+    for command in ["sudo id -u", "sudo cat; echo read-nothing", "sudo -u merlyatest id -un"] {
+        script.push_str(&format!(" ; '{merlya}' exec suhost --yes --format json -- '{command}'"));
+    }
+    let out = env.keyring_session(&script).output().expect("keyctl");
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records.len(), 3, "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(records[0]["stdout"], "0\n", "su ran the command as root: {records:?}");
+    assert_eq!(records[1]["stdout"], "read-nothing\n", "the command under su reads nothing: {records:?}");
+    assert_eq!(records[2]["stdout"], "merlyatest\n", "{records:?}");
+    for r in &records {
+        assert_eq!(r["exit_code"], 0, "{r}");
+        let shown = r.to_string();
+        assert!(
+            !shown.contains(ROOT_PW) && !shown.contains("Password"),
+            "neither the password nor su's prompt is shown: {r}"
+        );
+    }
+    // A wrong password: su refuses, the command never runs, and the password is not shown.
+    let script = format!(
+        "printf '%s\\n' 'wrong-on-purpose' | '{merlya}' secret set su:suhost:password >/dev/null; \
+         '{merlya}' exec suhost --yes --format json -- 'sudo id -u'"
+    );
+    let out = env.keyring_session(&script).output().expect("keyctl");
+    let records = json_lines(&text(&out.stdout));
+    assert_ne!(records[0]["exit_code"], 0, "{records:?}");
+    assert_eq!(records[0]["stdout"], "", "{records:?}");
+    assert!(!records[0].to_string().contains("wrong-on-purpose"), "{records:?}");
+}
+
+#[test]
 fn sudo_password_reaches_only_sudo_after_its_prompt() {
     let (_key, sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
     let records = exec_with_sudo_password(

@@ -106,7 +106,30 @@ pub async fn prepare(
         }
         Elevation::Doas => Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None, spill: None }
             .with_secrets_off_argv(has_secrets)),
-        Elevation::DoasPassword | Elevation::Su => Err(format!(
+        Elevation::Su => {
+            let password = match secrets.lookup(&su_secret_name(&host.name)) {
+                Some(p) => p,
+                None => prompter
+                    .secret(
+                        &Text::key("prompt.su_title", &[("host", &host.name)]),
+                        &Text::key("prompt.su_body", &[("host", &host.name)]),
+                    )
+                    .await
+                    .ok_or_else(|| {
+                        format!(
+                            "{} elevates with su and no password was given; store it with `merlya secret set {}`",
+                            host.name,
+                            su_secret_name(&host.name)
+                        )
+                    })?,
+            };
+            mask.push(password.clone());
+            let feed = SudoFeed::for_su(password)?;
+            let prepared =
+                Prepared { command: su_command(rest, &feed)?, sudo: Some(feed), mask, input: None, spill: None };
+            Ok(prepared.with_secrets_off_argv(has_secrets))
+        }
+        Elevation::DoasPassword => Err(format!(
             "{} elevates with {}, which merlya cannot feed a password to yet; give the login user \
              passwordless doas (`permit nopass USER as root`) and set `--elevation doas`, or sudo",
             host.name,
@@ -120,10 +143,9 @@ pub async fn prepare(
     }
 }
 
-/// `sudo REST` as passwordless doas: `doas -n` never waits for a password.
-/// Of sudo's options only `-u USER` has a doas equivalent; others are refused
-/// rather than dropped.
-fn doas_command(rest: &str) -> Result<String, String> {
+/// The user and command of `sudo [-u USER] COMMAND`, for methods that have
+/// no other sudo option (`method` names it in the refusal).
+fn user_and_command<'a>(rest: &'a str, method: &str) -> Result<(Option<&'a str>, &'a str), String> {
     let rest = rest.trim_start();
     let (user, command) = match rest.strip_prefix("-u") {
         Some(after) => {
@@ -135,14 +157,50 @@ fn doas_command(rest: &str) -> Result<String, String> {
     };
     if let Some(option) = command.split_whitespace().next().filter(|w| w.starts_with('-')) {
         return Err(format!(
-            "this host elevates with doas, which has no equivalent of sudo's {option}; write the command without it"
+            "this host elevates with {method}, which has no equivalent of sudo's {option}; write the command without it"
         ));
     }
     match user {
         Some("") => Err("sudo -u is missing its user".into()),
-        Some(user) => Ok(format!("doas -n -u {user} {command}")),
-        None => Ok(format!("doas -n {command}")),
+        Some(u) if !u.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) => {
+            Err(format!("sudo -u {u:?}: expected a plain user name"))
+        }
+        _ => Ok((user, command)),
     }
+}
+
+/// `sudo REST` as passwordless doas: `doas -n` never waits for a password.
+/// Of sudo's options only `-u USER` has a doas equivalent; others are refused
+/// rather than dropped.
+fn doas_command(rest: &str) -> Result<String, String> {
+    match user_and_command(rest, "doas")? {
+        (Some(user), command) => Ok(format!("doas -n -u {user} {command}")),
+        (None, command) => Ok(format!("doas -n {command}")),
+    }
+}
+
+/// `text` as one shell word.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// `sudo REST` through su (ADR 0017): the wrapper opens the window in which
+/// su's prompt is believed, su runs a shell that closes it and then runs the
+/// command with stdin from /dev/null, so only su can read the password.
+fn su_command(rest: &str, feed: &SudoFeed) -> Result<String, String> {
+    let (user, command) = user_and_command(rest, "su")?;
+    // The stored password is root's; another user is reached from root, which su lets through.
+    let run = match user.filter(|u| *u != "root") {
+        Some(user) => format!("exec su {user} -s /bin/sh -c {}", quote(command)),
+        None => format!("exec sh -c {}", quote(command)),
+    };
+    let inner = format!("printf %s {} >&2; {run} </dev/null", feed.started());
+    Ok(format!("printf %s {} >&2; exec su root -c {}", feed.prompt(), quote(&inner)))
+}
+
+/// Where the root (or target user's) password for su on `host` is stored.
+pub fn su_secret_name(host: &str) -> String {
+    format!("su:{host}:password")
 }
 
 /// A read-only probe printing the elevation method a host offers:

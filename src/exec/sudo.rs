@@ -16,13 +16,25 @@
 
 use std::io::Read;
 
-/// What a run needs to hand the password to sudo.
+/// Which program asks for the password: sudo prints the marker as its prompt;
+/// su (which has no `-p`) prints PAM's own prompt inside a window of markers
+/// (see `exec::su`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Asker {
+    #[default]
+    Sudo,
+    Su,
+}
+
+/// What a run needs to hand the password to sudo (or su).
 #[derive(Clone)]
 pub struct SudoFeed {
     /// 16 hex characters from /dev/urandom, unique to this run.
     pub marker: String,
-    /// The password, written only after sudo's prompt.
+    /// The password, written only after the prompt.
     pub password: String,
+    /// Who prompts.
+    pub asker: Asker,
 }
 
 impl std::fmt::Debug for SudoFeed {
@@ -35,7 +47,14 @@ impl std::fmt::Debug for SudoFeed {
 impl SudoFeed {
     /// A feed for `password` with a fresh random marker.
     pub fn new(password: String) -> Result<Self, String> {
-        Ok(Self { marker: random_marker()?, password })
+        Ok(Self { marker: random_marker()?, password, asker: Asker::Sudo })
+    }
+
+    /// A feed for su: its prompt is believed only inside the window the
+    /// wrapper opens (`prompt()` printed before su starts) and closes
+    /// (`started()`, printed by the command su runs).
+    pub fn for_su(password: String) -> Result<Self, String> {
+        Ok(Self { marker: random_marker()?, password, asker: Asker::Su })
     }
 
     /// sudo's prompt (`-p`): seeing it means sudo is waiting for the password.
@@ -217,16 +236,21 @@ pub struct StderrGate {
     feed: SudoFeed,
     pending: Vec<u8>,
     open: bool,
+    /// For su: the window (between the two markers) in which a prompt is believed.
+    in_window: bool,
 }
 
 impl StderrGate {
     /// A gate for one run.
     pub fn new(feed: SudoFeed) -> Self {
-        Self { feed, pending: Vec::new(), open: true }
+        Self { feed, pending: Vec::new(), open: true, in_window: false }
     }
 
     /// Feeds a chunk of stderr.
     pub fn push(&mut self, chunk: &[u8]) -> Gated {
+        if self.feed.asker == Asker::Su {
+            return self.push_su(chunk);
+        }
         self.pending.extend_from_slice(chunk);
         let (prompt, started) = (self.feed.prompt().into_bytes(), self.feed.started().into_bytes());
         let mut gated = Gated::default();
@@ -257,6 +281,51 @@ impl StderrGate {
     pub fn finish(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.pending)
     }
+
+    /// su: after the opening marker, text without a newline that ends in `:`
+    /// (PAM's `Password: `, in any language) is su's prompt: the password is
+    /// written once and the prompt is not shown; the closing marker (the
+    /// command started) ends the window and stdin.
+    fn push_su(&mut self, chunk: &[u8]) -> Gated {
+        self.pending.extend_from_slice(chunk);
+        let (open, started) = (self.feed.prompt().into_bytes(), self.feed.started().into_bytes());
+        let mut gated = Gated::default();
+        loop {
+            if !self.in_window {
+                let Some(at) = find(&self.pending, &open) else { break };
+                gated.output.extend(self.pending.drain(..at));
+                self.pending.drain(..open.len());
+                self.in_window = self.open;
+                continue;
+            }
+            if let Some(at) = find(&self.pending, &started) {
+                gated.output.extend(self.pending.drain(..at));
+                self.pending.drain(..started.len());
+                self.in_window = false;
+                self.open = false;
+                gated.close_input = true;
+                continue;
+            }
+            // Whole lines inside the window are su's (or PAM's) messages: shown.
+            if let Some(newline) = self.pending.iter().rposition(|b| *b == b'\n') {
+                gated.output.extend(self.pending.drain(..=newline));
+            }
+            let tail = String::from_utf8_lossy(&self.pending);
+            if self.open && gated.write.is_none() && tail.trim_end().ends_with(':') {
+                self.pending.clear();
+                gated.write = Some(format!("{}\n", self.feed.password));
+                self.open = false;
+                gated.close_input = true;
+            }
+            break;
+        }
+        if !self.in_window {
+            let keep = (1..open.len()).rev().find(|&n| self.pending.ends_with(&open[..n])).unwrap_or(0);
+            let cut = self.pending.len() - keep;
+            gated.output.extend(self.pending.drain(..cut));
+        }
+        gated
+    }
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -268,7 +337,30 @@ mod tests {
     use super::*;
 
     fn feed() -> SudoFeed {
-        SudoFeed { marker: "0123456789abcdef".into(), password: "pw".into() }
+        SudoFeed { marker: "0123456789abcdef".into(), password: "pw".into(), asker: Asker::Sudo }
+    }
+
+    #[test]
+    fn su_gets_the_password_on_its_prompt_inside_the_window_only() {
+        let su = SudoFeed { asker: Asker::Su, ..feed() };
+        let mut g = StderrGate::new(su.clone());
+        // A prompt-looking line before the window is output, never answered.
+        let a = g.push(b"motd: 0123456789ab");
+        assert_eq!((a.output.as_slice(), a.write.as_deref()), (&b"motd: "[..], None));
+        let b = g.push(b"cdefPPass");
+        assert_eq!((b.output.as_slice(), b.write.as_deref()), (&b""[..], None));
+        let c = g.push(b"word: ");
+        assert_eq!((c.output.as_slice(), c.write.as_deref(), c.close_input), (&b""[..], Some("pw\n"), true));
+        let d = g.push(b"\n0123456789abcdefSout: ");
+        assert_eq!(
+            (d.output.as_slice(), d.write.as_deref()),
+            (&b"\nout: "[..], None),
+            "after the start a prompt gets nothing"
+        );
+        // Without a prompt (no password needed), the start marker closes the window.
+        let mut g = StderrGate::new(su);
+        let e = g.push(b"0123456789abcdefP0123456789abcdefSPassword: ");
+        assert_eq!((e.output.as_slice(), e.write, e.close_input), (&b"Password: "[..], None, true));
     }
 
     #[test]

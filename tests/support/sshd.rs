@@ -27,6 +27,9 @@ pub struct SshdOptions {
     pub port: Option<u16>,
     /// Require a key and then keyboard-interactive (PAM password), like an MFA bastion.
     pub mfa: bool,
+    /// Give root this password for this daemon's sessions only: the daemon runs in its own mount
+    /// namespace with a copy of /etc/shadow bind-mounted over the real one (the machine is not changed).
+    pub root_password: Option<String>,
 }
 
 impl SshdOptions {
@@ -37,6 +40,7 @@ impl SshdOptions {
             host_key: None,
             port: None,
             mfa: false,
+            root_password: None,
         }
     }
 }
@@ -121,7 +125,23 @@ impl Sshd {
             )
             .unwrap();
             drop(f);
-            let mut child = Command::new("/usr/sbin/sshd")
+            let mut command = match &options.root_password {
+                None => Command::new("/usr/sbin/sshd"),
+                Some(password) => {
+                    let shadow = dir.path().join("shadow");
+                    let script = format!(
+                        "set -e; cp /etc/shadow '{0}'; hash=$(openssl passwd -6 \"$ROOT_PW\"); \
+                         sed -i \"s|^root:[^:]*:|root:$hash:|\" '{0}'; mount --bind '{0}' /etc/shadow; \
+                         exec /usr/sbin/sshd \"$@\"",
+                        shadow.display()
+                    );
+                    let mut c = Command::new("unshare");
+                    c.args(["--mount", "--propagation", "private", "sh", "-c", &script, "sshd"])
+                        .env("ROOT_PW", password);
+                    c
+                }
+            };
+            let mut child = command
                 .args(["-D", "-e", "-f"])
                 .arg(&config)
                 .arg("-E")
