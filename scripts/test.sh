@@ -14,6 +14,7 @@ command -v secret-tool >/dev/null || need+=(libsecret-tools)
 # su elevation: a test sshd gets root a password in its own mount namespace (openssl hashes it).
 command -v openssl >/dev/null || need+=(openssl)
 command -v unshare >/dev/null || need+=(util-linux)
+command -v doas >/dev/null || need+=(doas)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq

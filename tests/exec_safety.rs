@@ -113,6 +113,33 @@ fn su_elevation_feeds_the_root_password_to_su_only_after_its_prompt() {
 }
 
 #[test]
+fn doas_with_a_password_is_fed_on_a_terminal_after_its_prompt_only() {
+    let key = support::TestKey::generate("");
+    let mut options = support::SshdOptions::allowing(&key);
+    options.doas_conf = Some(format!("permit {} as root\n", support::TEST_USER));
+    let sshd = support::Sshd::start(options);
+    let env = support::TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("doashost", &sshd, &["--elevation", "doas_password"]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let mut script =
+        format!("printf '%s\\n' '{TEST_PASSWORD}' | '{merlya}' secret set doas:doashost:password >/dev/null");
+    for command in ["sudo id -u", "sudo cat; echo read-nothing"] {
+        script.push_str(&format!(" ; '{merlya}' exec doashost --yes --format json -- '{command}'"));
+    }
+    let out = env.keyring_session(&script).output().expect("keyctl");
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records.len(), 2, "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(records[0]["stdout"], "0\n", "doas ran the command as root: {records:?}");
+    assert_eq!(records[1]["stdout"], "read-nothing\n", "the command under doas reads nothing: {records:?}");
+    for r in &records {
+        assert_eq!(r["exit_code"], 0, "{r}");
+        assert!(!r.to_string().contains(TEST_PASSWORD) && !r.to_string().contains("password:"), "{r}");
+    }
+}
+
+#[test]
 fn sudo_password_reaches_only_sudo_after_its_prompt() {
     let (_key, sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
     let records = exec_with_sudo_password(

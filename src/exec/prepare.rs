@@ -28,6 +28,9 @@ pub struct Prepared {
     pub input: Option<String>,
     /// Where output past what a result keeps is written (see `exec::spill`), if anywhere.
     pub spill: Option<std::path::PathBuf>,
+    /// Run on a pseudo-terminal (doas with a password reads it only from a terminal); stdout
+    /// and stderr then arrive as one stream, and the password gate watches it.
+    pub pty: bool,
 }
 
 impl Prepared {
@@ -82,9 +85,8 @@ pub async fn prepare(
     let mut mask = resolved.values;
     let text = resolved.text;
     let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
-        return Ok(
-            Prepared { command: text, sudo: None, mask, input: None, spill: None }.with_secrets_off_argv(has_secrets)
-        );
+        return Ok(Prepared { command: text, sudo: None, mask, input: None, spill: None, pty: false }
+            .with_secrets_off_argv(has_secrets));
     };
     match host.elevation {
         Elevation::SudoPassword => {
@@ -100,12 +102,20 @@ pub async fn prepare(
             };
             mask.push(password.clone());
             let feed = SudoFeed::new(password)?;
-            let prepared =
-                Prepared { command: sudo_command(rest, &feed)?, sudo: Some(feed), mask, input: None, spill: None };
+            let prepared = Prepared {
+                command: sudo_command(rest, &feed)?,
+                sudo: Some(feed),
+                mask,
+                input: None,
+                spill: None,
+                pty: false,
+            };
             Ok(prepared.with_secrets_off_argv(has_secrets))
         }
-        Elevation::Doas => Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None, spill: None }
-            .with_secrets_off_argv(has_secrets)),
+        Elevation::Doas => {
+            Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None, spill: None, pty: false }
+                .with_secrets_off_argv(has_secrets))
+        }
         Elevation::Su => {
             let password = match secrets.lookup(&su_secret_name(&host.name)) {
                 Some(p) => p,
@@ -125,19 +135,45 @@ pub async fn prepare(
             };
             mask.push(password.clone());
             let feed = SudoFeed::for_su(password)?;
-            let prepared =
-                Prepared { command: su_command(rest, &feed)?, sudo: Some(feed), mask, input: None, spill: None };
+            let prepared = Prepared {
+                command: su_command(rest, &feed)?,
+                sudo: Some(feed),
+                mask,
+                input: None,
+                spill: None,
+                pty: false,
+            };
             Ok(prepared.with_secrets_off_argv(has_secrets))
         }
-        Elevation::DoasPassword => Err(format!(
-            "{} elevates with {}, which merlya cannot feed a password to yet; give the login user \
-             passwordless doas (`permit nopass USER as root`) and set `--elevation doas`, or sudo",
-            host.name,
-            host.elevation.as_str()
-        )),
+        Elevation::DoasPassword => {
+            let password = match secrets.lookup(&doas_secret_name(&host.name)) {
+                Some(p) => p,
+                None => prompter
+                    .secret(
+                        &Text::key("prompt.doas_title", &[("host", &host.name)]),
+                        &Text::key("prompt.doas_body", &[("host", &host.name)]),
+                    )
+                    .await
+                    .ok_or_else(|| {
+                        format!(
+                            "{} elevates with doas and a password, and none was given; store it with `merlya secret set {}`",
+                            host.name,
+                            doas_secret_name(&host.name)
+                        )
+                    })?,
+            };
+            if host.is_local() {
+                return Err("doas with a password needs a terminal; on localhost run it yourself".into());
+            }
+            mask.push(password.clone());
+            let feed = SudoFeed::for_su(password)?;
+            let command = doas_password_command(rest, &feed)?;
+            let prepared = Prepared { command, sudo: Some(feed), mask, input: None, spill: None, pty: true };
+            Ok(prepared.with_secrets_off_argv(has_secrets))
+        }
         // Never let sudo wait for a password nobody will type.
         Elevation::Sudo | Elevation::None => {
-            Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None, spill: None }
+            Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None, spill: None, pty: false }
                 .with_secrets_off_argv(has_secrets))
         }
     }
@@ -196,6 +232,20 @@ fn su_command(rest: &str, feed: &SudoFeed) -> Result<String, String> {
     };
     let inner = format!("printf %s {} >&2; {run} </dev/null", feed.started());
     Ok(format!("printf %s {} >&2; exec su root -c {}", feed.prompt(), quote(&inner)))
+}
+
+/// `sudo REST` through doas with a password, on a pty: the same window of
+/// markers as su (doas's prompt is believed only between them).
+fn doas_password_command(rest: &str, feed: &SudoFeed) -> Result<String, String> {
+    let (user, command) = user_and_command(rest, "doas")?;
+    let as_user = user.map(|u| format!("-u {u} ")).unwrap_or_default();
+    let inner = format!("printf %s {}; exec sh -c {} </dev/null", feed.started(), quote(command));
+    Ok(format!("printf %s {}; exec doas {as_user}sh -c {}", feed.prompt(), quote(&inner)))
+}
+
+/// Where the login user's doas password for `host` is stored.
+pub fn doas_secret_name(host: &str) -> String {
+    format!("doas:{host}:password")
 }
 
 /// Where the root (or target user's) password for su on `host` is stored.
@@ -260,10 +310,20 @@ mod tests {
         let p = prepare(&doas, "sudo -u postgres psql -c 'select 1'", &Secrets, &NoPrompter).await.unwrap();
         assert_eq!(p.command, "doas -n -u postgres psql -c 'select 1'");
         assert!(prepare(&doas, "sudo -E env", &Secrets, &NoPrompter).await.unwrap_err().contains("sudo's -E"));
-        for elevation in [Elevation::Su, Elevation::DoasPassword] {
+        // With no password stored and nobody to ask, su and doas-with-password say where to store it.
+        for (elevation, secret) in
+            [(Elevation::Su, "su:old01:password"), (Elevation::DoasPassword, "doas:old01:password")]
+        {
             let e = prepare(&host("old01", elevation), "sudo id", &Secrets, &NoPrompter).await.unwrap_err();
-            assert!(e.contains(&format!("old01 elevates with {}", elevation.as_str())), "{e}");
+            assert!(e.contains("old01 elevates with") && e.contains(secret), "{e}");
         }
+        // su and doas take no sudo option but -u, and never a user name that is not plain.
+        let feed = SudoFeed::for_su("pw".into()).unwrap();
+        assert!(su_command("-E id", &feed).unwrap_err().contains("sudo's -E"));
+        assert!(su_command("-u $(x) id", &feed).is_err());
+        let su = su_command("id -u; echo 'it''s'", &feed).unwrap();
+        assert!(su.starts_with(&format!("printf %s {} >&2; exec su root -c '", feed.prompt())), "{su}");
+        assert!(!su.contains("pw"), "{su}");
         // Commands without sudo are untouched whatever the elevation.
         assert_eq!(prepare(&host("old01", Elevation::Su), "id", &Secrets, &NoPrompter).await.unwrap().command, "id");
     }

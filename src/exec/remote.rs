@@ -131,6 +131,14 @@ async fn run_once(
         .channel_open_session()
         .await
         .map_err(|e| AttemptError::NotStarted(format!("cannot open a session on {}: {e}", target.name)))?;
+    if prepared.pty {
+        // Wide, and no echo to undo: only the prompt and the command's output come back.
+        let modes = [(russh::Pty::ECHO, 0), (russh::Pty::ONLCR, 0)];
+        channel
+            .request_pty(true, "dumb", 512, 50, 0, 0, &modes)
+            .await
+            .map_err(|e| AttemptError::NotStarted(format!("cannot get a terminal on {}: {e}", target.name)))?;
+    }
     channel
         .exec(true, command)
         .await
@@ -177,6 +185,22 @@ async fn run_once(
                 guard.armed = false;
                 return Err(failed(HostFailure::Refused, format!("{} refused to run the command", target.name)));
             }
+            // On a terminal everything comes as stdout: the password gate watches it there.
+            ChannelMsg::Data { data } if prepared.pty && gate.is_some() => {
+                started = true;
+                let Some(gate) = gate.as_mut() else { continue };
+                let gated = gate.push(&data);
+                out.push(&gated.output, events).await;
+                if let Some(password) = gated.write {
+                    write
+                        .data_bytes(password.into_bytes())
+                        .await
+                        .map_err(|e| failed(HostFailure::Lost, format!("cannot write the doas password: {e}")))?;
+                }
+                if gated.close_input {
+                    let _ = write.eof().await;
+                }
+            }
             ChannelMsg::Data { data } => {
                 started = true;
                 out.push(&data, events).await;
@@ -217,7 +241,8 @@ async fn run_once(
         return Err(AttemptError::NotStarted(format!("{} closed the session before the command started", target.name)));
     }
     if let Some(gate) = gate.as_mut() {
-        err.push(&gate.finish(), events).await;
+        let rest = gate.finish();
+        if prepared.pty { out.push(&rest, events).await } else { err.push(&rest, events).await }
     }
     out.finish(events).await;
     err.finish(events).await;

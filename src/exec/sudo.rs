@@ -238,12 +238,14 @@ pub struct StderrGate {
     open: bool,
     /// For su: the window (between the two markers) in which a prompt is believed.
     in_window: bool,
+    /// The newline a terminal prints after an unechoed password is still to come.
+    eat_newline: bool,
 }
 
 impl StderrGate {
     /// A gate for one run.
     pub fn new(feed: SudoFeed) -> Self {
-        Self { feed, pending: Vec::new(), open: true, in_window: false }
+        Self { feed, pending: Vec::new(), open: true, in_window: false, eat_newline: false }
     }
 
     /// Feeds a chunk of stderr.
@@ -306,6 +308,12 @@ impl StderrGate {
                 gated.close_input = true;
                 continue;
             }
+            // On a terminal, the newline that ends the (unechoed) password is not output.
+            if !self.open && self.pending.first() == Some(&b'\n') && std::mem::take(&mut self.eat_newline) {
+                self.pending.remove(0);
+            } else if !self.open && self.pending.starts_with(b"\r\n") && std::mem::take(&mut self.eat_newline) {
+                self.pending.drain(..2);
+            }
             // Whole lines inside the window are su's (or PAM's) messages: shown.
             if let Some(newline) = self.pending.iter().rposition(|b| *b == b'\n') {
                 gated.output.extend(self.pending.drain(..=newline));
@@ -315,6 +323,7 @@ impl StderrGate {
                 self.pending.clear();
                 gated.write = Some(format!("{}\n", self.feed.password));
                 self.open = false;
+                self.eat_newline = true;
                 gated.close_input = true;
             }
             break;

@@ -30,6 +30,8 @@ pub struct SshdOptions {
     /// Give root this password for this daemon's sessions only: the daemon runs in its own mount
     /// namespace with a copy of /etc/shadow bind-mounted over the real one (the machine is not changed).
     pub root_password: Option<String>,
+    /// An /etc/doas.conf seen only by this daemon's sessions (same mount namespace).
+    pub doas_conf: Option<String>,
 }
 
 impl SshdOptions {
@@ -41,6 +43,7 @@ impl SshdOptions {
             port: None,
             mfa: false,
             root_password: None,
+            doas_conf: None,
         }
     }
 }
@@ -125,21 +128,34 @@ impl Sshd {
             )
             .unwrap();
             drop(f);
-            let mut command = match &options.root_password {
-                None => Command::new("/usr/sbin/sshd"),
-                Some(password) => {
+            let mut command = if options.root_password.is_none() && options.doas_conf.is_none() {
+                Command::new("/usr/sbin/sshd")
+            } else {
+                // A private view of /etc for this daemon's sessions only: the machine is not changed
+                // (beyond an empty /etc/doas.conf, which denies everything, as a bind target).
+                let mut script = String::from("set -e; ");
+                if options.root_password.is_some() {
                     let shadow = dir.path().join("shadow");
-                    let script = format!(
-                        "set -e; cp /etc/shadow '{0}'; hash=$(openssl passwd -6 \"$ROOT_PW\"); \
-                         sed -i \"s|^root:[^:]*:|root:$hash:|\" '{0}'; mount --bind '{0}' /etc/shadow; \
-                         exec /usr/sbin/sshd \"$@\"",
+                    script.push_str(&format!(
+                        "cp /etc/shadow '{0}'; hash=$(openssl passwd -6 \"$ROOT_PW\"); \
+                         sed -i \"s|^root:[^:]*:|root:$hash:|\" '{0}'; mount --bind '{0}' /etc/shadow; ",
                         shadow.display()
-                    );
-                    let mut c = Command::new("unshare");
-                    c.args(["--mount", "--propagation", "private", "sh", "-c", &script, "sshd"])
-                        .env("ROOT_PW", password);
-                    c
+                    ));
                 }
+                if let Some(conf) = &options.doas_conf {
+                    let file = dir.path().join("doas.conf");
+                    std::fs::write(&file, conf).unwrap();
+                    super::set_mode(&file, 0o600);
+                    if !std::path::Path::new("/etc/doas.conf").exists() {
+                        let _ = std::fs::write("/etc/doas.conf", "");
+                    }
+                    script.push_str(&format!("mount --bind '{}' /etc/doas.conf; ", file.display()));
+                }
+                script.push_str("exec /usr/sbin/sshd \"$@\"");
+                let mut c = Command::new("unshare");
+                c.args(["--mount", "--propagation", "private", "sh", "-c", &script, "sshd"])
+                    .env("ROOT_PW", options.root_password.clone().unwrap_or_default());
+                c
             };
             let mut child = command
                 .args(["-D", "-e", "-f"])
