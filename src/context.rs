@@ -231,5 +231,11 @@ pub async fn record_history(
         stderr: &result.stderr,
     };
     store.record_command(&rec, retention_days).await.wrap_err("cannot write command history")?;
+    // A command that exited (even non-zero) reached the host: only a failure to run is a host's
+    // error; a cancel says nothing about the host.
+    if result.failure != Some(crate::exec::HostFailure::Cancelled) {
+        let failure = result.failure.map(|f| (f.name(), result.error.as_deref().unwrap_or_default()));
+        store.set_host_error(&result.host, failure).await.wrap_err("cannot record the host's last error")?;
+    }
     Ok(())
 }

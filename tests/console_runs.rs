@@ -165,6 +165,14 @@ fn a_host_whose_key_changed_shows_the_reason_in_the_inventory() {
     assert_eq!(real.accepted_logins(), 0, "nothing logged in to a server with a changed key");
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
+    // The last error is kept: `hosts list` shows it, and so does the next console.
+    let list = env.ok(&["hosts", "list"]);
+    assert!(list.contains("LAST ERROR") && list.contains("host key"), "{list}");
+    drop(tmux);
+    let tmux = Tmux::start("hostkey-again", &env, 140, 34);
+    tmux.wait_for("host key refused");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
 }
 
 #[test]

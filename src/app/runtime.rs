@@ -45,6 +45,13 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
         model.input.history = load_history(&ctx.home);
         model.ssh_aliases = executor.ssh_aliases();
+        // Each host's last error, from this session or an earlier one.
+        for e in ctx.store.host_errors().await.unwrap_or_default() {
+            if let Some(failure) = crate::exec::HostFailure::from_name(&e.kind) {
+                let record = super::model::HostError { failure, message: e.message, at: e.at };
+                model.host_errors.insert(e.host, record);
+            }
+        }
         model.keymap = Keymap::load(&ctx.config.ui.keymap, &ctx.home.keymaps_dir())?;
         let locale = crate::i18n::Locale::new(&ctx.config.ui.language).map_err(|code| {
             color_eyre::eyre::eyre!(

@@ -296,6 +296,10 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
             if let Err(e) = ticket.finish_result(&result).await {
                 sender.send(Msg::Error(locale.tf("error.audit_write", &[("error", &e.to_string())])));
             }
+            let failure = result.failure.map(|f| (f.name(), result.error.as_deref().unwrap_or_default()));
+            if let Err(e) = ctx.store.set_host_error(&host.name, failure).await {
+                sender.send(Msg::Error(e.to_string()));
+            }
             let reachable = super::update::reachability(&result).unwrap_or(false);
             if let Err(e) = ctx.store.set_reachable(&host.name, reachable).await {
                 sender.send(Msg::Error(e.to_string()));

@@ -120,7 +120,7 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
                 hosts.iter().for_each(|h| println!("{}", h.name));
                 tags.iter().for_each(|t| println!("@{t}"));
             } else {
-                print_hosts(&hosts, format)?;
+                print_hosts(&hosts, format, &store.host_errors().await?)?;
             }
         }
         HostsCommand::Show { name, format } => {
@@ -159,7 +159,19 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn print_hosts(hosts: &[Host], format: ListFormat) -> Result<()> {
+/// The table (or JSON) of `hosts`, with each one's last error when `errors` has it.
+fn print_hosts(
+    hosts: &[Host],
+    format: ListFormat,
+    errors: &[crate::store::host_errors::StoredHostError],
+) -> Result<()> {
+    let last_error = |name: &str| {
+        errors
+            .iter()
+            .find(|e| e.host == name)
+            .map(|e| format!("{} {}", e.kind.replace('_', " "), e.at.get(..16).unwrap_or(&e.at).replace('T', " ")))
+            .unwrap_or_default()
+    };
     match format {
         ListFormat::Json => println!("{}", serde_json::to_string_pretty(hosts)?),
         ListFormat::Table => {
@@ -178,10 +190,12 @@ fn print_hosts(hosts: &[Host], format: ListFormat) -> Result<()> {
                             Some(false) => "no".into(),
                             None => "?".into(),
                         },
+                        last_error(&h.name),
                     ]
                 })
                 .collect();
-            print!("{}", table::render(&["NAME", "ADDRESS", "USER", "TAGS", "JUMP", "ELEVATION", "REACHABLE"], &rows));
+            let headers = ["NAME", "ADDRESS", "USER", "TAGS", "JUMP", "ELEVATION", "REACHABLE", "LAST ERROR"];
+            print!("{}", table::render(&headers, &rows));
         }
     }
     Ok(())
@@ -201,7 +215,7 @@ async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<Impor
         eprintln!("merged: … and {} more host(s) listed several times", report.merged.len() - MERGED_SHOWN);
     }
     if dry_run {
-        print_hosts(&report.hosts, ListFormat::Table)?;
+        print_hosts(&report.hosts, ListFormat::Table, &[])?;
         println!("dry run: {} host(s) would be imported from {}", report.hosts.len(), file.display());
         return Ok(EXIT_OK);
     }

@@ -39,6 +39,28 @@ impl HostFailure {
         }
     }
 
+    /// Every kind, for reading stored names back.
+    pub const ALL: [HostFailure; 8] = [
+        Self::Unreachable,
+        Self::HostKey,
+        Self::Auth,
+        Self::Refused,
+        Self::TimedOut,
+        Self::Cancelled,
+        Self::NotStarted,
+        Self::Lost,
+    ];
+
+    /// Its stored name (as in `--format json`).
+    pub fn name(self) -> &'static str {
+        self.key().trim_start_matches("failure.")
+    }
+
+    /// The kind a stored name stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The locale key of its short name ("unreachable", "host key changed"...).
     pub fn key(self) -> &'static str {
         match self {

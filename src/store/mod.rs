@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod audit;
 pub mod conversations;
 pub mod history;
+pub mod host_errors;
 pub mod hosts;
 pub mod lock;
 pub mod metrics;
