@@ -367,6 +367,8 @@ pub struct Model {
     pub next_run: u64,
     /// Concrete host names of ~/.ssh/config, usable as targets outside the inventory.
     pub ssh_aliases: Vec<String>,
+    /// The run that stands for the agent's current turn (its commands, per host).
+    pub agent_run: Option<u64>,
     /// Each host's last failure, by host name.
     pub host_errors: BTreeMap<String, HostError>,
     /// One-line notice in the status bar (errors, confirmations).
@@ -426,6 +428,7 @@ impl Model {
             run_hosts: BTreeMap::new(),
             next_run: 1,
             ssh_aliases: Vec::new(),
+            agent_run: None,
             host_errors: BTreeMap::new(),
             flash: None,
             model_configured,

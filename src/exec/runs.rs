@@ -192,9 +192,11 @@ impl Run {
     pub fn apply(&mut self, event: &ExecEvent) {
         match event {
             ExecEvent::Started { host } => {
-                if let Some(h) = self.hosts.get_mut(host) {
-                    h.state = HostState::Running;
+                // An agent's turn learns its hosts as its commands start.
+                if !self.hosts.contains_key(host) {
+                    self.order.push(host.clone());
                 }
+                self.hosts.entry(host.clone()).or_insert_with(HostRun::new).state = HostState::Running;
             }
             ExecEvent::Line { host, line, .. } => {
                 if let Some(h) = self.hosts.get_mut(host) {

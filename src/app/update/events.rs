@@ -123,7 +123,8 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
                 }
                 ExecEvent::Finished(_) => {}
             }
-            on_exec_event(model, 0, event)
+            let run = model.agent_run.unwrap_or(0);
+            on_exec_event(model, run, event)
         }
     }
 }

@@ -172,6 +172,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
                 model.flash = Some(model.locale.t("flash.agent_busy").to_string());
             } else if model.model_configured {
                 model.agent_busy = true;
+                super::runs::start_agent_run(model, &text);
                 effects.push(Effect::AgentTurn(text));
             } else {
                 model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("chat.no_answer")));

@@ -104,6 +104,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Agent(event) => events::on_agent_event(model, event),
         Msg::AgentDone { error, summary } => {
             model.agent_busy = false;
+            runs::finish_agent_run(model);
             match error {
                 Some(e) if model.focus == Pane::Chat => model.chat.push(ChatEntry::new(ChatRole::System, e)),
                 Some(e) => {

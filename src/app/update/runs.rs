@@ -44,7 +44,7 @@ fn ask_to_quit(model: &mut Model) {
     }
     let mut running: Vec<String> =
         model.active_runs().iter().map(|r| format!("#{} $ {} ({})", r.id, r.command, r.hosts.len())).collect();
-    if model.agent_busy {
+    if model.agent_busy && model.agent_run.is_none() {
         running.push(model.locale.t("confirm.agent_turn").to_string());
     }
     let body = if running.is_empty() {
@@ -68,8 +68,8 @@ fn ask_to_quit(model: &mut Model) {
 /// (the runtime waits for their commands to stop on the hosts).
 pub(super) fn quit_now(model: &mut Model) -> Vec<Effect> {
     model.should_quit = true;
-    let mut effects: Vec<Effect> = model.active_runs().iter().map(|r| Effect::CancelRun(r.id)).collect();
-    if model.agent_busy {
+    let mut effects: Vec<Effect> = model.active_runs().iter().map(|r| cancel_effect(model, r.id)).collect();
+    if model.agent_busy && !effects.iter().any(|e| matches!(e, Effect::CancelAgent)) {
         effects.push(Effect::CancelAgent);
     }
     // Workers waiting on a person get a "no", so nothing starts while the console closes.
@@ -94,7 +94,10 @@ pub(super) fn cancel(model: &mut Model, id: Option<u64>) -> Vec<Effect> {
     run.cancel_requested = true;
     let id = run.id;
     model.flash = Some(model.locale.tf("flash.cancelling", &[("id", &id.to_string())]));
-    vec![Effect::CancelRun(id)]
+    if model.agent_run == Some(id) {
+        model.agent_busy = false;
+    }
+    vec![cancel_effect(model, id)]
 }
 
 /// `r` / `R`: the focused run again on the same hosts, or on its failed hosts.
@@ -104,7 +107,11 @@ pub(super) fn rerun(model: &mut Model, failed_only: bool) -> Vec<Effect> {
         return Vec::new();
     };
     let failed = run.failed_hosts();
-    let Some((hosts, command)) = model.run_hosts.get(&run.id).cloned() else { return Vec::new() };
+    let Some((hosts, command)) = model.run_hosts.get(&run.id).cloned() else {
+        // An agent's turn is asked again in the chat, not rerun.
+        model.flash = Some(model.locale.t("flash.no_rerun_agent").to_string());
+        return Vec::new();
+    };
     let hosts = if failed_only { hosts.into_iter().filter(|h| failed.contains(&h.name)).collect() } else { hosts };
     if hosts.is_empty() {
         model.flash = Some(model.locale.t("flash.none_failed").to_string());
@@ -152,6 +159,28 @@ pub(super) fn export(model: &mut Model, id: Option<u64>, path: String) -> Vec<Ef
             Vec::new()
         }
     }
+}
+
+/// An agent's turn is a run too: its commands' hosts join it as they start.
+pub(super) fn start_agent_run(model: &mut Model, question: &str) {
+    let id = model.next_run;
+    model.next_run += 1;
+    let mut run = crate::exec::runs::Run::new(id, format!("agent: {}", crate::redact::redact_command(question)), &[]);
+    run.start();
+    model.runs.insert(id, run);
+    model.agent_run = Some(id);
+}
+
+/// The agent's turn ended (answered, failed or cancelled).
+pub(super) fn finish_agent_run(model: &mut Model) {
+    if let Some(run) = model.agent_run.take().and_then(|id| model.runs.get_mut(&id)) {
+        run.finish(&[]);
+    }
+}
+
+/// The effect that stops run `id`: the agent's turn has its own.
+fn cancel_effect(model: &Model, id: u64) -> Effect {
+    if model.agent_run == Some(id) { Effect::CancelAgent } else { Effect::CancelRun(id) }
 }
 
 /// The gate let run `run` through.

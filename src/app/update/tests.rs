@@ -574,3 +574,37 @@ fn ctrl_z_suspends_and_y_copies_the_screen() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn an_agent_turn_is_a_run_that_ctrl_c_cancels() {
+    let mut m = model();
+    m.model_configured = true;
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "why is web01 slow?");
+    update(&mut m, key(KeyCode::Enter));
+    let run = m.agent_run.expect("the turn is a run");
+    assert_eq!(m.runs[&run].state, crate::exec::runs::RunState::Running);
+    let exec = |event| Msg::Agent(crate::agent::AgentEvent::Exec(event));
+    update(&mut m, exec(ExecEvent::Started { host: "web01".into() }));
+    assert_eq!(
+        m.host_run_state("web01"),
+        Some(crate::exec::runs::HostState::Running),
+        "its hosts show in the inventory"
+    );
+    let effects = update(&mut m, ctrl('c'));
+    assert!(matches!(&effects[..], [Effect::CancelAgent]), "{effects:?}");
+    let cancelled = HostResult {
+        host: "web01".into(),
+        failure: Some(crate::exec::HostFailure::Cancelled),
+        error: Some("cancelled".into()),
+        ..Default::default()
+    };
+    update(&mut m, exec(ExecEvent::Finished(cancelled)));
+    update(&mut m, Msg::AgentDone { error: Some("cancelled".into()), summary: String::new() });
+    assert_eq!(m.runs[&run].state, crate::exec::runs::RunState::Cancelled);
+    assert!(m.agent_run.is_none() && m.active_runs().is_empty());
+    update(&mut m, key(KeyCode::Char('2')));
+    update(&mut m, key(KeyCode::Char('r')));
+    assert_eq!(m.flash.as_deref(), Some("An agent's turn is not rerun: ask again in the chat."));
+}
