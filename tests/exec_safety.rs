@@ -113,6 +113,22 @@ fn su_elevation_feeds_the_root_password_to_su_only_after_its_prompt() {
 }
 
 #[test]
+fn passwordless_doas_runs_doas_not_sudo() {
+    let key = support::TestKey::generate("");
+    let mut options = support::SshdOptions::allowing(&key);
+    options.doas_conf = Some(format!("permit nopass {} as root\n", support::TEST_USER));
+    let sshd = support::Sshd::start(options);
+    let env = support::TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&sshd);
+    env.add_host("bsd01", &sshd, &["--elevation", "doas"]);
+    let out = env.run(&["exec", "bsd01", "--yes", "--format", "json", "--", "sudo id -u"]);
+    let records = json_lines(&text(&out.stdout));
+    assert_eq!(records[0]["stdout"], "0\n", "doas -n ran it as root: {records:?}");
+    assert_eq!(records[0]["exit_code"], 0, "{records:?}");
+}
+
+#[test]
 fn doas_with_a_password_is_fed_on_a_terminal_after_its_prompt_only() {
     let key = support::TestKey::generate("");
     let mut options = support::SshdOptions::allowing(&key);

@@ -2,8 +2,6 @@
 //! fan-out → audit and history per host, reported as messages; cancelled
 //! through [`super::run_control::RunControl`].
 
-use std::time::Duration;
-
 use super::msg::Msg;
 use super::workers::Services;
 use crate::approval::{ApprovalRequest, GateOutcome};
@@ -63,7 +61,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
         sender.send(Msg::RunStarted { run });
         let (tx, mut rx) = crate::exec::event_channel();
         let parallel = ctx.config.policy.max_parallel;
-        let timeout = Duration::from_secs(ctx.config.ssh.command_timeout_secs);
+        let timeout = ctx.config.command_timeout();
         let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, cancel, tx));
         while let Some(event) = rx.recv().await {
             if let ExecEvent::Finished(result) = &event {

@@ -137,7 +137,7 @@ pub(super) fn agent_turn(services: &Services, text: String) {
             prompter,
             limits,
             ModelRole::Brain,
-            Duration::from_secs(ctx.config.ssh.command_timeout_secs),
+            ctx.config.command_timeout(),
             observer,
         )
         .with_history(&earlier)

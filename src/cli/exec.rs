@@ -26,7 +26,8 @@ pub struct ExecArgs {
     /// Hosts at once (default: policy.max_parallel, 32).
     #[arg(long)]
     pub parallel: Option<usize>,
-    /// Seconds per host before giving up (default: ssh.command_timeout_secs).
+    /// Seconds the whole run may take; hosts still running are stopped and reported timed out
+    /// (default: policy.command_timeout, else ssh.command_timeout_secs).
     #[arg(long)]
     pub timeout: Option<f64>,
     #[arg(long, value_enum, default_value_t)]
@@ -87,7 +88,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let mut tickets = audit_start_all(&ctx.store, requests).await?;
     let parallel = args.parallel.unwrap_or(ctx.config.policy.max_parallel).max(1);
     let timeout =
-        Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.ssh.command_timeout_secs as f64).max(0.001));
+        Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.command_timeout().as_secs_f64()).max(0.001));
     let (tx, mut rx) = crate::exec::event_channel();
     let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
     let tty = std::io::stdout().is_terminal();

@@ -239,7 +239,7 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     let hosts =
         crate::inventory::resolve_targets(targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
     let tx = crate::exec::no_events();
-    let timeout = std::time::Duration::from_secs(ctx.config.ssh.command_timeout_secs);
+    let timeout = ctx.config.command_timeout();
     let mut rows = Vec::new();
     let mut failed = false;
     let probe = crate::safety::clearance::Clearance::read_only(ELEVATION_PROBE)

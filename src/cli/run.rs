@@ -147,7 +147,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
             prompter.clone(),
             limits,
             role,
-            Duration::from_secs(ctx.config.ssh.command_timeout_secs),
+            ctx.config.command_timeout(),
             observer.clone(),
         )
         .with_cancel(cancel.clone());

@@ -225,6 +225,8 @@ pub struct PolicyConfig {
     /// Whether the agent may run commands on `localhost` (off by default: it is
     /// the operator's own machine, with the operator's keys and keyring).
     pub agent_localhost: bool,
+    /// Seconds a run may take (`--timeout` wins); unset: `ssh.command_timeout_secs`.
+    pub command_timeout: Option<u64>,
 }
 
 impl Default for PolicyConfig {
@@ -235,6 +237,7 @@ impl Default for PolicyConfig {
             max_parallel_subagents: 5,
             raw_log_retention_days: 7,
             agent_localhost: false,
+            command_timeout: None,
         }
     }
 }
@@ -284,6 +287,11 @@ impl Default for LoggingConfig {
 }
 
 impl Config {
+    /// How long a run may take: `policy.command_timeout`, else `ssh.command_timeout_secs`.
+    pub fn command_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.policy.command_timeout.unwrap_or(self.ssh.command_timeout_secs))
+    }
+
     /// Loads `path` (a missing file yields the defaults) and applies the
     /// process environment's overrides.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -321,7 +329,8 @@ impl Config {
         const COUNT: &str = "expected a whole number of at least 1";
         const SECONDS: &str = "expected a number of seconds of at least 1";
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
-        let checks: [(&str, bool, &str); 13] = [
+        let checks: [(&str, bool, &str); 14] = [
+            ("policy.command_timeout", p.command_timeout != Some(0), SECONDS),
             ("model.turn_timeout_secs", m.turn_timeout_secs > 0, SECONDS),
             ("policy.max_parallel", p.max_parallel > 0, COUNT),
             ("policy.max_parallel_subagents", p.max_parallel_subagents > 0, COUNT),

@@ -93,6 +93,12 @@ fn settings_that_cannot_work_are_refused_with_file_line_field_and_expectation() 
         assert!(err.contains(&format!("config.yaml:2: {field}: expected")), "{text}: {err}");
     }
     assert_eq!(parse("model:\n  max_retry_wait: 5\n", &[]).unwrap().model.max_retry_wait, 5);
+    // policy.command_timeout wins over ssh.command_timeout_secs; 0 cannot work.
+    let c = parse("policy:\n  command_timeout: 15\nssh:\n  command_timeout_secs: 90\n", &[]).unwrap();
+    assert_eq!(c.command_timeout(), std::time::Duration::from_secs(15));
+    assert_eq!(parse("ssh:\n  command_timeout_secs: 90\n", &[]).unwrap().command_timeout().as_secs(), 90);
+    let err = parse("policy:\n  command_timeout: 0\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("policy.command_timeout"), "{err}");
 }
 
 #[test]
