@@ -24,7 +24,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
         let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
         let analysis = analyze(&command);
         let leaks = names.first().map(|h| find_leaks(&command, h)).unwrap_or_default();
-        let summary = format!("run on {} host(s)", names.len());
+        let summary = locale.tf("approval.run_on", &[("count", &names.len().to_string())]);
         let request = ApprovalRequest::new(summary, &command, names, &analysis, leaks);
         let outcome = tokio::select! {
             outcome = gate.check(&request) => outcome,
