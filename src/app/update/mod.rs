@@ -113,7 +113,9 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
                 }
                 None => model.flash = Some(summary),
             }
-            vec![Effect::Refresh]
+            let mut effects = vec![Effect::Refresh];
+            effects.extend(runs::quit_if_only_runs_held_it(model));
+            effects
         }
         Msg::Prompt(request) => {
             if request.kind == PromptKind::Approval {

@@ -205,7 +205,7 @@ pub(super) fn on_host_failed(model: &mut Model, host: String, failure: HostFailu
 }
 
 /// `q` asked only because something ran: once nothing does, the question is moot and the console quits.
-fn quit_if_only_runs_held_it(model: &mut Model) -> Vec<Effect> {
+pub(super) fn quit_if_only_runs_held_it(model: &mut Model) -> Vec<Effect> {
     let waiting = model.prompts.iter().position(|p| matches!(p.on_yes, Some(OnYes::Quit { only_for_runs: true })));
     match waiting {
         Some(i) if model.active_runs().is_empty() && !model.agent_busy => {
