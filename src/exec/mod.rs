@@ -278,6 +278,9 @@ impl Executor {
             prepared = prepare => prepared.map_err(|e| RunError::new(HostFailure::NotStarted, e)),
             () = cancel.cancelled() => Err(cancelled()),
         };
+        // A person may have taken the whole deadline to type a password: then nothing starts.
+        let prepared =
+            prepared.and_then(|p| if deadline.left().is_zero() { Err(timed_out(deadline.timeout)) } else { Ok(p) });
         let prepared = match prepared {
             Ok(mut p) => {
                 p.spill = self.spill_dir.as_deref().map(|dir| spill::prefix_for(dir, &host.name));

@@ -165,6 +165,14 @@ pub async fn prepare(
             if host.is_local() {
                 return Err("doas with a password needs a terminal; on localhost run it yourself".into());
             }
+            // On a terminal the loader could not read the command from stdin intact.
+            if has_secrets {
+                return Err(format!(
+                    "{} elevates with doas and a password, which runs on a terminal: a command holding @secrets \
+                     cannot be fed to it; use sudo or passwordless doas there",
+                    host.name
+                ));
+            }
             mask.push(password.clone());
             let feed = SudoFeed::for_su(password)?;
             let command = doas_password_command(rest, &feed)?;
@@ -198,7 +206,7 @@ fn user_and_command<'a>(rest: &'a str, method: &str) -> Result<(Option<&'a str>,
     }
     match user {
         Some("") => Err("sudo -u is missing its user".into()),
-        Some(u) if !u.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) => {
+        Some(u) if u.starts_with('-') || !u.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) => {
             Err(format!("sudo -u {u:?}: expected a plain user name"))
         }
         _ => Ok((user, command)),
@@ -321,6 +329,10 @@ mod tests {
         let feed = SudoFeed::for_su("pw".into()).unwrap();
         assert!(su_command("-E id", &feed).unwrap_err().contains("sudo's -E"));
         assert!(su_command("-u $(x) id", &feed).is_err());
+        assert!(
+            su_command("-u - id", &feed).is_err() && su_command("-u -m id", &feed).is_err(),
+            "an option, not a user"
+        );
         let su = su_command("id -u; echo 'it''s'", &feed).unwrap();
         assert!(su.starts_with(&format!("printf %s {} >&2; exec su root -c '", feed.prompt())), "{su}");
         assert!(!su.contains("pw"), "{su}");

@@ -232,6 +232,9 @@ pub struct Gated {
 
 /// Watches stderr for sudo's prompt: the password goes out at most once, and
 /// only while sudo is the one reading (before the start marker).
+/// Longest text without a newline believed to be a prompt inside su's window.
+const MAX_PROMPT: usize = 4096;
+
 pub struct StderrGate {
     feed: SudoFeed,
     pending: Vec<u8>,
@@ -318,6 +321,13 @@ impl StderrGate {
             if let Some(newline) = self.pending.iter().rposition(|b| *b == b'\n') {
                 gated.output.extend(self.pending.drain(..=newline));
             }
+            // A prompt is short: a long run of text without a newline is not su's; it is shown and
+            // the window gives nothing (a host flooding it cannot grow memory or get the password).
+            if self.pending.len() > MAX_PROMPT {
+                gated.output.append(&mut self.pending);
+                self.open = false;
+                break;
+            }
             let tail = String::from_utf8_lossy(&self.pending);
             if self.open && gated.write.is_none() && tail.trim_end().ends_with(':') {
                 self.pending.clear();
@@ -366,6 +376,12 @@ mod tests {
             (&b"\nout: "[..], None),
             "after the start a prompt gets nothing"
         );
+        // A flood inside the window is shown and closes it: no password, no growth.
+        let mut g = StderrGate::new(SudoFeed { asker: Asker::Su, ..feed() });
+        g.push(b"0123456789abcdefP");
+        let flood = g.push(&vec![b'x'; 5000]);
+        assert_eq!((flood.output.len(), flood.write.is_none()), (5000, true));
+        assert!(g.push(b"Password: ").write.is_none());
         // Without a prompt (no password needed), the start marker closes the window.
         let mut g = StderrGate::new(su);
         let e = g.push(b"0123456789abcdefP0123456789abcdefSPassword: ");
