@@ -57,6 +57,9 @@ impl Context {
     }
 
     async fn open_with(home: MerlyaHome, kind: &str, config: Config) -> Result<Self> {
+        // Spilled output follows the raw logs' retention.
+        let retention = Duration::from_secs(u64::from(config.policy.raw_log_retention_days) * 86_400);
+        crate::exec::spill::prune(&home.output_dir(), retention);
         let log_guard = crate::logging::init(&home, &config.logging)?;
         let store = Store::open(&home.database()).await?;
         let session_id = store.start_session(kind).await?;

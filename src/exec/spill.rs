@@ -83,3 +83,36 @@ pub fn prefix_for(dir: &Path, host: &str) -> PathBuf {
 pub fn for_stream(prefix: Option<&Path>, stream: &str, mask: &[String]) -> Option<Spill> {
     prefix.map(|p| Spill::new(p.with_extension(format!("{stream}.log")), mask.to_vec()))
 }
+
+/// Deletes spill files in `dir` last written more than `max_age` ago (they
+/// follow the raw logs' retention); returns how many went.
+pub fn prune(dir: &Path, max_age: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let now = std::time::SystemTime::now();
+    entries
+        .flatten()
+        .filter(|e| {
+            e.metadata().and_then(|m| m.modified()).is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > max_age))
+        })
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_spill_files_are_pruned_and_new_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, new) = (dir.path().join("old.stdout.log"), dir.path().join("new.stdout.log"));
+        for path in [&old, &new] {
+            std::fs::write(path, "x").unwrap();
+        }
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 86_400);
+        std::fs::File::options().write(true).open(&old).unwrap().set_modified(long_ago).unwrap();
+        assert_eq!(prune(dir.path(), std::time::Duration::from_secs(7 * 86_400)), 1);
+        assert!(!old.exists() && new.exists());
+        assert_eq!(prune(&dir.path().join("missing"), std::time::Duration::ZERO), 0);
+    }
+}
