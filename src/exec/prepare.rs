@@ -82,86 +82,43 @@ pub async fn prepare(
         format!("secret {} is not stored; store it with {}", names.join(", "), sets.join(", "))
     })?;
     let has_secrets = !resolved.values.is_empty();
-    let mut mask = resolved.values;
+    let mask = resolved.values;
     let text = resolved.text;
     let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
         return Ok(Prepared { command: text, sudo: None, mask, input: None, spill: None, pty: false }
             .with_secrets_off_argv(has_secrets));
     };
+    let no_password = |method: &str| {
+        format!(
+            "{} elevates with {method} and no password was given; store it with `merlya secret set {method}:{}:password`",
+            host.name, host.name
+        )
+    };
+    // A fed elevation: the password (masked everywhere) goes to the prompt only.
+    let fed = |command: String, feed: SudoFeed, mut mask: Vec<String>, pty: bool| {
+        mask.push(feed.password.clone());
+        Prepared { command, sudo: Some(feed), mask, input: None, spill: None, pty }.with_secrets_off_argv(has_secrets)
+    };
     match host.elevation {
         Elevation::SudoPassword => {
-            let password = match secrets.lookup(&sudo_secret_name(&host.name)) {
-                Some(p) => p,
-                None => prompter
-                    .secret(
-                        &Text::key("prompt.sudo_title", &[("host", &host.name)]),
-                        &Text::key("prompt.sudo_body", &[("host", &host.name)]),
-                    )
-                    .await
-                    .ok_or_else(|| missing_password_error(&host.name))?,
-            };
-            mask.push(password.clone());
+            let password = elevation_password(host, "sudo", secrets, prompter)
+                .await
+                .ok_or_else(|| missing_password_error(&host.name))?;
             let feed = SudoFeed::new(password)?;
-            let prepared = Prepared {
-                command: sudo_command(rest, &feed)?,
-                sudo: Some(feed),
-                mask,
-                input: None,
-                spill: None,
-                pty: false,
-            };
-            Ok(prepared.with_secrets_off_argv(has_secrets))
+            Ok(fed(sudo_command(rest, &feed)?, feed, mask, false))
         }
         Elevation::Doas => {
             Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None, spill: None, pty: false }
                 .with_secrets_off_argv(has_secrets))
         }
         Elevation::Su => {
-            let password = match secrets.lookup(&su_secret_name(&host.name)) {
-                Some(p) => p,
-                None => prompter
-                    .secret(
-                        &Text::key("prompt.su_title", &[("host", &host.name)]),
-                        &Text::key("prompt.su_body", &[("host", &host.name)]),
-                    )
-                    .await
-                    .ok_or_else(|| {
-                        format!(
-                            "{} elevates with su and no password was given; store it with `merlya secret set {}`",
-                            host.name,
-                            su_secret_name(&host.name)
-                        )
-                    })?,
-            };
-            mask.push(password.clone());
+            let password = elevation_password(host, "su", secrets, prompter).await.ok_or_else(|| no_password("su"))?;
             let feed = SudoFeed::for_su(password)?;
-            let prepared = Prepared {
-                command: su_command(rest, &feed)?,
-                sudo: Some(feed),
-                mask,
-                input: None,
-                spill: None,
-                pty: false,
-            };
-            Ok(prepared.with_secrets_off_argv(has_secrets))
+            Ok(fed(su_command(rest, &feed)?, feed, mask, false))
         }
         Elevation::DoasPassword => {
-            let password = match secrets.lookup(&doas_secret_name(&host.name)) {
-                Some(p) => p,
-                None => prompter
-                    .secret(
-                        &Text::key("prompt.doas_title", &[("host", &host.name)]),
-                        &Text::key("prompt.doas_body", &[("host", &host.name)]),
-                    )
-                    .await
-                    .ok_or_else(|| {
-                        format!(
-                            "{} elevates with doas and a password, and none was given; store it with `merlya secret set {}`",
-                            host.name,
-                            doas_secret_name(&host.name)
-                        )
-                    })?,
-            };
+            let password =
+                elevation_password(host, "doas", secrets, prompter).await.ok_or_else(|| no_password("doas"))?;
             if host.is_local() {
                 return Err("doas with a password needs a terminal; on localhost run it yourself".into());
             }
@@ -173,11 +130,8 @@ pub async fn prepare(
                     host.name
                 ));
             }
-            mask.push(password.clone());
             let feed = SudoFeed::for_su(password)?;
-            let command = doas_password_command(rest, &feed)?;
-            let prepared = Prepared { command, sudo: Some(feed), mask, input: None, spill: None, pty: true };
-            Ok(prepared.with_secrets_off_argv(has_secrets))
+            Ok(fed(doas_password_command(rest, &feed)?, feed, mask, true))
         }
         // Never let sudo wait for a password nobody will type.
         Elevation::Sudo | Elevation::None => {
@@ -249,6 +203,26 @@ fn doas_password_command(rest: &str, feed: &SudoFeed) -> Result<String, String> 
     let as_user = user.map(|u| format!("-u {u} ")).unwrap_or_default();
     let inner = format!("printf %s {}; exec sh -c {} </dev/null", feed.started(), quote(command));
     Ok(format!("printf %s {}; exec doas {as_user}sh -c {}", feed.prompt(), quote(&inner)))
+}
+
+/// The elevation password of `host` for `method` (`sudo`, `su`, `doas`):
+/// stored as `METHOD:HOST:password`, else asked for (hidden), else `None`.
+async fn elevation_password(
+    host: &Host,
+    method: &str,
+    secrets: &dyn SecretSource,
+    prompter: &dyn Prompter,
+) -> Option<String> {
+    if let Some(password) = secrets.lookup(&format!("{method}:{}:password", host.name)) {
+        return Some(password);
+    }
+    let args = [("host", host.name.as_str())];
+    let (title, body) = match method {
+        "sudo" => ("prompt.sudo_title", "prompt.sudo_body"),
+        "su" => ("prompt.su_title", "prompt.su_body"),
+        _ => ("prompt.doas_title", "prompt.doas_body"),
+    };
+    prompter.secret(&Text::key(title, &args), &Text::key(body, &args)).await
 }
 
 /// Where the login user's doas password for `host` is stored.

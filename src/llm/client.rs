@@ -204,9 +204,13 @@ impl LlmClient {
 
     /// The model name used for `role`.
     pub fn model(&self, role: ModelRole) -> &str {
+        &self.endpoint(role).model
+    }
+
+    fn endpoint(&self, role: ModelRole) -> &Endpoint {
         match role {
-            ModelRole::Brain => &self.brain.model,
-            ModelRole::Fast => &self.fast.model,
+            ModelRole::Brain => &self.brain,
+            ModelRole::Fast => &self.fast,
         }
     }
 
@@ -224,13 +228,7 @@ impl LlmClient {
         let call = self.chat_with_retries(role, messages, tools, on_delta, on_notice);
         match tokio::time::timeout(std::time::Duration::from_secs(seconds), call).await {
             Ok(answer) => answer,
-            Err(_) => {
-                let endpoint = match role {
-                    ModelRole::Brain => &self.brain,
-                    ModelRole::Fast => &self.fast,
-                };
-                Err(LlmError::TurnTimeout { provider: endpoint.provider.name().to_string(), seconds })
-            }
+            Err(_) => Err(LlmError::TurnTimeout { provider: self.endpoint(role).provider.name().to_string(), seconds }),
         }
     }
 
@@ -242,10 +240,7 @@ impl LlmClient {
         on_delta: DeltaSink<'_>,
         on_notice: NoticeSink<'_>,
     ) -> Result<ChatResponse, LlmError> {
-        let endpoint = match role {
-            ModelRole::Brain => &self.brain,
-            ModelRole::Fast => &self.fast,
-        };
+        let endpoint = self.endpoint(role);
         let request =
             ChatRequest { model: endpoint.model.clone(), messages, tools, max_tokens: self.config.max_tokens };
         let name = endpoint.provider.name().to_string();
