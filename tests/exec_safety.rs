@@ -70,17 +70,27 @@ fn exec_with_sudo_password_and(
     records
 }
 
-#[test]
-fn su_elevation_feeds_the_root_password_to_su_only_after_its_prompt() {
-    const ROOT_PW: &str = "merlya-Root-pw-7";
+/// One trusted host `name` with `elevation`, on an sshd whose sessions see a private /etc (`setup`).
+fn host_with_private_etc(
+    name: &str,
+    elevation: &str,
+    setup: impl FnOnce(&mut support::SshdOptions),
+) -> (support::Sshd, support::TestEnv) {
     let key = support::TestKey::generate("");
     let mut options = support::SshdOptions::allowing(&key);
-    options.root_password = Some(ROOT_PW.into());
+    setup(&mut options);
     let sshd = support::Sshd::start(options);
     let env = support::TestEnv::new();
     env.install_default_key(&key);
     env.trust(&sshd);
-    env.add_host("suhost", &sshd, &["--elevation", "su"]);
+    env.add_host(name, &sshd, &["--elevation", elevation]);
+    (sshd, env)
+}
+
+#[test]
+fn su_elevation_feeds_the_root_password_to_su_only_after_its_prompt() {
+    const ROOT_PW: &str = "merlya-Root-pw-7";
+    let (_sshd, env) = host_with_private_etc("suhost", "su", |o| o.root_password = Some(ROOT_PW.into()));
     let merlya = env!("CARGO_BIN_EXE_merlya");
     let mut script = format!("printf '%s\\n' '{ROOT_PW}' | '{merlya}' secret set su:suhost:password >/dev/null");
     for command in ["sudo id -u", "sudo cat; echo read-nothing", "sudo -u merlyatest id -un"] {
@@ -114,14 +124,9 @@ fn su_elevation_feeds_the_root_password_to_su_only_after_its_prompt() {
 
 #[test]
 fn passwordless_doas_runs_doas_not_sudo() {
-    let key = support::TestKey::generate("");
-    let mut options = support::SshdOptions::allowing(&key);
-    options.doas_conf = Some(format!("permit nopass {} as root\n", support::TEST_USER));
-    let sshd = support::Sshd::start(options);
-    let env = support::TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("bsd01", &sshd, &["--elevation", "doas"]);
+    let (_sshd, env) = host_with_private_etc("bsd01", "doas", |o| {
+        o.doas_conf = Some(format!("permit nopass {} as root\n", support::TEST_USER))
+    });
     let out = env.run(&["exec", "bsd01", "--yes", "--format", "json", "--", "sudo id -u"]);
     let records = json_lines(&text(&out.stdout));
     assert_eq!(records[0]["stdout"], "0\n", "doas -n ran it as root: {records:?}");
@@ -130,14 +135,9 @@ fn passwordless_doas_runs_doas_not_sudo() {
 
 #[test]
 fn doas_with_a_password_is_fed_on_a_terminal_after_its_prompt_only() {
-    let key = support::TestKey::generate("");
-    let mut options = support::SshdOptions::allowing(&key);
-    options.doas_conf = Some(format!("permit {} as root\n", support::TEST_USER));
-    let sshd = support::Sshd::start(options);
-    let env = support::TestEnv::new();
-    env.install_default_key(&key);
-    env.trust(&sshd);
-    env.add_host("doashost", &sshd, &["--elevation", "doas_password"]);
+    let (_sshd, env) = host_with_private_etc("doashost", "doas_password", |o| {
+        o.doas_conf = Some(format!("permit {} as root\n", support::TEST_USER))
+    });
     let merlya = env!("CARGO_BIN_EXE_merlya");
     let mut script =
         format!("printf '%s\\n' '{TEST_PASSWORD}' | '{merlya}' secret set doas:doashost:password >/dev/null");
