@@ -340,6 +340,7 @@ fn ctrl_z_suspends_to_the_shell_and_fg_resumes() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Inventory · 1");
     tmux.keys(&["q"]);
+    tmux.wait_alternate_screen(false);
     tmux.type_text("echo code=$?");
     tmux.keys(&["Enter"]);
     tmux.wait_for("code=0");

@@ -86,6 +86,18 @@ impl Tmux {
         self.keys(&["Enter"]);
     }
 
+    /// Waits until the program in the pane has left (or entered) the alternate screen: keys typed for the
+    /// shell before a console has exited would be read by the console.
+    #[allow(dead_code)]
+    pub fn wait_alternate_screen(&self, on: bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let want = if on { "1" } else { "0" };
+        while self.tmux(&["display", "-p", "-t", "0", "#{alternate_on}"]).trim() != want {
+            assert!(Instant::now() < deadline, "waited for alternate_on={want}; the screen shows:\n{}", self.screen());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn wait_for(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
