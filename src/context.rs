@@ -63,6 +63,15 @@ impl Context {
         let log_guard = crate::logging::init(&home, &config.logging)?;
         let store = Store::open(&home.database()).await?;
         let session_id = store.start_session(kind).await?;
+        // A change pipeline whose process died (crash, kill -9) is marked interrupted, never re-applied.
+        match store.mark_interrupted_pipelines(merlya_is_running).await {
+            Ok(runs) => {
+                for run in runs {
+                    tracing::warn!(id = %run.id, kind = run.kind.as_str(), "change pipeline marked interrupted");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot check for interrupted change pipelines"),
+        }
         tracing::info!(session = %session_id, kind, "session started");
         Ok(Self { home, config, store, session_id, secrets: std::sync::OnceLock::new(), _log_guard: log_guard })
     }
@@ -142,6 +151,14 @@ impl Context {
     ) -> AuditRequest {
         audit_request(&self.session_id, executor, requested_by, host, command, approved_by)
     }
+}
+
+/// Whether process `pid` is alive and runs merlya (a reused pid running something else is not).
+fn merlya_is_running(pid: u32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|exe| exe.file_name().map(|n| n.to_string_lossy().starts_with("merlya")))
+        .unwrap_or(false)
 }
 
 /// The audit request for `command` on `host` (shared by the CLI, the console and the agent).

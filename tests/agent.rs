@@ -210,7 +210,10 @@ async fn execution_is_denied_without_approval_then_applied_with_audit() {
             (format!("test -f {marker}").as_str(), "tester (--yes)")
         ]
     );
-    assert_eq!(ran[1]["approval_ref"], format!("#{} (post-check)", ran[0]["id"]));
+    // Both rows name the change pipeline and the stage they ran in.
+    let change_ref = ran[0]["approval_ref"].as_str().unwrap().strip_suffix(" (Apply)").unwrap().to_string();
+    assert!(change_ref.starts_with("pipeline "), "{change_ref}");
+    assert_eq!(ran[1]["approval_ref"], format!("{change_ref} (Post-check)"));
     assert_eq!(ran[0]["requested_by"], "agent@execution");
     // One attempt, then a start and a finish for each of the two commands.
     assert!(env.ok(&["audit", "verify"]).contains("intact: 5 entries"));
@@ -226,7 +229,7 @@ async fn execution_is_denied_without_approval_then_applied_with_audit() {
     assert_eq!(runs.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["denied", "succeeded"]);
     let stages: Vec<Value> = serde_json::from_str(&runs[1].1).unwrap();
     let names: Vec<&str> = stages.iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["Plan", "Diff", "Summary", "HITL", "Apply", "Post-check", "Rollback"]);
+    assert_eq!(names, ["Plan", "Diff", "Summary", "Approval", "Apply", "Post-check", "Rollback"]);
     assert_eq!(stages[3]["detail"], "approved by tester (--yes)");
 }
 
@@ -554,11 +557,10 @@ async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
     use sqlx::Connection;
     let db = env.merlya_home().join("merlya.db");
     let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
-    let (status, stages): (String, String) =
-        sqlx::query_as("SELECT status, stages FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
+    let (status, stages, diff): (String, String, String) =
+        sqlx::query_as("SELECT status, stages, diff FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
     assert_eq!(status, "succeeded");
     let stages: Vec<Value> = serde_json::from_str(&stages).unwrap();
-    let diff = stages[1]["detail"].as_str().unwrap();
     assert!(
         diff.contains(&format!("--- a{path}")) && diff.contains("-workers = 2") && diff.contains("+workers = 8"),
         "{diff}"
@@ -621,7 +623,7 @@ async fn a_failed_post_check_runs_the_rollback() {
     );
     let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
     assert_eq!(audit[2]["approved_by"], "tester (--yes)", "the rollback names the change's approver");
-    assert!(audit[2]["approval_ref"].as_str().unwrap().ends_with("(rollback)"), "{audit:?}");
+    assert!(audit[2]["approval_ref"].as_str().unwrap().ends_with("(Rollback)"), "{audit:?}");
     use sqlx::Connection;
     let db = env.merlya_home().join("merlya.db");
     let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();

@@ -246,7 +246,7 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
 
     // The pipeline pane shows the change stage by stage; metrics count the commands.
     tmux.keys(&["4"]);
-    let screen = tmux.wait_for("✓ HITL");
+    let screen = tmux.wait_for("✓ Approval");
     assert!(
         screen.contains("succeeded") && screen.contains("create the marker") && screen.contains("✓ Apply"),
         "{screen}"

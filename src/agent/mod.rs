@@ -218,6 +218,24 @@ impl Agent {
         }
     }
 
+    /// What a change pipeline started by this agent runs with: its store, executor, gate, session and
+    /// cancel, one host at a time, each stage bounded by the command timeout.
+    pub fn pipeline_env(&self, requested_by: &str, events: crate::exec::EventSender) -> crate::pipeline::Env {
+        crate::pipeline::Env {
+            store: self.store.clone(),
+            executor: self.executor.clone(),
+            gate: self.gate.clone(),
+            session_id: self.session_id.clone(),
+            requested_by: requested_by.to_string(),
+            retention_days: self.retention_days,
+            parallel: 1,
+            timeout: self.command_timeout,
+            cancel: self.cancel.clone(),
+            events,
+            stop_before_approval: false,
+        }
+    }
+
     /// Records a command for the report and the observer.
     pub fn record_command(&self, record: CommandRecord) {
         (self.observer)(AgentEvent::Command(record.clone()));

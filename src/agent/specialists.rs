@@ -16,10 +16,8 @@ use crate::exec::HostResult;
 use crate::inventory::{Host, resolve_inventory_targets};
 use crate::llm::ToolSpec;
 use crate::safety::clearance::Clearance;
-use crate::safety::leaks::find_leaks;
 use crate::safety::{Specialist, analyze, decide};
 use crate::store::audit::{AuditFilter, AuditOutcome};
-use crate::store::pipelines::Stage;
 
 /// Which specialist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,156 +326,81 @@ struct Change {
     rollback: Option<String>,
 }
 
-fn stage(name: &str, status: &str, detail: impl Into<String>, started: Instant) -> Stage {
-    Stage {
-        name: name.into(),
-        status: status.into(),
-        detail: detail.into(),
-        duration_ms: started.elapsed().as_millis() as u64,
-    }
-}
-
-/// Preview → approval → apply → post-check → rollback, persisted stage by stage.
+/// The change, made through the one change path (a Bash pipeline on the host), and reported to the model.
 async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
+    use crate::pipeline::bash::{BashChange, BashSpec};
+    use crate::pipeline::{Kind, PipelineRun, PipelineStatus, Spec, StageName, StageStatus, runner};
     let who = format!("execution@{}", host.name);
-    let id = format!("{}-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f"), std::process::id(), host.name);
-    let save = |status: &'static str, stages: Vec<Stage>| {
-        let store = agent.store.clone();
-        let (id, targets) = (id.clone(), host.name.clone());
-        async move {
-            if let Err(e) = store.save_pipeline_run(&id, "bash", status, &targets, &stages).await {
-                tracing::warn!(error = %e, "cannot save the pipeline run");
-            }
-        }
-    };
-    let t = Instant::now();
-    let mut analysis = analyze(&change.command);
-    // The post-check runs without a further question, so it must be proven read-only.
-    if let Some(check) = &change.post_check {
-        let checked = analyze(check);
-        if !checked.is_read_only() {
-            let why = format!("post-check `{check}` is not read-only: {}", checked.reasons.join("; "));
-            let request =
-                audit_request(&agent.session_id, &agent.executor, "agent@execution", host, &change.display, "");
-            audit_refused_all(&agent.store, &[request], AuditOutcome::Refused, &why).await;
-            return format!("REFUSED: the {why}; a post-check must only look. Nothing was run.");
-        }
-    }
-    // The rollback is approved together with the change: its risk counts, and a
-    // stored rule covers the pair only when it covers both.
-    if let Some(rollback) = &change.rollback {
-        let undo = analyze(rollback);
-        analysis.class = analysis.class.max(undo.class);
-        for reason in undo.reasons {
-            let reason = format!("rollback: {reason}");
-            if !analysis.reasons.contains(&reason) {
-                analysis.reasons.push(reason);
-            }
-        }
-        analysis.rule_keys = match (analysis.rule_keys.take(), undo.rule_keys) {
-            (Some(mut keys), Some(more)) => {
-                keys.extend(more.into_iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
-                Some(keys)
-            }
-            _ => None,
-        };
-    }
-    let mut stages = vec![
-        stage("Plan", "done", change.summary.clone(), t),
-        stage(
-            "Diff",
-            if change.diff.is_some() { "done" } else { "skipped" },
-            change.diff.clone().unwrap_or_default(),
-            t,
-        ),
-        stage("Summary", "done", format!("{} ({})", change.display, analysis.class.as_str()), t),
-    ];
-    save("awaiting_approval", stages.clone()).await;
-    let mut request = ApprovalRequest::new(
-        change.summary.clone(),
-        &change.command,
-        vec![host.name.clone()],
-        &analysis,
-        find_leaks(&change.command, &host.name),
-    );
-    request.command = change.display.clone();
-    request.diff = change.diff.clone();
-    request.post_check = change.post_check.clone();
-    request.rollback = change.rollback.clone();
-    let t = Instant::now();
-    let outcome = agent.gate.check(&request).await;
-    let Some(applying) = outcome.clearance(&change.command) else {
-        let by = match &outcome {
-            crate::approval::GateOutcome::Denied(who) => who.clone(),
-            _ => "nobody".into(),
-        };
-        stages.push(stage("HITL", "denied", format!("denied by {by}"), t));
-        let request = audit_request(&agent.session_id, &agent.executor, "agent@execution", host, &change.display, &by);
-        audit_refused_all(
-            &agent.store,
-            &[request],
-            AuditOutcome::Denied,
-            &format!("denied by {by}: {}", change.summary),
-        )
-        .await;
-        save("denied", stages).await;
-        agent.record_command(CommandRecord {
-            specialist: who,
-            host: host.name.clone(),
-            command: change.display,
-            exit_code: None,
-            refused: Some(format!("denied by {by}")),
-            approved_by: None,
-        });
-        return format!("DENIED by {by}: the change was not made. Do not propose it again; report to the operator.");
-    };
-    let approved_by = applying.approved_by().to_string();
-    stages.push(stage("HITL", "done", format!("approved by {approved_by}"), t));
-    let t = Instant::now();
     let asker = "agent@execution";
-    let (applied, apply_id) = execute(agent, &who, Run { asker, host, clearance: applying, approval_ref: None }).await;
-    let belongs = |what: &str| Some(apply_id.map(|id| format!("#{id} ({what})")).unwrap_or_else(|| what.to_string()));
-    let ok = applied.success();
-    stages.push(stage("Apply", if ok { "done" } else { "failed" }, describe(&applied), t));
-    let mut report = format!("APPLIED (approved by {approved_by}): {}", describe(&applied));
-    let mut needs_rollback = !ok;
-    if ok && let Some(check) = &change.post_check {
-        let t = Instant::now();
-        // Proven read-only before the approval; shown in it, so it runs under the same decision.
-        let Some(clearance) = outcome.clearance(check) else {
-            return format!("{report}\nPOST-CHECK `{check}` was not cleared to run");
-        };
-        let (checked, _) =
-            execute(agent, &who, Run { asker, host, clearance, approval_ref: belongs("post-check") }).await;
-        stages.push(stage("Post-check", if checked.success() { "done" } else { "failed" }, describe(&checked), t));
-        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(&checked)));
-        needs_rollback = !checked.success();
-    } else if ok {
-        stages.push(stage("Post-check", "skipped", "no post_check given", Instant::now()));
-    }
-    let status = match (&change.rollback, needs_rollback) {
-        (Some(rollback), true) => {
-            let t = Instant::now();
-            // The rollback was shown in the approval and approved with the change.
-            let Some(clearance) = outcome.clearance(rollback) else {
-                return format!("{report}\nROLLBACK `{rollback}` was not cleared to run");
-            };
-            let (undone, _) =
-                execute(agent, &who, Run { asker, host, clearance, approval_ref: belongs("rollback") }).await;
-            stages.push(stage("Rollback", if undone.success() { "done" } else { "failed" }, describe(&undone), t));
-            report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}", describe(&undone)));
-            "rolled_back"
-        }
-        (None, true) => {
-            stages.push(stage("Rollback", "skipped", "no rollback given", Instant::now()));
-            "failed"
-        }
-        (_, false) => {
-            stages.push(stage("Rollback", "skipped", "not needed", Instant::now()));
-            "succeeded"
-        }
+    let spec = BashSpec {
+        hosts: vec![host.name.clone()],
+        display: (change.display != change.command).then(|| change.display.clone()),
+        command: change.command,
+        summary: Some(change.summary),
+        diff: change.diff,
+        check: change.post_check.clone(),
+        rollback: change.rollback.clone(),
     };
-    save(status, stages).await;
+    let mut bash = BashChange::new(spec.clone(), vec![host.clone()]);
+    let (tx, mut rx) = crate::exec::event_channel();
+    let observer = agent.observer.clone();
+    let forward = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            observer(AgentEvent::Exec(event));
+        }
+    });
+    let env = agent.pipeline_env(asker, tx);
+    let record = PipelineRun::new(Kind::Bash, &host.name, Spec::Bash(spec).to_json(), asker);
+    let outcome = runner::run(&env, &mut bash, record, &|_| {}).await;
+    drop(env);
+    let _ = forward.await;
+    let run = match outcome {
+        Ok(run) => run,
+        Err(e) => return format!("NOT RUN: {e}"),
+    };
+    let stage_detail = |name| run.stage(name).map(|s| s.detail.clone()).unwrap_or_default();
+    let record = |exit_code, refused: Option<String>, approved_by: Option<String>| {
+        agent.record_command(CommandRecord {
+            specialist: who.clone(),
+            host: host.name.clone(),
+            command: change.display.clone(),
+            exit_code,
+            refused,
+            approved_by,
+        })
+    };
+    match run.status {
+        PipelineStatus::Failed if run.stage(StageName::Apply).is_none() => {
+            let why = stage_detail(StageName::Plan);
+            record(None, Some(why.clone()), None);
+            return format!("REFUSED: {why}. Nothing was run.");
+        }
+        PipelineStatus::Denied | PipelineStatus::Stopped | PipelineStatus::Cancelled
+            if run.stage(StageName::Apply).is_none() =>
+        {
+            let by = run.decision.strip_prefix("denied by ").unwrap_or("nobody (no terminal)").to_string();
+            record(None, Some(format!("denied by {by}")), None);
+            return format!(
+                "DENIED by {by}: the change was not made. Do not propose it again; report to the operator."
+            );
+        }
+        _ => {}
+    }
+    let approved_by = run.decision.strip_prefix("approved by ").unwrap_or_default().to_string();
+    let exit_code = bash.applied.first().and_then(|r| r.exit_code);
+    record(exit_code, None, Some(approved_by.clone()));
+    let mut report = format!(
+        "APPLIED (approved by {approved_by}): {}",
+        bash.applied.first().map(describe).unwrap_or_else(|| stage_detail(StageName::Apply))
+    );
+    if let (Some(check), Some(result)) = (&change.post_check, bash.checked.first()) {
+        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(result)));
+    }
+    if let (Some(rollback), Some(stage)) = (&change.rollback, run.stage(StageName::Rollback))
+        && stage.status != StageStatus::Skipped
+    {
+        report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}\n{}", stage.detail, stage.output.trim_end()));
+    }
     report
 }
 

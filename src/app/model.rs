@@ -477,7 +477,7 @@ impl Model {
     /// The diff of the selected pipeline run, parsed.
     pub fn selected_diff(&self) -> Option<super::diff_view::Diff> {
         let run = self.dashboard.pipelines.get(self.pipeline_cursor)?;
-        let diff = run.stages.iter().find(|s| s.name == "Diff").map(|s| s.detail.as_str()).unwrap_or("");
+        let diff = run.diff.as_str();
         (!diff.is_empty()).then(|| super::diff_view::Diff::parse(diff))
     }
 

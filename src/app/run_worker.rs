@@ -1,17 +1,18 @@
-//! The worker behind a console run: approval gate → write-ahead audit →
-//! fan-out → audit and history per host, reported as messages; cancelled
-//! through [`super::run_control::RunControl`].
+//! The worker behind a console run. A command proven read-only runs at once
+//! (audited fan-out); anything else is a change and goes through the one
+//! change path, a Bash pipeline (approval → apply → audit). Output and
+//! per-host failures are reported as messages; cancelled through
+//! [`super::run_control::RunControl`].
 
 use super::msg::Msg;
 use super::workers::Services;
-use crate::approval::{ApprovalRequest, GateOutcome};
-use crate::context::{audit_refused_all, audit_request, audit_start_all, record_history};
 use crate::exec::ExecEvent;
-use crate::exec::fanout::fan_out;
 use crate::inventory::Host;
+use crate::pipeline::bash::{BashChange, BashSpec};
+use crate::pipeline::fanout::audited_fan_out;
+use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, Spec, StageName, StageStatus, runner};
 use crate::safety::analyze;
-use crate::safety::leaks::find_leaks;
-use crate::store::audit::AuditOutcome;
+use crate::safety::clearance::Clearance;
 
 /// Runs `command` on `hosts` as run `run`.
 pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, command: String) {
@@ -21,81 +22,73 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
     let locale = services.locale();
     let cancel = control.register(run);
     services.control.spawn(async move {
-        let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
-        let analysis = analyze(&command);
-        let leaks = names.first().map(|h| find_leaks(&command, h)).unwrap_or_default();
-        let summary = locale.tf("approval.run_on", &[("count", &names.len().to_string())]);
-        let request = ApprovalRequest::new(summary, &command, names, &analysis, leaks);
-        let outcome = tokio::select! {
-            outcome = gate.check(&request) => outcome,
-            () = cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
-        };
-        let session = &ctx.session_id;
-        let who = crate::ssh::target::local_user();
-        let Some(clearance) = outcome.clearance(&command) else {
-            let by = match outcome {
-                GateOutcome::Denied(who) => who,
-                _ => "nobody".into(),
-            };
-            let requests: Vec<_> =
-                hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &by)).collect();
-            let why = format!("denied by {by}: {} ({})", analysis.class.as_str(), analysis.reasons.join("; "));
-            audit_refused_all(&ctx.store, &requests, AuditOutcome::Denied, &why).await;
-            sender.send(Msg::RunDenied { run, by });
-            control.forget(run);
-            return;
-        };
-        let approved_by = clearance.approved_by().to_string();
-        // Write-ahead: every host's start entry is stored before any command runs.
-        let requests =
-            hosts.iter().map(|h| audit_request(session, &executor, &who, h, &command, &approved_by)).collect();
-        let mut tickets = match audit_start_all(&ctx.store, requests).await {
-            Ok(tickets) => tickets,
-            Err(e) => {
-                sender.send(Msg::Error(format!("{e:#}")));
-                sender.send(Msg::RunDenied { run, by: "the audit log, which cannot be written".into() });
-                control.forget(run);
-                return;
-            }
-        };
-        sender.send(Msg::RunStarted { run });
         let (tx, mut rx) = crate::exec::event_channel();
-        let parallel = ctx.config.policy.max_parallel;
-        let timeout = ctx.config.command_timeout();
-        let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, cancel, tx));
-        while let Some(event) = rx.recv().await {
-            if let ExecEvent::Finished(result) = &event {
-                if let Some(ticket) = tickets.take(&result.host)
-                    && let Err(e) = ticket.finish_result(result).await
-                {
-                    sender.send(Msg::Error(locale.tf("error.audit_write", &[("error", &e.to_string())])));
+        let forward = {
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                while let Some(event) = rx.recv().await {
+                    if let ExecEvent::Finished(result) = &event
+                        && let (Some(failure), Some(error)) = (result.failure, &result.error)
+                    {
+                        let at = crate::store::now_rfc3339();
+                        sender.send(Msg::HostFailed { host: result.host.clone(), failure, error: error.clone(), at });
+                    }
+                    sender.send_output(Msg::Exec { run, event }).await;
                 }
-                let recorded = record_history(
-                    &ctx.store,
-                    &ctx.session_id,
-                    ctx.config.policy.raw_log_retention_days,
-                    &command,
-                    result,
-                )
-                .await;
-                if let Err(e) = recorded {
-                    sender.send(Msg::Error(format!("{e:#}")));
-                }
-                if let (Some(failure), Some(error)) = (result.failure, &result.error) {
-                    let at = crate::store::now_rfc3339();
-                    sender.send(Msg::HostFailed { host: result.host.clone(), failure, error: error.clone(), at });
-                }
+            })
+        };
+        let env = Env::from_context(&ctx, executor, gate, cancel, tx);
+        let read_only = analyze(&command).is_read_only() && !ctx.config.policy.confirm_all;
+        let results = match Clearance::read_only(&command).filter(|_| read_only) {
+            Some(clearance) => {
+                sender.send(Msg::RunStarted { run });
+                audited_fan_out(&env, &hosts, clearance, None).await.map(Some)
             }
-            sender.send_output(Msg::Exec { run, event }).await;
-        }
-        let runner = runner.await;
-        tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
+            None => change(&env, &sender, run, &hosts, &command, &locale).await,
+        };
+        drop(env);
+        let _ = forward.await;
         control.forget(run);
-        match runner {
-            Ok(results) => sender.send(Msg::RunDone { run, results }),
+        match results {
+            Ok(Some(results)) => sender.send(Msg::RunDone { run, results }),
+            Ok(None) => {}
             Err(e) => sender.send(Msg::Error(
-                locale.tf("error.run_failed", &[("id", &run.to_string()), ("error", &e.to_string())]),
+                locale.tf("error.run_failed", &[("id", &run.to_string()), ("error", &format!("{e:#}"))]),
             )),
         }
     });
+}
+
+/// A change on `hosts`: a Bash pipeline. `Ok(None)` when it never applied (denied, refused, cancelled).
+async fn change(
+    env: &Env,
+    sender: &super::sender::AppSender,
+    run: u64,
+    hosts: &[Host],
+    command: &str,
+    locale: &crate::i18n::Locale,
+) -> color_eyre::Result<Option<Vec<crate::exec::HostResult>>> {
+    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    let summary = locale.tf("approval.run_on", &[("count", &names.len().to_string())]);
+    let spec = BashSpec { hosts: names, command: command.to_string(), summary: Some(summary), ..BashSpec::default() };
+    let mut bash = BashChange::new(spec.clone(), hosts.to_vec());
+    let record = PipelineRun::new(Kind::Bash, &bash.targets(), Spec::Bash(spec).to_json(), &env.requested_by);
+    let progress = |r: &PipelineRun| {
+        if r.status == PipelineStatus::Applying
+            && r.stage(StageName::Apply).is_some_and(|s| s.status == StageStatus::Running)
+        {
+            sender.send(Msg::RunStarted { run });
+        }
+    };
+    let done = runner::run(env, &mut bash, record, &progress).await?;
+    if done.stage(StageName::Apply).is_some() {
+        return Ok(Some(bash.applied));
+    }
+    let by = match done.status {
+        PipelineStatus::Failed => done.stage(StageName::Plan).map(|s| s.detail.clone()).unwrap_or_default(),
+        PipelineStatus::Cancelled => "the operator (cancelled)".into(),
+        _ => done.decision.strip_prefix("denied by ").unwrap_or(&done.decision).to_string(),
+    };
+    sender.send(Msg::RunDenied { run, by });
+    Ok(None)
 }

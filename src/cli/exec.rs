@@ -8,15 +8,15 @@ use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 
 use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
-use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
-use crate::context::{Context, audit_refused_all, audit_start_all};
-use crate::exec::fanout::fan_out;
+use crate::approval::ApprovalGate;
+use crate::context::Context;
 use crate::exec::{ExecEvent, HostFailure, HostResult, Stream};
 use crate::inventory::resolve_targets;
+use crate::pipeline::bash::{BashChange, BashSpec};
+use crate::pipeline::fanout::audited_fan_out;
+use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, Spec, StageName, runner};
 use crate::safety::analyze;
-use crate::safety::leaks::find_leaks;
-use crate::ssh::target::local_user;
-use crate::store::audit::AuditOutcome;
+use crate::safety::clearance::Clearance;
 use crate::term_safe::visible_line;
 
 #[derive(Debug, Args)]
@@ -44,6 +44,12 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
+/// What the run came to: results (and the change's record, when it was one), or a change never applied.
+enum Outcome {
+    Ran(Vec<HostResult>, Option<PipelineRun>),
+    NotApplied(PipelineRun),
+}
+
 pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let command = args.command.join(" ");
     let inventory = ctx.store.list_hosts().await?;
@@ -51,60 +57,102 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let hosts = resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
     let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
-    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let analysis = analyze(&command);
-    let leaks = names.first().map(|h| find_leaks(&command, h)).unwrap_or_default();
-    for leak in &leaks {
-        eprintln!(
-            "warning: {}
-  safer: {}",
-            leak.what, leak.rewrite
-        );
-    }
-    let request = ApprovalRequest::new(format!("run on {} host(s)", names.len()), &command, names, &analysis, leaks);
-    let outcome = gate.check(&request).await;
-    let requested_by = local_user();
-    let Some(clearance) = outcome.clearance(&command) else {
-        let denier = match &outcome {
-            GateOutcome::Denied(who) => who.clone(),
-            _ => "nobody".into(),
-        };
-        let requests: Vec<_> =
-            hosts.iter().map(|h| ctx.audit_request(&executor, &requested_by, h, &command, &denier)).collect();
-        let why = format!("denied by {denier}: {} ({})", analysis.class.as_str(), analysis.reasons.join("; "));
-        audit_refused_all(&ctx.store, &requests, AuditOutcome::Denied, &why).await;
-        eprintln!(
-            "refused: `{command}` is {} ({}) and was not approved{}",
-            analysis.class.as_str(),
-            analysis.reasons.join("; "),
-            if interactive { "" } else { "; pass --yes to approve it without a terminal" }
-        );
-        return Ok(EXIT_REFUSED);
-    };
-    let approved_by = clearance.approved_by().to_string();
-    // Write-ahead: every host's start entry is stored before any command runs.
-    let requests =
-        hosts.iter().map(|h| ctx.audit_request(&executor, &requested_by, h, &command, &approved_by)).collect();
-    let mut tickets = audit_start_all(&ctx.store, requests).await?;
-    let parallel = args.parallel.unwrap_or(ctx.config.policy.max_parallel).max(1);
-    let timeout =
-        Duration::from_secs_f64(args.timeout.unwrap_or(ctx.config.command_timeout().as_secs_f64()).max(0.001));
     let (tx, mut rx) = crate::exec::event_channel();
-    let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
-    let tty = std::io::stdout().is_terminal();
-    let color = tty && std::env::var_os("NO_COLOR").is_none();
-    // What hosts print reaches a terminal only as visible text, unless --raw asks for the bytes.
-    let neutralise = tty && !args.raw;
-    let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
     let cancel = super::cancel_on_signals();
-    let runner = tokio::spawn(fan_out(executor, hosts, clearance, parallel, timeout, cancel.clone(), tx));
+    let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);
+    env.parallel = args.parallel.unwrap_or(env.parallel).max(1);
+    env.timeout = Duration::from_secs_f64(args.timeout.unwrap_or(env.timeout.as_secs_f64()).max(0.001));
+    env.stop_before_approval = !interactive && !args.yes;
+    let read_only = analysis.is_read_only() && !ctx.config.policy.confirm_all;
+    let cleared = Clearance::read_only(&command).filter(|_| read_only);
+    let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
+    let work = {
+        let command = command.clone();
+        tokio::spawn(async move {
+            if let Some(clearance) = cleared {
+                return audited_fan_out(&env, &hosts, clearance, None).await.map(|r| Outcome::Ran(r, None));
+            }
+            // A change: the one change path (plan → approval → apply → audit), covering every host.
+            let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+            let summary = Some(format!("run on {} host(s)", names.len()));
+            let spec = BashSpec { hosts: names, command, summary, ..BashSpec::default() };
+            let mut bash = BashChange::new(spec.clone(), hosts);
+            let record = PipelineRun::new(Kind::Bash, &bash.targets(), Spec::Bash(spec).to_json(), &env.requested_by);
+            let done = runner::run(&env, &mut bash, record, &|_| {}).await?;
+            Ok(if done.stage(StageName::Apply).is_some() {
+                Outcome::Ran(std::mem::take(&mut bash.applied), Some(done))
+            } else {
+                Outcome::NotApplied(done)
+            })
+        })
+    };
+    print_events(&mut rx, args.format, args.raw, width).await?;
+    let outcome = work.await.map_err(|e| eyre!("the run's task failed: {e}"))??;
+    let (results, change) = match outcome {
+        Outcome::Ran(results, change) => (results, change),
+        Outcome::NotApplied(change) => {
+            let why = match change.status {
+                PipelineStatus::Failed => change.stage(StageName::Plan).map(|s| s.detail.clone()).unwrap_or_default(),
+                _ => format!(
+                    "`{command}` is {} ({}) and was not approved{}",
+                    analysis.class.as_str(),
+                    analysis.reasons.join("; "),
+                    if interactive { "" } else { "; pass --yes to approve it without a terminal" }
+                ),
+            };
+            eprintln!("refused: {why} (change {}: {})", change.id, change.status.as_str());
+            return Ok(if change.status == PipelineStatus::Cancelled { super::EXIT_CANCELLED } else { EXIT_REFUSED });
+        }
+    };
+    if args.format == OutputFormat::Text || cancel.is_cancelled() {
+        // After a cancel the summary goes to stderr in JSON mode, so stdout stays one record per line.
+        let table = format!("\n{}", summary(&results));
+        if args.format == OutputFormat::Text { print!("{table}") } else { eprint!("{table}") }
+    }
+    if let Some(change) = change {
+        eprintln!("change {}: {} (merlya pipeline show {})", change.id, change.status.as_str(), change.id);
+    }
+    Ok(if cancel.is_cancelled() {
+        super::EXIT_CANCELLED
+    } else if results.iter().all(HostResult::success) {
+        EXIT_OK
+    } else {
+        EXIT_HOST_FAILED
+    })
+}
 
-    let mut stdout = std::io::stdout();
+/// Prints hosts' live lines (text) or one JSON record per host result (json) until the run ends.
+/// What hosts print reaches a terminal only as visible text, unless `raw` asks for the bytes.
+pub(super) async fn print_events(
+    rx: &mut tokio::sync::mpsc::Receiver<ExecEvent>,
+    format: OutputFormat,
+    raw: bool,
+    width: usize,
+) -> Result<()> {
+    print_events_to(rx, format, raw, width, false).await
+}
+
+/// [`print_events`], with live lines on stderr when `live_on_stderr` (stdout then stays for one JSON
+/// document).
+pub(super) async fn print_events_to(
+    rx: &mut tokio::sync::mpsc::Receiver<ExecEvent>,
+    format: OutputFormat,
+    raw: bool,
+    width: usize,
+    live_on_stderr: bool,
+) -> Result<()> {
+    let tty = if live_on_stderr { std::io::stderr().is_terminal() } else { std::io::stdout().is_terminal() };
+    let color = tty && std::env::var_os("NO_COLOR").is_none();
+    let neutralise = tty && !raw;
+    let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
+    let mut stdout: Box<dyn Write> =
+        if live_on_stderr { Box::new(std::io::stderr()) } else { Box::new(super::out::Output) };
     while let Some(event) = rx.recv().await {
         match event {
             ExecEvent::Started { .. } => {}
             ExecEvent::Line { host, stream, line } => {
-                if args.format == OutputFormat::Text {
+                if format == OutputFormat::Text {
                     let line = shown(&line);
                     let mark = if stream == Stream::Stderr { "!" } else { "|" };
                     let _ = match (color, stream) {
@@ -117,35 +165,13 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
                 }
             }
             ExecEvent::Finished(result) => {
-                if let Some(ticket) = tickets.take(&result.host)
-                    && let Err(e) = ticket.finish_result(&result).await
-                {
-                    eprintln!("warning: cannot write the audit log: {e}");
-                }
-                if let Err(e) = ctx.record(&command, &result).await {
-                    eprintln!("warning: {e:#}");
-                }
-                if args.format == OutputFormat::Json {
+                if format == OutputFormat::Json {
                     let _ = writeln!(stdout, "{}", serde_json::to_string(&result)?);
                 }
             }
         }
     }
-    let results = runner.await;
-    tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
-    let results = results.map_err(|e| eyre!("fan-out task failed: {e}"))?;
-    if args.format == OutputFormat::Text || cancel.is_cancelled() {
-        // After a cancel the summary goes to stderr in JSON mode, so stdout stays one record per line.
-        let table = format!("\n{}", summary(&results));
-        if args.format == OutputFormat::Text { print!("{table}") } else { eprint!("{table}") }
-    }
-    Ok(if cancel.is_cancelled() {
-        super::EXIT_CANCELLED
-    } else if results.iter().all(HostResult::success) {
-        EXIT_OK
-    } else {
-        EXIT_HOST_FAILED
-    })
+    Ok(())
 }
 
 /// The table printed after a text-mode run. Errors can quote what a host

@@ -26,6 +26,7 @@ mod completions;
 mod config_cmd;
 mod exec;
 mod hosts;
+mod pipeline;
 mod policy;
 mod run;
 mod secret;
@@ -106,6 +107,9 @@ pub enum Command {
     /// List and revoke stored "always allow" approval rules.
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
+    /// Changes through the one change path: run, list, show, roll back, resume.
+    #[command(subcommand)]
+    Pipeline(pipeline::PipelineCommand),
     /// Store, read and delete secrets on the OS keyring.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
@@ -177,6 +181,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Audit(cmd) => audit::run(&ctx, cmd).await,
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
             Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,
+            Command::Pipeline(cmd) => pipeline::run(&ctx, cmd).await,
             Command::Config(_) | Command::Policy(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.

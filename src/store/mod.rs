@@ -174,6 +174,11 @@ impl Store {
     }
 
     /// The connection pool, for repositories.
+    /// Where change pipelines keep plan files and copies of configurations: beside the database.
+    pub fn pipelines_dir(&self) -> PathBuf {
+        self.path.parent().map_or_else(|| PathBuf::from("pipelines"), |dir| dir.join("pipelines"))
+    }
+
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }

@@ -15,17 +15,14 @@ const TOOL_OUTPUT_LINES: usize = 200;
 
 /// New metrics; a toast for each pipeline run that finished since the last refresh.
 pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effect> {
-    let finished = |status: &str| matches!(status, "done" | "succeeded" | "failed" | "rolled_back" | "denied");
+    use crate::store::pipelines::PipelineStatus;
     let mut toasts = Vec::new();
     for run in &dashboard.pipelines {
         let before = model.dashboard.pipelines.iter().find(|r| r.id == run.id);
-        if finished(&run.status) && before.is_some_and(|b| !finished(&b.status)) {
-            let level = if matches!(run.status.as_str(), "done" | "succeeded") {
-                ToastLevel::Success
-            } else {
-                ToastLevel::Error
-            };
-            let text = model.locale.tf("toast.pipeline", &[("target", &run.targets), ("status", &run.status)]);
+        if !run.status.in_flight() && before.is_some_and(|b| b.status.in_flight()) {
+            let level = if run.status == PipelineStatus::Succeeded { ToastLevel::Success } else { ToastLevel::Error };
+            let status = model.locale.word("pipeline_status", run.status.as_str());
+            let text = model.locale.tf("toast.pipeline", &[("target", &run.targets), ("status", &status)]);
             toasts.push((level, text));
         }
     }

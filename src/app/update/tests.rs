@@ -109,16 +109,12 @@ fn mouse_clicks_focus_the_pane_under_the_pointer() {
 
 #[test]
 fn pipeline_selection_moves_within_runs() {
-    use crate::store::pipelines::PipelineRun;
+    use crate::store::pipelines::{Kind, PipelineRun};
     let mut m = model();
-    let run = |id: &str| PipelineRun {
-        id: id.into(),
-        kind: "bash".into(),
-        status: "succeeded".into(),
-        targets: "web01".into(),
-        stages: vec![],
-        created_at: String::new(),
-        updated_at: String::new(),
+    let run = |id: &str| {
+        let mut run = PipelineRun::new(Kind::Bash, "web01", serde_json::Value::Null, "alice");
+        run.id = id.into();
+        run
     };
     let dashboard = crate::app::model::Dashboard { pipelines: vec![run("a"), run("b")], ..Default::default() };
     update(&mut m, Msg::Dashboard(Box::new(dashboard)));

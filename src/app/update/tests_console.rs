@@ -215,23 +215,10 @@ fn tags_picker_filters_and_details_toggle() {
 }
 
 fn with_diff_run(m: &mut Model) {
-    use crate::store::pipelines::{PipelineRun, Stage};
+    use crate::store::pipelines::{Kind, PipelineRun, PipelineStatus};
     let diff = "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n@@ -20,2 +20,2 @@\n x\n-y\n+z\n";
-    let stage = |name: &str, detail: &str| Stage {
-        name: name.into(),
-        status: "done".into(),
-        detail: detail.into(),
-        duration_ms: 0,
-    };
-    let run = PipelineRun {
-        id: "1".into(),
-        kind: "bash".into(),
-        status: "succeeded".into(),
-        targets: "web01".into(),
-        stages: vec![stage("Diff", diff)],
-        created_at: String::new(),
-        updated_at: String::new(),
-    };
+    let mut run = PipelineRun::new(Kind::Bash, "web01", serde_json::Value::Null, "alice");
+    (run.id, run.status, run.diff) = ("1".into(), PipelineStatus::Succeeded, diff.into());
     update(m, Msg::Dashboard(Box::new(crate::app::model::Dashboard { pipelines: vec![run], ..Default::default() })));
 }
 

@@ -85,51 +85,43 @@ pub fn fixture_agent_turn() -> Model {
 
 /// Two change runs: one approved and checked, one rolled back, with a diff.
 pub fn fixture_pipelines() -> Model {
-    use crate::store::pipelines::{PipelineRun, Stage};
-    let stage = |name: &str, status: &str, detail: &str, ms: u64| Stage {
-        name: name.into(),
-        status: status.into(),
-        detail: detail.into(),
-        duration_ms: ms,
-    };
+    use crate::store::pipelines::{Kind, PipelineRun, PipelineStatus, Stage, StageName as N, StageStatus as S};
+    let stage = Stage::ended;
     let diff = "--- a/etc/php/8.2/fpm/pool.d/www.conf\n+++ b/etc/php/8.2/fpm/pool.d/www.conf\n@@ -1,3 +1,3 @@\n [www]\n-pm.max_children = 5\n+pm.max_children = 20\n pm.start_servers = 2\n";
-    let run = |id: &str, status: &str, target: &str, created: &str, stages: Vec<Stage>| PipelineRun {
-        id: id.into(),
-        kind: "bash".into(),
-        status: status.into(),
-        targets: target.into(),
-        stages,
-        created_at: created.into(),
-        updated_at: String::new(),
+    let run = |id: &str, status: PipelineStatus, target: &str, created: &str, stages: Vec<Stage>| {
+        let mut run = PipelineRun::new(Kind::Bash, target, serde_json::Value::Null, "alice");
+        (run.id, run.status, run.stages, run.created_at) = (id.into(), status, stages, created.into());
+        run
     };
-    let edit = run(
+    let mut edit = run(
         "2",
-        "succeeded",
+        PipelineStatus::Succeeded,
         "web02",
         "2026-11-22T10:42:07.000Z",
         vec![
-            stage("Plan", "done", "raise php-fpm workers", 0),
-            stage("Diff", "done", diff, 0),
-            stage("Summary", "done", "write /etc/php/8.2/fpm/pool.d/www.conf (412 bytes) (mutating)", 0),
-            stage("HITL", "done", "approved by alice (console)", 4200),
-            stage("Apply", "done", "exit code 0", 300),
-            stage("Post-check", "done", "exit code 0", 120),
-            stage("Rollback", "skipped", "not needed", 0),
+            stage(N::Plan, S::Done, "raise php-fpm workers", 0),
+            stage(N::Diff, S::Done, "preview of the change", 0),
+            stage(N::Summary, S::Done, "write /etc/php/8.2/fpm/pool.d/www.conf (412 bytes) (mutating)", 0),
+            stage(N::Approval, S::Done, "approved by alice (console)", 4200),
+            stage(N::Apply, S::Done, "exit code 0", 300),
+            stage(N::PostCheck, S::Done, "exit code 0", 120),
+            stage(N::Rollback, S::Skipped, "not needed", 0),
         ],
     );
+    edit.diff = diff.into();
     let restart = run(
         "1",
-        "rolled_back",
+        PipelineStatus::RolledBack,
         "web01",
         "2026-11-22T10:31:55.000Z",
         vec![
-            stage("Plan", "done", "restart nginx", 0),
-            stage("Diff", "skipped", "", 0),
-            stage("Summary", "done", "systemctl restart nginx (mutating)", 0),
-            stage("HITL", "done", "approved by alice (console)", 2100),
-            stage("Apply", "done", "exit code 0", 900),
-            stage("Post-check", "failed", "exit code 7", 50),
-            stage("Rollback", "done", "exit code 0", 800),
+            stage(N::Plan, S::Done, "restart nginx", 0),
+            stage(N::Diff, S::Skipped, "", 0),
+            stage(N::Summary, S::Done, "systemctl restart nginx (mutating)", 0),
+            stage(N::Approval, S::Done, "approved by alice (console)", 2100),
+            stage(N::Apply, S::Done, "exit code 0", 900),
+            stage(N::PostCheck, S::Failed, "exit code 7", 50),
+            stage(N::Rollback, S::Done, "exit code 0", 800),
         ],
     );
     let mut m = fixture_with_output();

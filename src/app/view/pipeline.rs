@@ -9,22 +9,33 @@ use ratatui::widgets::{List, ListItem, ListState, Paragraph, Wrap};
 
 use super::view_block;
 use crate::app::model::{Model, Pane};
+use crate::store::pipelines::{PipelineStatus, StageName, StageStatus};
 
-fn status_style(model: &Model, status: &str) -> ratatui::style::Style {
+fn run_style(model: &Model, status: PipelineStatus) -> ratatui::style::Style {
+    use PipelineStatus as S;
     match status {
-        "done" | "succeeded" => model.theme.ok,
-        "failed" | "denied" | "rolled_back" => model.theme.error,
-        "awaiting_approval" | "pending" => model.theme.warn,
-        _ => model.theme.dim,
+        S::Succeeded => model.theme.ok,
+        S::Failed | S::Denied | S::RolledBack | S::Interrupted => model.theme.error,
+        S::AwaitingApproval | S::Stopped | S::Cancelled => model.theme.warn,
+        S::Planning | S::Applying | S::Checking | S::RollingBack => model.theme.accent,
     }
 }
 
-fn mark(status: &str) -> &'static str {
+fn stage_style(model: &Model, status: StageStatus) -> ratatui::style::Style {
     match status {
-        "done" => "✓",
-        "failed" | "denied" => "✗",
-        "skipped" => "–",
-        _ => "…",
+        StageStatus::Done => model.theme.ok,
+        StageStatus::Failed | StageStatus::Denied | StageStatus::Interrupted => model.theme.error,
+        StageStatus::Running => model.theme.warn,
+        StageStatus::Skipped | StageStatus::Cancelled => model.theme.dim,
+    }
+}
+
+fn mark(status: StageStatus) -> &'static str {
+    match status {
+        StageStatus::Done => "✓",
+        StageStatus::Failed | StageStatus::Denied | StageStatus::Interrupted => "✗",
+        StageStatus::Skipped | StageStatus::Cancelled => "–",
+        StageStatus::Running => "…",
     }
 }
 
@@ -48,12 +59,19 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         .map(|r| {
             ListItem::new(Line::from(vec![
                 Span::styled(
-                    format!("{:<18}", model.locale.word("pipeline_status", &r.status)),
-                    status_style(model, &r.status),
+                    format!("{:<18}", model.locale.word("pipeline_status", r.status.as_str())),
+                    run_style(model, r.status),
                 ),
-                Span::raw(format!("{:<6} {:<12} ", r.kind, r.targets)),
+                Span::raw(format!("{:<10} {:<12} ", r.kind.as_str(), r.targets)),
                 Span::styled(r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "), model.theme.dim),
-                Span::raw(format!("  {}", r.stages.first().map(|s| s.detail.as_str()).unwrap_or(""))),
+                Span::raw(format!(
+                    "  {}",
+                    if r.summary.is_empty() {
+                        r.stages.first().map(|s| s.detail.as_str()).unwrap_or("")
+                    } else {
+                        r.summary.as_str()
+                    }
+                )),
             ]))
         })
         .collect();
@@ -69,13 +87,13 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         let timing =
             if stage.duration_ms > 0 { format!(" {:.1}s", stage.duration_ms as f64 / 1000.0) } else { String::new() };
         spans.push(Span::styled(
-            format!("{} {}{timing}", mark(&stage.status), model.locale.word("stage", &stage.name)),
-            status_style(model, &stage.status),
+            format!("{} {}{timing}", mark(stage.status), model.locale.word("stage", stage.name.as_str())),
+            stage_style(model, stage.status),
         ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }), stages_area);
     let Some(diff) = model.selected_diff() else {
-        let summary = run.stages.iter().find(|s| s.name == "Summary").map(|s| s.detail.clone()).unwrap_or_default();
+        let summary = run.stage(StageName::Summary).map(|s| s.detail.clone()).unwrap_or_default();
         frame.render_widget(Paragraph::new(Line::styled(format!("$ {summary}"), model.theme.accent)), diff_area);
         return;
     };

@@ -1,0 +1,319 @@
+//! `merlya pipeline run|list|show|rollback|resume`: changes through the one
+//! change path, from a shell.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{Result, eyre};
+
+use super::{EXIT_CANCELLED, EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
+use crate::approval::ApprovalGate;
+use crate::context::Context;
+use crate::inventory::resolve_targets;
+use crate::pipeline::bash::{BashChange, BashSpec};
+use crate::pipeline::terraform::TerraformSpec;
+use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, rebuild, runner};
+use crate::term_safe::{visible, visible_line};
+
+#[derive(Debug, Subcommand)]
+pub enum PipelineCommand {
+    /// Start a change: plan, dry run, summary, approval, apply, post-check, rollback.
+    #[command(subcommand)]
+    Run(RunKind),
+    /// Every change, newest first.
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        format: OutputFormat,
+    },
+    /// One change: its stages, the diff shown, the decision.
+    Show {
+        /// The change's id (or an unambiguous prefix).
+        id: String,
+        /// Also print each stage's output.
+        #[arg(long)]
+        output: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: OutputFormat,
+    },
+    /// Undo a finished change (asks for its own approval).
+    Rollback {
+        id: String,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+    /// Start an interrupted, stopped or cancelled change again from its plan (asks again; never re-applies
+    /// silently).
+    Resume {
+        id: String,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+}
+
+/// What every command that may change something takes.
+#[derive(Debug, Args)]
+pub struct ChangeOpts {
+    /// Approve without asking (recorded as such in the audit log).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Seconds each stage that runs something may take (default: policy.command_timeout).
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: OutputFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunKind {
+    /// A shell command on hosts.
+    Bash {
+        /// Host names, @tags, globs, comma lists, or `all`.
+        #[arg(long)]
+        targets: String,
+        /// A read-only command whose success says the change worked.
+        #[arg(long)]
+        check: Option<String>,
+        /// A command that undoes the change (approved with it).
+        #[arg(long)]
+        rollback: Option<String>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+        /// The command, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// A Terraform configuration folder: init, plan, approve the saved plan, apply exactly it.
+    Terraform {
+        dir: PathBuf,
+        /// A variable, `name=value` (repeatable).
+        #[arg(long = "var", value_parser = key_value)]
+        vars: Vec<(String, String)>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+}
+
+fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{text}` is not name=value")),
+    }
+}
+
+pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
+    match cmd {
+        PipelineCommand::List { format } => list(ctx, format).await,
+        PipelineCommand::Show { id, output, format } => show(ctx, &id, output, format).await,
+        PipelineCommand::Run(kind) => {
+            let inventory = ctx.store.list_hosts().await?;
+            let (spec, opts, hosts) = match kind {
+                RunKind::Bash { targets, check, rollback, opts, command } => {
+                    let hosts = resolve_targets(&targets, &inventory, &[]).map_err(|e| eyre!("{e}"))?;
+                    let names = hosts.iter().map(|h| h.name.clone()).collect();
+                    let command = command.join(" ");
+                    (
+                        Spec::Bash(BashSpec { hosts: names, command, check, rollback, ..BashSpec::default() }),
+                        opts,
+                        hosts,
+                    )
+                }
+                RunKind::Terraform { dir, vars, opts } => {
+                    let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
+                    (Spec::Terraform(TerraformSpec { dir, vars }), opts, Vec::new())
+                }
+            };
+            let change: Box<dyn Change> = match spec {
+                Spec::Bash(spec) => Box::new(BashChange::new(spec, hosts)),
+                other => rebuild(&other.to_json(), &inventory)?,
+            };
+            drive(ctx, change, None, &opts, Mode::Run).await
+        }
+        PipelineCommand::Resume { id, opts } => {
+            let old = find(ctx, &id).await?;
+            if !matches!(old.status, PipelineStatus::Interrupted | PipelineStatus::Stopped | PipelineStatus::Cancelled)
+            {
+                eprintln!(
+                    "change {} is {}: only an interrupted, stopped or cancelled change can be resumed",
+                    old.id,
+                    old.status.as_str()
+                );
+                return Ok(EXIT_ERROR);
+            }
+            let change = rebuild(&old.spec, &ctx.store.list_hosts().await?)?;
+            drive(ctx, change, Some(old), &opts, Mode::Resume).await
+        }
+        PipelineCommand::Rollback { id, opts } => {
+            let old = find(ctx, &id).await?;
+            let change = rebuild(&old.spec, &ctx.store.list_hosts().await?)?;
+            drive(ctx, change, Some(old), &opts, Mode::Rollback).await
+        }
+    }
+}
+
+async fn find(ctx: &Context, id: &str) -> Result<PipelineRun> {
+    ctx.store
+        .find_pipeline_run(id)
+        .await?
+        .ok_or_else(|| eyre!("no change {id}, or more than one starts with it (see `merlya pipeline list`)"))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Run,
+    Resume,
+    Rollback,
+}
+
+/// Runs (or resumes, or rolls back) `change` with live output and stage lines, and maps its end to an
+/// exit code.
+async fn drive(
+    ctx: &Context,
+    mut change: Box<dyn Change>,
+    old: Option<PipelineRun>,
+    opts: &ChangeOpts,
+    mode: Mode,
+) -> Result<u8> {
+    let inventory = ctx.store.list_hosts().await?;
+    let super::Asking { interactive, prompter, approver } = super::Asking::detect(opts.yes);
+    let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
+    let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let (tx, mut rx) = crate::exec::event_channel();
+    let cancel = super::cancel_on_signals();
+    let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);
+    if let Some(seconds) = opts.timeout {
+        env.timeout = std::time::Duration::from_secs_f64(seconds.max(0.001));
+    }
+    env.stop_before_approval = !interactive && !opts.yes;
+    let format = opts.format;
+    let work = tokio::spawn(async move {
+        let shown = std::sync::Mutex::new(0usize);
+        let progress = move |run: &PipelineRun| {
+            if format == OutputFormat::Text
+                && let Ok(mut shown) = shown.lock()
+            {
+                // A stage line once it ended.
+                for stage in run.stages.iter().skip(*shown).filter(|s| s.status != StageStatus::Running) {
+                    eprintln!("{}", stage_line(stage));
+                    *shown += 1;
+                }
+            }
+        };
+        match (mode, old) {
+            (Mode::Rollback, Some(old)) => runner::roll_back(&env, change.as_mut(), old, &progress).await,
+            (_, old) => {
+                let spec = change.spec().to_json();
+                let mut record = PipelineRun::new(change.kind(), &change.targets(), spec, &env.requested_by);
+                if let Some(old) = old {
+                    record.resumed_from = old.id;
+                }
+                runner::run(&env, change.as_mut(), record, &progress).await
+            }
+        }
+    });
+    // Live lines: on stdout for a person, on stderr when stdout carries the JSON record.
+    super::exec::print_events_to(&mut rx, OutputFormat::Text, false, 8, format == OutputFormat::Json).await?;
+    let done = work.await.map_err(|e| eyre!("the change's task failed: {e}"))??;
+    if format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&done)?);
+    } else {
+        if done.status == PipelineStatus::Stopped {
+            eprintln!("stopped after Summary: nobody can approve here; pass --yes to approve without a terminal");
+        }
+        eprintln!("change {}: {} (merlya pipeline show {})", done.id, word(done.status), done.id);
+    }
+    Ok(match done.status {
+        PipelineStatus::Succeeded => EXIT_OK,
+        PipelineStatus::Denied | PipelineStatus::Stopped => EXIT_REFUSED,
+        PipelineStatus::Cancelled => EXIT_CANCELLED,
+        PipelineStatus::RolledBack if mode == Mode::Rollback => EXIT_OK,
+        _ => EXIT_HOST_FAILED,
+    })
+}
+
+fn word(status: PipelineStatus) -> String {
+    status.as_str().replace('_', " ")
+}
+
+fn mark(status: StageStatus) -> &'static str {
+    match status {
+        StageStatus::Done => "✓",
+        StageStatus::Failed | StageStatus::Denied | StageStatus::Interrupted => "✗",
+        StageStatus::Skipped | StageStatus::Cancelled => "–",
+        StageStatus::Running => "…",
+    }
+}
+
+fn stage_line(stage: &crate::pipeline::Stage) -> String {
+    format!(
+        "{} {:<10} {:<11} {:>6.1}s  {}",
+        mark(stage.status),
+        stage.name.as_str(),
+        stage.status.as_str(),
+        stage.duration_ms as f64 / 1000.0,
+        visible_line(&stage.detail)
+    )
+}
+
+async fn list(ctx: &Context, format: OutputFormat) -> Result<u8> {
+    let runs = ctx.store.list_pipeline_runs().await?;
+    if format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+        return Ok(EXIT_OK);
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.kind.as_str().to_string(),
+                word(r.status),
+                visible_line(&r.targets).into_owned(),
+                r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "),
+                visible_line(&r.summary).into_owned(),
+            ]
+        })
+        .collect();
+    print!("{}", table::render(&["ID", "KIND", "STATUS", "TARGETS", "CREATED", "SUMMARY"], &rows));
+    Ok(EXIT_OK)
+}
+
+async fn show(ctx: &Context, id: &str, output: bool, format: OutputFormat) -> Result<u8> {
+    let run = find(ctx, id).await?;
+    if format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&run)?);
+        return Ok(EXIT_OK);
+    }
+    println!("change {} ({}) — {}", run.id, run.kind.as_str(), word(run.status));
+    println!("targets:   {}", visible_line(&run.targets));
+    println!("asked by:  {} at {}", visible_line(&run.requested_by), run.created_at);
+    if !run.summary.is_empty() {
+        println!("summary:   {}", visible_line(&run.summary));
+    }
+    if !run.decision.is_empty() {
+        println!("decision:  {}", visible_line(&run.decision));
+    }
+    if !run.resumed_from.is_empty() {
+        println!("resumes:   {}", run.resumed_from);
+    }
+    println!();
+    for stage in &run.stages {
+        println!("{}", stage_line(stage));
+        if output && !stage.output.is_empty() {
+            for line in visible(&stage.output).lines() {
+                println!("    {line}");
+            }
+        }
+    }
+    if !run.diff.is_empty() {
+        println!("\n{}", visible(&run.diff));
+    }
+    if run.status == PipelineStatus::Interrupted {
+        println!(
+            "\nmerlya stopped while this change was in flight. Inspect it above, then `merlya pipeline resume {}` \
+             (plans and asks again) or `merlya pipeline rollback {}`.",
+            run.id, run.id
+        );
+    }
+    Ok(EXIT_OK)
+}

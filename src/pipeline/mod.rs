@@ -1,0 +1,193 @@
+//! Change pipelines: the one path by which anything changes (ADR 0019).
+//!
+//! A [`Change`] of some [`Kind`] (Bash, Terraform, …) provides plan, dry run,
+//! summary, apply, post-check and rollback; the [`runner`] drives them through
+//! Plan → Diff → Summary → Approval → Apply → Post-check → Rollback, persists
+//! each stage before it starts and when it ends, and reports the record over a
+//! channel. The console's `!cmd`, `merlya exec`, `merlya pipeline` and the
+//! agent's execution specialist all make their changes through it.
+
+pub mod bash;
+pub mod fanout;
+pub mod runner;
+pub mod terraform;
+pub mod terraform_plan;
+pub mod tool;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalGate, ApprovalRequest, GateOutcome};
+use crate::exec::{EventSender, Executor};
+use crate::store::Store;
+use crate::store::audit::AuditOutcome;
+pub use crate::store::pipelines::{Kind, PipelineRun, PipelineStatus, Stage, StageName, StageStatus};
+
+/// What every change needs to run: the services of whoever started it.
+#[derive(Clone)]
+pub struct Env {
+    /// Where the record, the audit log and the history go.
+    pub store: Store,
+    /// Runs commands on hosts (Bash, post-checks, capability probes).
+    pub executor: Arc<Executor>,
+    /// The one approval gate.
+    pub gate: ApprovalGate,
+    /// The session the audit and history rows belong to.
+    pub session_id: String,
+    /// Who asked (`alice`, `agent@execution`), for the record and the audit log.
+    pub requested_by: String,
+    /// Days the command history keeps raw output.
+    pub retention_days: u32,
+    /// Hosts at once.
+    pub parallel: usize,
+    /// Bound of each stage that runs something.
+    pub timeout: Duration,
+    /// Cancels the run (Ctrl-C, `:cancel`, SIGINT).
+    pub cancel: CancellationToken,
+    /// Live output of what runs on hosts.
+    pub events: EventSender,
+    /// Stop after Summary: nobody can approve (no terminal, no `--yes`).
+    pub stop_before_approval: bool,
+}
+
+impl Env {
+    /// The environment of a change started from `ctx` (the console, the CLI): its store, session and
+    /// policy (parallelism, command timeout, history retention).
+    pub fn from_context(
+        ctx: &crate::context::Context,
+        executor: Arc<Executor>,
+        gate: ApprovalGate,
+        cancel: CancellationToken,
+        events: EventSender,
+    ) -> Self {
+        Self {
+            store: ctx.store.clone(),
+            executor,
+            gate,
+            session_id: ctx.session_id.clone(),
+            requested_by: crate::ssh::target::local_user(),
+            retention_days: ctx.config.policy.raw_log_retention_days,
+            parallel: ctx.config.policy.max_parallel.max(1),
+            timeout: ctx.config.command_timeout(),
+            cancel,
+            events,
+            stop_before_approval: false,
+        }
+    }
+}
+
+/// What one stage produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StageOutcome {
+    /// Whether it went well.
+    pub ok: bool,
+    /// One line for the stage list.
+    pub detail: String,
+    /// What the tools printed.
+    pub output: String,
+}
+
+impl StageOutcome {
+    /// A stage that went well.
+    pub fn ok(detail: impl Into<String>, output: impl Into<String>) -> Self {
+        Self { ok: true, detail: detail.into(), output: output.into() }
+    }
+
+    /// A stage that failed.
+    pub fn failed(detail: impl Into<String>, output: impl Into<String>) -> Self {
+        Self { ok: false, detail: detail.into(), output: output.into() }
+    }
+}
+
+/// The dry run's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRun {
+    /// How it went (a failed dry run ends the pipeline before any approval).
+    pub outcome: StageOutcome,
+    /// The diff to show (unified, or the tool's own per-resource text).
+    pub diff: String,
+    /// `false` when the tool says there is nothing to change: the run ends as succeeded, nothing asked.
+    pub changes: bool,
+}
+
+/// Why a pipeline could not even be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The request is wrong (a missing folder, a post-check that is not read-only…): nothing ran.
+    #[error("{0}")]
+    Invalid(String),
+    /// A tool the kind needs is missing.
+    #[error("{tool} was not found on this machine ({hint})")]
+    ToolMissing { tool: String, hint: String },
+    /// The record cannot be stored, so nothing runs.
+    #[error("cannot store the pipeline run: {0}")]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// One change of some kind, driven by the [`runner`].
+#[async_trait]
+pub trait Change: Send + Sync {
+    /// The tool.
+    fn kind(&self) -> Kind;
+    /// What it changes (hosts, a folder), for lists.
+    fn targets(&self) -> String;
+    /// What was asked, enough to build the change again ([`rebuild`]).
+    fn spec(&self) -> Spec;
+    /// Checks the request and works out what will run; nothing changes.
+    async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError>;
+    /// The dry run; `None` when the kind has none (Bash without a preview).
+    async fn dry_run(&mut self, env: &Env, run: &PipelineRun) -> Option<DryRun>;
+    /// The approval request: summary first, every target host, the diff, the post-check and rollback.
+    fn approval(&self, run: &PipelineRun) -> ApprovalRequest;
+    /// Writes a refusal (`Refused` by policy, `Denied` by a person, `Cancelled`) to the audit log, one
+    /// entry per target.
+    async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str);
+    /// Makes the change under `decision`.
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome;
+    /// Checks it; `None` when there is no post-check.
+    async fn post_check(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome>;
+    /// Undoes it; `None` when there is no rollback (the approval said so).
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome>;
+    /// The approval an on-demand rollback of `run` asks for; `None` when the change has none.
+    fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest>;
+    /// What a later rollback needs, kept with the run.
+    fn rollback_data(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+/// What was asked, by kind: stored with the run so that `resume` and `rollback` can build it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Spec {
+    /// A shell command on hosts.
+    Bash(bash::BashSpec),
+    /// A Terraform folder.
+    Terraform(terraform::TerraformSpec),
+}
+
+impl Spec {
+    /// The spec as stored.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+/// Builds the change a stored spec describes (for `resume` and `rollback`).
+pub fn rebuild(spec: &serde_json::Value, hosts: &[crate::inventory::Host]) -> Result<Box<dyn Change>, PipelineError> {
+    let spec: Spec = serde_json::from_value(spec.clone())
+        .map_err(|e| PipelineError::Invalid(format!("the stored run cannot be read back ({e})")))?;
+    Ok(match spec {
+        Spec::Bash(spec) => Box::new(bash::BashChange::from_spec(spec, hosts)?),
+        Spec::Terraform(spec) => Box::new(terraform::TerraformChange::new(spec)),
+    })
+}
+
+/// The run's ids as a short reference for audit rows (`pipeline ID (stage)`).
+pub fn audit_ref(run: &PipelineRun, stage: StageName) -> Option<String> {
+    Some(format!("pipeline {} ({})", run.id, stage.as_str()))
+}

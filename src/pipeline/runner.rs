@@ -1,0 +1,263 @@
+//! The one runner: Plan → Diff → Summary → Approval → Apply → Post-check →
+//! Rollback. Each stage is stored before its work begins and again when it
+//! ends, so a crash leaves a record that says where it stopped; a record that
+//! cannot be stored stops the run before anything changes.
+
+use std::time::Instant;
+
+use super::{Change, Env, PipelineError, PipelineRun, PipelineStatus, Stage, StageName, StageOutcome, StageStatus};
+use crate::approval::GateOutcome;
+use crate::store::audit::AuditOutcome;
+
+/// Called with the record each time it is stored (the console's Pipeline pane, a CLI's progress lines).
+pub type Progress<'a> = &'a (dyn Fn(&PipelineRun) + Send + Sync);
+
+/// Most bytes of a stage's output kept in the record.
+const STAGE_OUTPUT_LIMIT: usize = 64 * 1024;
+
+struct Recorder<'a> {
+    env: &'a Env,
+    run: PipelineRun,
+    progress: Progress<'a>,
+    started: Instant,
+}
+
+impl Recorder<'_> {
+    async fn save(&mut self) -> Result<(), PipelineError> {
+        self.env.store.save_pipeline_run(&self.run).await?;
+        (self.progress)(&self.run);
+        Ok(())
+    }
+
+    /// Stores the stage as running (and the run's status) before its work starts.
+    async fn begin(&mut self, name: StageName, status: PipelineStatus) -> Result<(), PipelineError> {
+        self.run.status = status;
+        self.run.stages.push(Stage {
+            name,
+            status: StageStatus::Running,
+            detail: String::new(),
+            started_at: crate::store::now_rfc3339(),
+            duration_ms: 0,
+            output: String::new(),
+        });
+        self.started = Instant::now();
+        self.save().await
+    }
+
+    /// Stores how the running stage ended.
+    async fn end(&mut self, status: StageStatus, detail: String, output: String) -> Result<(), PipelineError> {
+        let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if let Some(stage) = self.run.stages.last_mut() {
+            stage.status = status;
+            stage.detail = crate::term_safe::visible_line(&detail).into_owned();
+            stage.duration_ms = elapsed;
+            stage.output = bounded(output);
+        }
+        self.save().await
+    }
+
+    /// A stage that did not run, with why.
+    async fn skip(&mut self, name: StageName, why: &str) -> Result<(), PipelineError> {
+        let status = self.run.status;
+        self.begin(name, status).await?;
+        self.end(StageStatus::Skipped, why.to_string(), String::new()).await
+    }
+
+    /// The run is over: the owner is cleared so no later start marks it interrupted.
+    async fn finish(mut self, status: PipelineStatus) -> Result<PipelineRun, PipelineError> {
+        self.run.status = status;
+        self.run.owner_pid = 0;
+        self.save().await?;
+        Ok(self.run)
+    }
+}
+
+fn bounded(mut text: String) -> String {
+    if text.len() > STAGE_OUTPUT_LIMIT {
+        let cut = text.len() - STAGE_OUTPUT_LIMIT;
+        let start = (cut..=text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(text.len());
+        text = format!("[… {start} earlier bytes are in the command history]\n{}", &text[start..]);
+    }
+    text
+}
+
+fn status_of(outcome: &StageOutcome, env: &Env) -> StageStatus {
+    match (outcome.ok, env.cancel.is_cancelled()) {
+        (true, _) => StageStatus::Done,
+        (false, true) => StageStatus::Cancelled,
+        (false, false) => StageStatus::Failed,
+    }
+}
+
+/// Drives `change` from Plan to its end and returns the stored record. A stage
+/// that fails ends the run (recorded); only a record that cannot be stored is
+/// an error, and then nothing after it ran.
+pub async fn run(
+    env: &Env,
+    change: &mut dyn Change,
+    run: PipelineRun,
+    progress: Progress<'_>,
+) -> Result<PipelineRun, PipelineError> {
+    let mut rec = Recorder { env, run, progress, started: Instant::now() };
+    rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
+    match change.plan(env, &rec.run).await {
+        Ok(outcome) => {
+            let ok = outcome.ok;
+            rec.end(status_of(&outcome, env), outcome.detail, outcome.output).await?;
+            if !ok {
+                return rec.finish(PipelineStatus::Failed).await;
+            }
+        }
+        Err(PipelineError::Store(e)) => return Err(PipelineError::Store(e)),
+        Err(e) => {
+            change.audit_refused(env, AuditOutcome::Refused, "merlya", &e.to_string()).await;
+            rec.end(StageStatus::Failed, e.to_string(), String::new()).await?;
+            return rec.finish(PipelineStatus::Failed).await;
+        }
+    }
+    rec.begin(StageName::Diff, PipelineStatus::Planning).await?;
+    match change.dry_run(env, &rec.run).await {
+        None => {
+            let why = "this change has no dry run; the approval shows exactly what runs";
+            rec.end(StageStatus::Skipped, why.into(), String::new()).await?;
+        }
+        Some(dry) => {
+            rec.run.diff = crate::term_safe::visible(&dry.diff).into_owned();
+            let ok = dry.outcome.ok;
+            rec.end(status_of(&dry.outcome, env), dry.outcome.detail, dry.outcome.output).await?;
+            if !ok {
+                let status = if env.cancel.is_cancelled() { PipelineStatus::Cancelled } else { PipelineStatus::Failed };
+                return rec.finish(status).await;
+            }
+            if !dry.changes {
+                rec.skip(StageName::Summary, "nothing to change").await?;
+                return rec.finish(PipelineStatus::Succeeded).await;
+            }
+        }
+    }
+    let mut request = change.approval(&rec.run);
+    if !rec.run.resumed_from.is_empty() {
+        request.summary = format!("{} (resumes interrupted run {})", request.summary, rec.run.resumed_from);
+    }
+    rec.begin(StageName::Summary, PipelineStatus::Planning).await?;
+    rec.run.summary = request.summary.clone();
+    rec.run.rollback_data = change.rollback_data();
+    let line = format!("{} ({})", request.command, request.class.as_str());
+    rec.end(StageStatus::Done, line, crate::approval::render_request(&request)).await?;
+    if env.stop_before_approval {
+        let why = "denied by nobody (no terminal): nobody can approve here without --yes; stopped after Summary, nothing changed";
+        rec.run.decision = "denied by nobody (no terminal)".into();
+        rec.skip(StageName::Approval, why).await?;
+        change.audit_refused(env, AuditOutcome::Denied, "nobody (no terminal)", why).await;
+        return rec.finish(PipelineStatus::Stopped).await;
+    }
+    rec.begin(StageName::Approval, PipelineStatus::AwaitingApproval).await?;
+    let decision = tokio::select! {
+        decision = env.gate.check(&request) => decision,
+        () = env.cancel.cancelled() => {
+            rec.end(StageStatus::Cancelled, "cancelled while awaiting approval".into(), String::new()).await?;
+            let why = "cancelled while awaiting approval";
+            change.audit_refused(env, AuditOutcome::Cancelled, "the operator (cancelled)", why).await;
+            return rec.finish(PipelineStatus::Cancelled).await;
+        }
+    };
+    let Some(approved_by) = decision.approved_by() else {
+        let by = match &decision {
+            GateOutcome::Denied(who) => who.clone(),
+            _ => "nobody".into(),
+        };
+        rec.run.decision = format!("denied by {by}");
+        rec.end(StageStatus::Denied, format!("denied by {by}"), String::new()).await?;
+        let why = format!("denied by {by}: {} ({})", request.class.as_str(), request.reasons.join("; "));
+        change.audit_refused(env, AuditOutcome::Denied, &by, &why).await;
+        return rec.finish(PipelineStatus::Denied).await;
+    };
+    rec.run.decision = format!("approved by {approved_by}");
+    rec.end(StageStatus::Done, format!("approved by {approved_by}"), String::new()).await?;
+    after_approval(rec, env, change, &decision).await
+}
+
+/// Apply → Post-check → Rollback under an approved `decision`.
+async fn after_approval(
+    mut rec: Recorder<'_>,
+    env: &Env,
+    change: &mut dyn Change,
+    decision: &GateOutcome,
+) -> Result<PipelineRun, PipelineError> {
+    rec.begin(StageName::Apply, PipelineStatus::Applying).await?;
+    let applied = change.apply(env, &rec.run, decision).await;
+    let apply_ok = applied.ok;
+    rec.end(status_of(&applied, env), applied.detail, applied.output).await?;
+    if env.cancel.is_cancelled() {
+        return rec.finish(PipelineStatus::Cancelled).await;
+    }
+    let mut needs_rollback = !apply_ok;
+    if apply_ok {
+        rec.begin(StageName::PostCheck, PipelineStatus::Checking).await?;
+        match change.post_check(env, &rec.run, decision).await {
+            Some(checked) => {
+                needs_rollback = !checked.ok;
+                rec.end(status_of(&checked, env), checked.detail, checked.output).await?;
+            }
+            None => rec.end(StageStatus::Skipped, "no post-check given".into(), String::new()).await?,
+        }
+        if env.cancel.is_cancelled() {
+            return rec.finish(PipelineStatus::Cancelled).await;
+        }
+    }
+    if !needs_rollback {
+        rec.skip(StageName::Rollback, "not needed").await?;
+        return rec.finish(PipelineStatus::Succeeded).await;
+    }
+    rec.begin(StageName::Rollback, PipelineStatus::RollingBack).await?;
+    match change.rollback(env, &rec.run, decision).await {
+        Some(undone) => {
+            let status = if undone.ok { PipelineStatus::RolledBack } else { PipelineStatus::Failed };
+            rec.end(status_of(&undone, env), undone.detail, undone.output).await?;
+            rec.finish(status).await
+        }
+        None => {
+            rec.end(StageStatus::Skipped, "no rollback was given with the change".into(), String::new()).await?;
+            rec.finish(PipelineStatus::Failed).await
+        }
+    }
+}
+
+/// Rolls back a finished run on demand: its own approval, then the Rollback stage, appended to the record.
+pub async fn roll_back(
+    env: &Env,
+    change: &mut dyn Change,
+    run: PipelineRun,
+    progress: Progress<'_>,
+) -> Result<PipelineRun, PipelineError> {
+    if run.status.in_flight() {
+        return Err(PipelineError::Invalid(format!("run {} is still {}", run.id, run.status.as_str())));
+    }
+    let Some(request) = change.rollback_approval(&run) else {
+        return Err(PipelineError::Invalid(format!("run {} has no rollback (none was given with the change)", run.id)));
+    };
+    let before = run.status;
+    let mut rec = Recorder { env, run, progress, started: Instant::now() };
+    rec.run.owner_pid = std::process::id();
+    rec.begin(StageName::Approval, PipelineStatus::AwaitingApproval).await?;
+    let decision = tokio::select! {
+        decision = env.gate.check(&request) => decision,
+        () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
+    };
+    let Some(approved_by) = decision.approved_by() else {
+        let by = match &decision {
+            GateOutcome::Denied(who) => who.clone(),
+            _ => "nobody".into(),
+        };
+        rec.end(StageStatus::Denied, format!("rollback denied by {by}"), String::new()).await?;
+        change.audit_refused(env, AuditOutcome::Denied, &by, &format!("rollback denied by {by}")).await;
+        return rec.finish(before).await;
+    };
+    rec.end(StageStatus::Done, format!("rollback approved by {approved_by}"), String::new()).await?;
+    rec.begin(StageName::Rollback, PipelineStatus::RollingBack).await?;
+    let undone =
+        change.rollback(env, &rec.run, &decision).await.unwrap_or_else(|| StageOutcome::failed("no rollback", ""));
+    let status = if undone.ok { PipelineStatus::RolledBack } else { PipelineStatus::Failed };
+    rec.end(status_of(&undone, env), undone.detail, undone.output).await?;
+    rec.finish(status).await
+}

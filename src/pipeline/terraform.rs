@@ -1,0 +1,512 @@
+//! The Terraform kind: `init`, `plan -out -detailed-exitcode` read through
+//! `show -json` (see [`super::terraform_plan`]), approval of the summary and
+//! per-resource diff, `apply` of exactly the approved saved plan (its hash is
+//! checked), a post-check `plan -detailed-exitcode` expecting no change, and a
+//! rollback that plans and applies the previous configuration (kept with the
+//! run) through approval again.
+//!
+//! Variables travel as `TF_VAR_*` environment values, never on a command line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::terraform_plan::{PlanSummary, parse};
+use super::tool::{self, ToolCall, ToolOutput, found, run_cleared};
+use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, PipelineStatus, Spec, StageName, StageOutcome};
+use crate::approval::{ApprovalRequest, GateOutcome};
+use crate::safety::{Analysis, Class};
+use crate::store::audit::{AuditOutcome, AuditRequest};
+
+/// Largest configuration kept with a run for its rollback.
+const SNAPSHOT_LIMIT: usize = 2 * 1024 * 1024;
+
+/// What was asked: a folder and its variables.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerraformSpec {
+    /// The configuration folder (absolute).
+    pub dir: PathBuf,
+    /// Variables, in the order given (passed as `TF_VAR_name`).
+    #[serde(default)]
+    pub vars: Vec<(String, String)>,
+}
+
+/// A configuration's files (relative path → content): what rollback goes back to.
+pub type Snapshot = BTreeMap<String, String>;
+
+/// What a rollback of a Terraform run needs, kept with the run. Configurations are copied into the
+/// run's private folder, not the database: a `.tf` or `.tfvars` file may hold a secret.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RollbackData {
+    /// Where the configuration this run applies was copied.
+    pub applied: Option<PathBuf>,
+    /// Where the configuration before it (the last successful run's) was copied, if known.
+    pub previous: Option<PathBuf>,
+    /// The run `previous` comes from.
+    pub previous_run: Option<String>,
+    /// No previous configuration, but the state was empty before: rolling back destroys what the run made.
+    pub destroy_on_rollback: bool,
+}
+
+/// A Terraform change.
+pub struct TerraformChange {
+    spec: TerraformSpec,
+    work: PathBuf,
+    plan_hash: Option<String>,
+    plan: Option<PlanSummary>,
+    rollback: RollbackData,
+}
+
+impl TerraformChange {
+    /// The change `spec` asks for.
+    pub fn new(spec: TerraformSpec) -> Self {
+        Self { spec, work: PathBuf::new(), plan_hash: None, plan: None, rollback: RollbackData::default() }
+    }
+
+    fn call(&self, args: &[&str], cwd: &Path) -> ToolCall {
+        let mut call = ToolCall::new("terraform", args, cwd);
+        call.label = "terraform".into();
+        for (k, v) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
+            call.env.insert(k.into(), v.into());
+        }
+        for (name, value) in &self.spec.vars {
+            call.env.insert(format!("TF_VAR_{name}"), value.clone());
+        }
+        call
+    }
+
+    fn plan_file(&self, name: &str) -> PathBuf {
+        self.work.join(name)
+    }
+
+    fn apply_call(&self) -> ToolCall {
+        let plan = self.plan_file("change.tfplan").display().to_string();
+        self.call(&["apply", "-input=false", "-no-color", &plan], &self.spec.dir)
+    }
+
+    fn dir(&self) -> String {
+        self.spec.dir.display().to_string()
+    }
+
+    /// An audit row for a terraform command run here.
+    fn audit(&self, env: &Env, command: &str, approved_by: &str, run: &PipelineRun, stage: StageName) -> AuditRequest {
+        AuditRequest {
+            session_id: env.session_id.clone(),
+            requested_by: env.requested_by.clone(),
+            host: "localhost".into(),
+            address: "local".into(),
+            port: None,
+            login_user: crate::ssh::target::local_user(),
+            command: format!("{command}  # in {}", self.dir()),
+            approved_by: approved_by.to_string(),
+            approval_ref: super::audit_ref(run, stage),
+        }
+    }
+
+    /// Runs a call that changes state, cleared by `decision`, with its audit row around it.
+    async fn apply_audited(
+        &self,
+        env: &Env,
+        call: &ToolCall,
+        decision: &GateOutcome,
+        run: &PipelineRun,
+        stage: StageName,
+    ) -> ToolOutput {
+        let Some(clearance) = decision.clearance(&call.display()) else {
+            return ToolOutput { error: Some("not approved".into()), ..ToolOutput::default() };
+        };
+        let request = self.audit(env, &call.display(), clearance.approved_by(), run, stage);
+        let ticket = match env.store.audit_start(request).await {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                return ToolOutput {
+                    error: Some(format!("not run: the audit log cannot be written ({e})")),
+                    ..ToolOutput::default()
+                };
+            }
+        };
+        let out = run_cleared(env, call, &clearance).await;
+        let outcome = match (out.code, &out.error) {
+            (Some(0), None) => AuditOutcome::Ok,
+            (_, Some(e)) if e == "cancelled" => AuditOutcome::Cancelled,
+            (_, Some(e)) if e.starts_with("timed out") => AuditOutcome::TimedOut,
+            _ => AuditOutcome::Failed,
+        };
+        if let Err(e) = ticket.finish(outcome, out.code, out.error.clone()).await {
+            tracing::warn!(error = %e, "cannot finish a terraform audit entry");
+        }
+        out
+    }
+
+    /// `plan -out FILE -detailed-exitcode` then `show -json FILE`, in `cwd`.
+    async fn plan_into(
+        &self,
+        env: &Env,
+        cwd: &Path,
+        file: &Path,
+        extra: &[&str],
+    ) -> Result<Option<PlanSummary>, StageOutcome> {
+        let out_arg = format!("-out={}", file.display());
+        let mut args = vec!["plan", "-input=false", "-no-color", "-detailed-exitcode", out_arg.as_str()];
+        args.extend_from_slice(extra);
+        let planned = tool::run(env, &self.call(&args, cwd)).await;
+        match planned.code {
+            Some(0) => return Ok(None),
+            Some(2) => {}
+            _ => return Err(failed("terraform plan failed", &planned)),
+        }
+        let file = file.display().to_string();
+        let mut show = self.call(&["show", "-no-color", "-json", &file], cwd);
+        show.live_stdout = false;
+        let shown = tool::run(env, &show).await;
+        if shown.code != Some(0) {
+            return Err(failed("terraform show -json failed", &shown));
+        }
+        // Only the parsed summary is kept: the JSON holds variable values, sensitive ones included.
+        parse(&shown.stdout).map(Some).map_err(|e| StageOutcome::failed(e, planned.text()))
+    }
+
+    /// The last successful run's configuration on this folder: what a rollback goes back to.
+    async fn previous_config(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
+        let runs = env.store.list_pipeline_runs().await?;
+        let last = runs.iter().filter(|r| r.id != run.id && r.kind == Kind::Terraform).find(|r| {
+            r.status == PipelineStatus::Succeeded
+                && r.stage(StageName::Apply).is_some()
+                && r.spec.get("dir").and_then(|d| d.as_str()) == Some(self.dir().as_str())
+        });
+        if let Some(last) = last
+            && let Ok(data) = serde_json::from_value::<RollbackData>(last.rollback_data.clone())
+            && data.applied.is_some()
+        {
+            self.rollback.previous = data.applied;
+            self.rollback.previous_run = Some(last.id.clone());
+        } else {
+            self.rollback.destroy_on_rollback = state_is_empty(&self.spec.dir);
+        }
+        Ok(())
+    }
+
+    /// What a rollback of `run` would do, in words; `None` when it has none.
+    fn rollback_words(data: &RollbackData) -> Option<String> {
+        match (&data.previous_run, data.destroy_on_rollback) {
+            (Some(id), _) => Some(format!(
+                "plan and apply the configuration of change {id} (shown and approved again before it applies)"
+            )),
+            (None, true) => {
+                Some("destroy what this change creates (shown and approved again before it applies)".into())
+            }
+            (None, false) => None,
+        }
+    }
+
+    /// The approval of a Terraform plan (change or rollback).
+    fn request(&self, summary: String, command: String, plan: &PlanSummary, diff: String) -> ApprovalRequest {
+        let destroys = plan.destroys();
+        let mut reasons: Vec<String> = destroys.iter().map(|a| format!("destroys {a}")).collect();
+        reasons.push("applies exactly the saved plan shown here".into());
+        let class = if destroys.is_empty() { Class::Mutating } else { Class::Dangerous };
+        let analysis = Analysis { class, reasons, commands: vec![command.clone()], rule_keys: None };
+        let mut request = ApprovalRequest::new(summary, &command, vec![self.dir()], &analysis, Vec::new());
+        request.diff = Some(diff);
+        request
+    }
+
+    /// Plans the rollback of `run` in a workspace beside it, asks for it, and applies it.
+    async fn roll_back(&self, env: &Env, run: &PipelineRun) -> StageOutcome {
+        let data: RollbackData = serde_json::from_value(run.rollback_data.clone()).unwrap_or_default();
+        let work = env.store.pipelines_dir().join(&run.id).join("rollback");
+        let previous = data.previous.as_deref().and_then(snapshot);
+        if data.previous.is_some() && previous.is_none() {
+            return StageOutcome::failed("the previous configuration kept for this rollback cannot be read", "");
+        }
+        let (cwd, state_args): (PathBuf, Vec<String>) = match (&previous, data.destroy_on_rollback) {
+            (Some(previous), _) => {
+                let _ = std::fs::remove_dir_all(&work);
+                if let Err(e) = private_dir(&work) {
+                    return StageOutcome::failed(format!("cannot make {}: {e}", work.display()), "");
+                }
+                if let Err(e) = save_snapshot(previous, &work) {
+                    return StageOutcome::failed(format!("cannot write the previous configuration: {e}"), "");
+                }
+                let local = local_state(previous);
+                let state = self.spec.dir.join("terraform.tfstate").display().to_string();
+                let init = tool::run(env, &self.call(&["init", "-input=false", "-no-color"], &work)).await;
+                if init.code != Some(0) {
+                    return failed("terraform init of the previous configuration failed", &init);
+                }
+                (work.clone(), if local { vec![format!("-state={state}")] } else { Vec::new() })
+            }
+            (None, true) => (self.spec.dir.clone(), vec!["-destroy".to_string()]),
+            (None, false) => return StageOutcome::failed("no previous configuration is known for this folder", ""),
+        };
+        if let Err(e) = private_dir(&work) {
+            return StageOutcome::failed(format!("cannot make {}: {e}", work.display()), "");
+        }
+        let file = work.join("rollback.tfplan");
+        let extra: Vec<&str> = state_args.iter().map(String::as_str).collect();
+        let plan = match self.plan_into(env, &cwd, &file, &extra).await {
+            Ok(Some(plan)) => plan,
+            Ok(None) => return StageOutcome::ok("nothing to roll back: the state already matches", ""),
+            Err(failure) => return failure,
+        };
+        let mut args: Vec<String> = vec!["apply".into(), "-input=false".into(), "-no-color".into()];
+        args.extend(state_args.iter().filter(|a| a.starts_with("-state=")).cloned());
+        args.push(file.display().to_string());
+        let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let call = self.call(&arg_refs, &cwd);
+        let summary = format!("roll back terraform {} (change {}): {}", self.dir(), run.id, plan.line());
+        let request = self.request(summary, call.display(), &plan, plan.render());
+        let decision = env.gate.check(&request).await;
+        if decision.approved_by().is_none() {
+            let by = match &decision {
+                GateOutcome::Denied(who) => who.clone(),
+                _ => "nobody".into(),
+            };
+            self.audit_refused(env, AuditOutcome::Denied, &by, &format!("rollback denied by {by}")).await;
+            return StageOutcome::failed(format!("the rollback plan ({}) was denied by {by}", plan.line()), "");
+        }
+        let out = self.apply_audited(env, &call, &decision, run, StageName::Rollback).await;
+        if out.code == Some(0) {
+            StageOutcome::ok(format!("rolled back: {}", plan.line()), out.text())
+        } else {
+            failed("terraform apply of the rollback failed", &out)
+        }
+    }
+}
+
+fn failed(what: &str, out: &ToolOutput) -> StageOutcome {
+    let code = out.code.map_or_else(|| out.error.clone().unwrap_or_default(), |c| format!("exit code {c}"));
+    let last = out.stderr.lines().rev().find(|l| !l.trim().is_empty() && !l.starts_with('│') || l.contains("Error"));
+    let detail = match last {
+        Some(line) => format!("{what} ({code}): {}", line.trim_start_matches(['│', ' '])),
+        None => format!("{what} ({code})"),
+    };
+    StageOutcome::failed(detail, out.text())
+}
+
+/// The folder's configuration files, recursively (not `.terraform`, state or hidden folders).
+fn snapshot(dir: &Path) -> Option<Snapshot> {
+    fn walk(root: &Path, dir: &Path, out: &mut Snapshot, size: &mut usize) -> Option<()> {
+        for entry in std::fs::read_dir(dir).ok()?.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out, size)?;
+            } else if [".tf", ".tf.json", ".tfvars", ".tfvars.json"].iter().any(|s| name.ends_with(s)) {
+                let text = std::fs::read_to_string(&path).ok()?;
+                *size += text.len();
+                if *size > SNAPSHOT_LIMIT {
+                    return None;
+                }
+                out.insert(path.strip_prefix(root).ok()?.display().to_string(), text);
+            }
+        }
+        Some(())
+    }
+    let mut out = Snapshot::new();
+    walk(dir, dir, &mut out, &mut 0)?;
+    Some(out)
+}
+
+/// Writes a configuration's files under `dir` (private: they may hold secrets).
+fn save_snapshot(config: &Snapshot, dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    private_dir(dir)?;
+    for (file, text) in config {
+        let path = dir.join(file);
+        if let Some(parent) = path.parent() {
+            private_dir(parent)?;
+        }
+        let mut out = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+        out.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Whether the folder's state holds no resource (no state file counts as empty).
+fn state_is_empty(dir: &Path) -> bool {
+    match std::fs::read_to_string(dir.join("terraform.tfstate")) {
+        Err(_) => true,
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("resources").and_then(|r| r.as_array()).map(Vec::is_empty))
+            .unwrap_or(false),
+    }
+}
+
+/// Whether the configuration keeps its state in the folder (no `backend` block).
+fn local_state(config: &Snapshot) -> bool {
+    !config.values().any(|text| text.contains("backend \"") && !text.contains("backend \"local\""))
+}
+
+fn sha256_file(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|bytes| hex::encode(Sha256::digest(bytes)))
+}
+
+fn private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
+}
+
+#[async_trait]
+impl Change for TerraformChange {
+    fn kind(&self) -> Kind {
+        Kind::Terraform
+    }
+
+    fn targets(&self) -> String {
+        self.dir()
+    }
+
+    fn spec(&self) -> Spec {
+        Spec::Terraform(self.spec.clone())
+    }
+
+    async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
+        if !found("terraform") {
+            return Err(PipelineError::ToolMissing {
+                tool: "terraform".into(),
+                hint: "install it and make sure it is on PATH".into(),
+            });
+        }
+        if !self.spec.dir.is_dir() {
+            return Err(PipelineError::Invalid(format!("{} is not a folder", self.dir())));
+        }
+        for (name, _) in &self.spec.vars {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(PipelineError::Invalid(format!("`{name}` is not a Terraform variable name")));
+            }
+        }
+        let config = snapshot(&self.spec.dir);
+        if config.as_ref().is_some_and(|c| !c.keys().any(|f| f.ends_with(".tf") || f.ends_with(".tf.json"))) {
+            return Err(PipelineError::Invalid(format!("{} holds no Terraform configuration (*.tf)", self.dir())));
+        }
+        self.work = env.store.pipelines_dir().join(&run.id);
+        private_dir(&self.work)
+            .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
+        self.previous_config(env, run).await?;
+        if let Some(config) = &config {
+            let kept = self.work.join("config");
+            save_snapshot(config, &kept)
+                .map_err(|e| PipelineError::Invalid(format!("cannot keep a copy of the configuration: {e}")))?;
+            self.rollback.applied = Some(kept);
+        }
+        let init = tool::run(env, &self.call(&["init", "-input=false", "-no-color"], &self.spec.dir)).await;
+        if init.code != Some(0) {
+            return Ok(failed("terraform init failed", &init));
+        }
+        let files = config.as_ref().map_or(0, BTreeMap::len);
+        Ok(StageOutcome::ok(format!("terraform in {} ({files} configuration file(s))", self.dir()), init.text()))
+    }
+
+    async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
+        let file = self.plan_file("change.tfplan");
+        Some(match self.plan_into(env, &self.spec.dir, &file, &[]).await {
+            Ok(None) => DryRun {
+                outcome: StageOutcome::ok("no changes: the infrastructure matches the configuration", ""),
+                diff: String::new(),
+                changes: false,
+            },
+            Ok(Some(plan)) => {
+                self.plan_hash = sha256_file(&file);
+                let diff = plan.render();
+                let detail = if plan.drift.is_empty() {
+                    plan.line()
+                } else {
+                    format!("{}; {} resource(s) drifted outside Terraform", plan.line(), plan.drift.len())
+                };
+                self.plan = Some(plan);
+                DryRun { outcome: StageOutcome::ok(detail, ""), diff, changes: true }
+            }
+            Err(failure) => DryRun { outcome: failure, diff: String::new(), changes: false },
+        })
+    }
+
+    fn approval(&self, _run: &PipelineRun) -> ApprovalRequest {
+        let plan = self.plan.clone().unwrap_or_default();
+        let mut summary = format!("terraform {}: {}", self.dir(), plan.line());
+        let destroys = plan.destroys();
+        if !destroys.is_empty() {
+            summary.push_str(&format!(" — DESTROYS {}", destroys.join(", ")));
+        }
+        let mut request = self.request(summary, self.apply_call().display(), &plan, plan.render());
+        request.post_check = Some("terraform plan -detailed-exitcode (expects no change)".into());
+        match Self::rollback_words(&self.rollback) {
+            Some(words) => request.rollback = Some(words),
+            None => request.reasons.push(
+                "no rollback: merlya knows no earlier configuration of this folder and its state is not empty".into(),
+            ),
+        }
+        request
+    }
+
+    fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest> {
+        let data: RollbackData = serde_json::from_value(run.rollback_data.clone()).ok()?;
+        let words = Self::rollback_words(&data)?;
+        let analysis = Analysis {
+            class: Class::Mutating,
+            reasons: vec!["terraform plan runs the configuration's code (data sources, provisioners)".into()],
+            commands: vec![],
+            rule_keys: None,
+        };
+        let summary = format!("roll back terraform {} (change {}): {words}", self.dir(), run.id);
+        Some(ApprovalRequest::new(summary, "terraform plan (rollback)", vec![self.dir()], &analysis, Vec::new()))
+    }
+
+    async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str) {
+        let mut request = self.audit(
+            env,
+            &self.apply_call().display(),
+            decided_by,
+            &PipelineRun::new(Kind::Terraform, "", serde_json::Value::Null, ""),
+            StageName::Approval,
+        );
+        request.approval_ref = None;
+        if let Err(e) = env.store.audit_refused(&request, outcome, why).await {
+            tracing::warn!(error = %e, "cannot record a refused terraform change");
+        }
+    }
+
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome {
+        let file = self.plan_file("change.tfplan");
+        // Exactly the approved plan: a file changed since the dry run is not applied.
+        if self.plan_hash.is_none() || sha256_file(&file) != self.plan_hash {
+            return StageOutcome::failed(format!("{} changed after it was approved; not applied", file.display()), "");
+        }
+        let out = self.apply_audited(env, &self.apply_call(), decision, run, StageName::Apply).await;
+        if out.code == Some(0) {
+            let line = self.plan.as_ref().map(PlanSummary::line).unwrap_or_default();
+            StageOutcome::ok(format!("applied: {line}"), out.text())
+        } else {
+            failed("terraform apply failed", &out)
+        }
+    }
+
+    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+        let out =
+            tool::run(env, &self.call(&["plan", "-input=false", "-no-color", "-detailed-exitcode"], &self.spec.dir))
+                .await;
+        Some(match out.code {
+            Some(0) => StageOutcome::ok("no changes left: the infrastructure matches the configuration", out.text()),
+            Some(2) => StageOutcome::failed("terraform still plans changes after apply", out.text()),
+            _ => failed("terraform plan (post-check) failed", &out),
+        })
+    }
+
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+        Self::rollback_words(&serde_json::from_value(run.rollback_data.clone()).unwrap_or_default())?;
+        // A rollback is a new plan: it is shown and approved on its own before it applies.
+        Some(self.roll_back(env, run).await)
+    }
+
+    fn rollback_data(&self) -> serde_json::Value {
+        serde_json::to_value(&self.rollback).unwrap_or_default()
+    }
+}

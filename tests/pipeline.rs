@@ -1,0 +1,334 @@
+//! Change pipelines end to end with real peers: Bash on real sshd hosts,
+//! Terraform with the real binary and the built-in `terraform_data` resource.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Sshd, SshdOptions, TestEnv, TestKey, text};
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&out.stdout), text(&out.stderr)))
+}
+
+fn stages(run: &Value) -> Vec<(String, String)> {
+    run["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap().to_string(), s["status"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+}
+
+/// Two hosts on two real sshd, trusted, with the same key.
+fn two_hosts() -> (TestKey, Vec<Sshd>, TestEnv) {
+    let key = TestKey::generate("");
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    let daemons: Vec<Sshd> = (0..2).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    for (i, sshd) in daemons.iter().enumerate() {
+        env.trust(sshd);
+        env.add_host(&format!("web0{}", i + 1), sshd, &[]);
+    }
+    (key, daemons, env)
+}
+
+#[test]
+fn a_bash_change_needs_an_approval_checks_and_rolls_back_on_every_host() {
+    let (_key, daemons, env) = two_hosts();
+    let dir = tempfile::tempdir().unwrap();
+    support::give_to_test_user(dir.path());
+    let marker = dir.path().join("made").display().to_string();
+    let touch = format!("touch {marker}");
+
+    // No terminal and no --yes: it stops after Summary, nothing runs, nothing connects.
+    let out = env.run(&["pipeline", "run", "bash", "--targets", "web01,web02", "--format", "json", "--", &touch]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let stopped = json(&out);
+    assert_eq!(stopped["status"], "stopped");
+    assert_eq!(
+        stages(&stopped),
+        pairs(&[("Plan", "done"), ("Diff", "skipped"), ("Summary", "done"), ("Approval", "skipped")])
+    );
+    assert!(!Path::new(&marker).exists());
+    assert!(daemons.iter().all(|d| d.accepted_logins() == 0), "nothing connected before an approval");
+
+    // --yes: applied on both hosts, checked, no rollback needed; every stage timed and stored.
+    let check = format!("test -f {marker}");
+    let rollback = format!("rm -f {marker}");
+    let args = ["pipeline", "run", "bash", "--targets", "web01,web02", "--check", &check, "--rollback", &rollback];
+    let out = env.run(&[&args[..], &["--yes", "--format", "json", "--", &touch]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let done = json(&out);
+    assert_eq!(done["status"], "succeeded");
+    assert!(Path::new(&marker).exists());
+    assert_eq!(done["decision"], "approved by tester (--yes)");
+    let apply = &done["stages"][4];
+    assert_eq!(apply["detail"], "2/2 hosts succeeded");
+    assert!(apply["output"].as_str().unwrap().contains("== web02 (exit 0) =="), "{apply}");
+    assert!(daemons.iter().all(|d| d.accepted_logins() >= 1), "the change ran on every host");
+    let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let applied: Vec<&Value> = audit.iter().filter(|e| e["command"] == touch.as_str()).collect();
+    assert_eq!(applied.iter().filter(|e| e["outcome"] == "ok").count(), 2, "{audit:?}");
+    let id = done["id"].as_str().unwrap();
+    assert!(applied.iter().any(|e| e["approval_ref"] == format!("pipeline {id} (Apply)")), "{applied:?}");
+
+    // On demand: `rollback ID` asks again and undoes the change on every host.
+    let out = env.run(&["pipeline", "rollback", &id[..id.len() - 2], "--yes", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rolled = json(&out);
+    assert_eq!(rolled["status"], "rolled_back");
+    assert!(!Path::new(&marker).exists(), "the rollback ran");
+    let tail: Vec<(String, String)> = stages(&rolled).split_off(7);
+    assert_eq!(tail, pairs(&[("Approval", "done"), ("Rollback", "done")]));
+
+    // A post-check that fails runs the rollback, approved with the change, on the hosts it failed on.
+    let args = ["pipeline", "run", "bash", "--targets", "web01,web02", "--check", "test -f /nonexistent/never"];
+    let out = env.run(&[&args[..], &["--rollback", &rollback, "--yes", "--format", "json", "--", &touch]].concat());
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let undone = json(&out);
+    assert_eq!(undone["status"], "rolled_back");
+    assert_eq!(stages(&undone)[5..], pairs(&[("Post-check", "failed"), ("Rollback", "done")]));
+    assert!(!Path::new(&marker).exists());
+
+    // A post-check that could change something is refused at Plan, and audited.
+    let out =
+        env.run(&["pipeline", "run", "bash", "--targets", "web01", "--check", "rm -f /tmp/x", "--yes", "--", &touch]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("is not read-only"), "{}", text(&out.stderr));
+    assert!(!Path::new(&marker).exists());
+
+    // The leak check covers every target host, not only the first.
+    let out = env.run(&[
+        "pipeline",
+        "run",
+        "bash",
+        "--targets",
+        "web01,web02",
+        "--format",
+        "json",
+        "--",
+        "echo pw | sudo -S true",
+    ]);
+    let leaked = json(&out);
+    let summary = leaked["stages"][2]["output"].as_str().unwrap();
+    assert!(summary.contains("sudo:web01:password") && summary.contains("sudo:web02:password"), "{summary}");
+
+    // list and show read the same records.
+    let list: Vec<Value> = serde_json::from_str(&env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
+    assert_eq!(list.len(), 5);
+    assert_eq!(list[4]["status"], "stopped", "oldest last");
+    let shown = env.ok(&["pipeline", "show", id]);
+    assert!(shown.contains("decision:  approved by tester (--yes)") && shown.contains("✓ Apply"), "{shown}");
+    let out = env.run(&["pipeline", "resume", id]);
+    assert!(text(&out.stderr).contains("only an interrupted, stopped or cancelled change"), "{}", text(&out.stderr));
+}
+
+/// A Terraform folder and the environment its runs need here.
+struct Tf {
+    env: TestEnv,
+    dir: PathBuf,
+    rc: PathBuf,
+}
+
+impl Tf {
+    fn new() -> Self {
+        let env = TestEnv::new();
+        let dir = env.dir.path().join("infra");
+        std::fs::create_dir_all(&dir).unwrap();
+        let rc = env.dir.path().join("terraformrc");
+        std::fs::write(&rc, "").unwrap();
+        Self { env, dir, rc }
+    }
+
+    fn write(&self, main_tf: &str) {
+        std::fs::write(self.dir.join("main.tf"), main_tf).unwrap();
+    }
+
+    fn merlya(&self, args: &[&str]) -> Command {
+        let mut cmd = self.env.merlya(args);
+        cmd.env("TF_CLI_CONFIG_FILE", &self.rc);
+        cmd
+    }
+
+    fn run(&self, extra: &[&str]) -> Output {
+        let dir = self.dir.display().to_string();
+        let args = [&["pipeline", "run", "terraform", dir.as_str(), "--format", "json"][..], extra].concat();
+        self.merlya(&args).output().unwrap()
+    }
+
+    /// `terraform state list`, straight from the tool.
+    fn state(&self) -> Vec<String> {
+        let out = Command::new("terraform")
+            .args(["state", "list"])
+            .current_dir(&self.dir)
+            .env("TF_CLI_CONFIG_FILE", &self.rc)
+            .output()
+            .unwrap();
+        text(&out.stdout).lines().map(str::to_string).collect()
+    }
+}
+
+const V1: &str = r#"
+variable "greeting" {
+  type    = string
+  default = "hi"
+}
+variable "token" {
+  type      = string
+  default   = "tok-sensitive-4242"
+  sensitive = true
+}
+resource "terraform_data" "a" {
+  input = var.greeting
+}
+resource "terraform_data" "b" {
+  input = var.token
+}
+"#;
+
+#[test]
+fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
+    let tf = Tf::new();
+    tf.write(V1);
+
+    // No terminal, no --yes: planned and summarised, then stopped; nothing applied.
+    let out = tf.run(&[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let stopped = json(&out);
+    assert_eq!(stopped["status"], "stopped");
+    assert_eq!(stopped["summary"], format!("terraform {}: 2 to add, 0 to change, 0 to destroy", tf.dir.display()));
+    assert!(tf.state().is_empty(), "nothing applied");
+
+    // Approved: applies, the post-check plan finds nothing left; the sensitive value is never shown or stored.
+    let out = tf.run(&["--yes", "--var", "greeting=one"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let first = json(&out);
+    assert_eq!(first["status"], "succeeded", "{first}");
+    assert_eq!(stages(&first)[5], ("Post-check".to_string(), "done".to_string()));
+    assert_eq!(tf.state(), ["terraform_data.a", "terraform_data.b"]);
+    let diff = first["diff"].as_str().unwrap();
+    assert!(diff.contains("+++ b/terraform_data.a") && diff.contains("\"input\": \"one\""), "{diff}");
+    assert!(diff.contains("(sensitive value)"), "{diff}");
+    let db = std::fs::read(tf.env.merlya_home().join("merlya.db")).unwrap();
+    let everything = format!("{}{}", String::from_utf8_lossy(&db), text(&out.stderr));
+    assert!(!everything.contains("tok-sensitive-4242"), "a sensitive value reached the database or the screen");
+    let audit: Vec<Value> = serde_json::from_str(&tf.env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let applied = audit.iter().find(|e| e["outcome"] == "ok").unwrap();
+    assert!(applied["command"].as_str().unwrap().starts_with("terraform apply -input=false"), "{applied}");
+    assert_eq!(applied["approved_by"], "tester (--yes)");
+
+    // A change whose post-check fails (a resource that is replaced on every plan): rolled back to the
+    // configuration of the last good change, through a plan of its own.
+    tf.write(&format!("{V1}\nresource \"terraform_data\" \"c\" {{\n  triggers_replace = timestamp()\n}}\n"));
+    let out = tf.run(&["--yes", "--var", "greeting=one"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let second = json(&out);
+    assert_eq!(second["status"], "rolled_back", "{second}");
+    let rollback = second["stages"].as_array().unwrap().last().unwrap();
+    assert_eq!(rollback["detail"], "rolled back: 0 to add, 0 to change, 1 to destroy", "{rollback}");
+    assert_eq!(tf.state(), ["terraform_data.a", "terraform_data.b"], "c was destroyed by the rollback");
+
+    // A failed apply (a provisioner that fails) is rolled back too.
+    tf.write(&format!(
+        "{V1}\nresource \"terraform_data\" \"d\" {{\n  provisioner \"local-exec\" {{\n    command = \"exit 3\"\n  }}\n}}\n"
+    ));
+    let out = tf.run(&["--yes", "--var", "greeting=one"]);
+    let third = json(&out);
+    assert_eq!(third["status"], "rolled_back", "{third}");
+    assert_eq!(stages(&third)[4], ("Apply".to_string(), "failed".to_string()));
+    assert_eq!(tf.state(), ["terraform_data.a", "terraform_data.b"]);
+
+    // On demand: the first change rolls back to nothing (its state was empty before it).
+    tf.write(V1);
+    let id = first["id"].as_str().unwrap();
+    let out = tf.merlya(&["pipeline", "rollback", id, "--yes", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(json(&out)["status"], "rolled_back");
+    assert!(tf.state().is_empty(), "{:?}", tf.state());
+}
+
+#[test]
+fn a_kill_9_during_terraform_apply_is_found_interrupted_and_resumed_only_with_a_new_approval() {
+    let tf = Tf::new();
+    let slow = tf.dir.join("slow");
+    std::fs::write(&slow, "").unwrap();
+    tf.write(
+        "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"if [ -f slow ]; then sleep 60; fi\"\n  }\n}\n",
+    );
+    let dir = tf.dir.display().to_string();
+    let mut child = tf.merlya(&["pipeline", "run", "terraform", &dir, "--yes"]).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let list: Vec<Value> =
+            serde_json::from_slice(&tf.merlya(&["pipeline", "list", "--format", "json"]).output().unwrap().stdout)
+                .unwrap_or_default();
+        if let Some(run) = list.first().filter(|r| r["status"] == "applying") {
+            break run["id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "the change never reached Apply: {list:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The machine "crashes": merlya and the terraform it started die at once.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let home = tf.env.merlya_home().display().to_string();
+    Command::new("pkill").args(["-9", "-f", &home]).status().unwrap();
+
+    let list: Vec<Value> =
+        serde_json::from_slice(&tf.merlya(&["pipeline", "list", "--format", "json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(list[0]["status"], "interrupted", "{list:?}");
+    assert_eq!(stages(&list[0])[4], ("Apply".to_string(), "interrupted".to_string()));
+    let shown = text(&tf.merlya(&["pipeline", "show", &id]).output().unwrap().stdout);
+    assert!(shown.contains("merlya stopped while this change was in flight"), "{shown}");
+
+    // Resuming plans again and asks again: without an approval nothing is applied.
+    std::fs::remove_file(&slow).unwrap();
+    let out = tf.merlya(&["pipeline", "resume", &id, "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert_eq!(json(&out)["status"], "stopped");
+    let out = tf.merlya(&["pipeline", "resume", &id, "--yes", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let resumed = json(&out);
+    assert_eq!((resumed["status"].as_str(), resumed["resumed_from"].as_str()), (Some("succeeded"), Some(id.as_str())));
+    assert!(resumed["summary"].as_str().unwrap().contains(&format!("resumes interrupted run {id}")), "{resumed}");
+    assert_eq!(tf.state(), ["terraform_data.slow"]);
+}
+
+#[test]
+fn terraform_errors_name_what_is_wrong_and_change_nothing() {
+    let tf = Tf::new();
+    // No configuration in the folder.
+    let out = tf.run(&["--yes"]);
+    let run = json(&out);
+    assert_eq!(run["status"], "failed");
+    assert!(run["stages"][0]["detail"].as_str().unwrap().contains("holds no Terraform configuration"), "{run}");
+    // A syntax error: the plan fails with terraform's own words.
+    tf.write("resource \"terraform_data\" \"a\" {\n  input = \n}\n");
+    let run = json(&tf.run(&["--yes"]));
+    assert_eq!(run["status"], "failed");
+    let detail = run["stages"][0]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("terraform init failed (exit code 1)"), "{detail}");
+    assert!(run["stages"][0]["output"].as_str().unwrap().contains("main.tf line 2"), "{run}");
+    // terraform not on PATH.
+    tf.write(V1);
+    let dir = tf.dir.display().to_string();
+    let out = tf
+        .merlya(&["pipeline", "run", "terraform", &dir, "--yes", "--format", "json"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let run = json(&out);
+    assert!(run["stages"][0]["detail"].as_str().unwrap().starts_with("terraform was not found"), "{run}");
+    // A folder that does not exist.
+    let out = tf.merlya(&["pipeline", "run", "terraform", "/nonexistent/infra", "--format", "json"]).output().unwrap();
+    assert!(json(&out)["stages"][0]["detail"].as_str().unwrap().contains("is not a folder"));
+    assert!(tf.state().is_empty());
+}
