@@ -15,12 +15,17 @@ command -v secret-tool >/dev/null || need+=(libsecret-tools)
 command -v openssl >/dev/null || need+=(openssl)
 command -v unshare >/dev/null || need+=(util-linux)
 command -v doas >/dev/null || need+=(doas)
+# Ansible pipelines: the tests put ansible-core in a venv of their own (target/tmp/ansible-venv).
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 install -d -m 0755 /run/sshd
+# Terraform pipelines run the real terraform (the built-in terraform_data resource needs no provider).
+command -v terraform >/dev/null || echo "warning: terraform is not on PATH; the Terraform pipeline tests will fail" >&2
 export LANG=C.UTF-8
 
 cargo fmt --all -- --check

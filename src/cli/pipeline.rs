@@ -11,6 +11,7 @@ use super::{EXIT_CANCELLED, EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED,
 use crate::approval::ApprovalGate;
 use crate::context::Context;
 use crate::inventory::resolve_targets;
+use crate::pipeline::ansible::AnsibleSpec;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::terraform::TerraformSpec;
 use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, rebuild, runner};
@@ -83,6 +84,21 @@ pub enum RunKind {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// An Ansible playbook on hosts from the inventory (dry run: --check --diff).
+    Ansible {
+        playbook: PathBuf,
+        /// Host names, @tags, globs, comma lists, or `all`.
+        #[arg(long)]
+        targets: String,
+        /// A playbook that undoes the change (approved with it).
+        #[arg(long)]
+        rollback: Option<PathBuf>,
+        /// An extra variable, `name=value` (repeatable; passed in a private file).
+        #[arg(long = "extra-vars", short = 'e', value_parser = key_value)]
+        extra_vars: Vec<(String, String)>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
     /// A Terraform configuration folder: init, plan, approve the saved plan, apply exactly it.
     Terraform {
         dir: PathBuf,
@@ -117,6 +133,17 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                         opts,
                         hosts,
                     )
+                }
+                RunKind::Ansible { playbook, targets, rollback, extra_vars, opts } => {
+                    let hosts = resolve_targets(&targets, &inventory, &[]).map_err(|e| eyre!("{e}"))?;
+                    let absolute = |p: PathBuf| std::path::absolute(&p).map_err(|e| eyre!("{}: {e}", p.display()));
+                    let spec = AnsibleSpec {
+                        playbook: absolute(playbook)?,
+                        hosts: hosts.iter().map(|h| h.name.clone()).collect(),
+                        rollback: rollback.map(absolute).transpose()?,
+                        extra_vars,
+                    };
+                    (Spec::Ansible(spec), opts, Vec::new())
                 }
                 RunKind::Terraform { dir, vars, opts } => {
                     let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;

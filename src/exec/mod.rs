@@ -224,6 +224,12 @@ impl Executor {
         }
     }
 
+    /// How `host` is reached (address, port, login, keys, jump hosts), as SSH connections make it;
+    /// for tools that connect on their own (ansible-playbook).
+    pub fn target_of(&self, host: &Host) -> Result<crate::ssh::target::SshTarget, String> {
+        self.resolve.read().map_err(|_| "the inventory lock is poisoned".to_string())?.resolve(host)
+    }
+
     /// Concrete host names of ~/.ssh/config: targets that may be used without being in the inventory.
     pub fn ssh_aliases(&self) -> Vec<String> {
         self.resolve.read().map(|r| r.ssh_config.concrete_aliases()).unwrap_or_default()

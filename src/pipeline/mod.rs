@@ -7,6 +7,7 @@
 //! channel. The console's `!cmd`, `merlya exec`, `merlya pipeline` and the
 //! agent's execution specialist all make their changes through it.
 
+pub mod ansible;
 pub mod bash;
 pub mod fanout;
 pub mod runner;
@@ -168,6 +169,8 @@ pub enum Spec {
     Bash(bash::BashSpec),
     /// A Terraform folder.
     Terraform(terraform::TerraformSpec),
+    /// An Ansible playbook on hosts.
+    Ansible(ansible::AnsibleSpec),
 }
 
 impl Spec {
@@ -184,7 +187,14 @@ pub fn rebuild(spec: &serde_json::Value, hosts: &[crate::inventory::Host]) -> Re
     Ok(match spec {
         Spec::Bash(spec) => Box::new(bash::BashChange::from_spec(spec, hosts)?),
         Spec::Terraform(spec) => Box::new(terraform::TerraformChange::new(spec)),
+        Spec::Ansible(spec) => Box::new(ansible::AnsibleChange::from_spec(spec, hosts)?),
     })
+}
+
+/// Makes a folder only merlya's user can read (plan files and configuration copies may hold secrets).
+pub(crate) fn private_dir(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
 }
 
 /// The run's ids as a short reference for audit rows (`pipeline ID (stage)`).

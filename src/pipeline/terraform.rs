@@ -16,7 +16,9 @@ use sha2::{Digest, Sha256};
 
 use super::terraform_plan::{PlanSummary, parse};
 use super::tool::{self, ToolCall, ToolOutput, found, run_cleared};
-use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, PipelineStatus, Spec, StageName, StageOutcome};
+use super::{
+    Change, DryRun, Env, Kind, PipelineError, PipelineRun, PipelineStatus, Spec, StageName, StageOutcome, private_dir,
+};
 use crate::approval::{ApprovalRequest, GateOutcome};
 use crate::safety::{Analysis, Class};
 use crate::store::audit::{AuditOutcome, AuditRequest};
@@ -348,11 +350,6 @@ fn local_state(config: &Snapshot) -> bool {
 
 fn sha256_file(path: &Path) -> Option<String> {
     std::fs::read(path).ok().map(|bytes| hex::encode(Sha256::digest(bytes)))
-}
-
-fn private_dir(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path)
 }
 
 #[async_trait]

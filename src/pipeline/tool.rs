@@ -16,8 +16,11 @@ use super::Env;
 use crate::exec::{ExecEvent, Stream};
 use crate::safety::clearance::Clearance;
 
+/// Turns a line a tool printed on stdout into a live (label, text) line, or `None` to hide it.
+pub type StdoutView = fn(&str) -> Option<(String, String)>;
+
 /// One invocation: program, arguments, folder, extra environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ToolCall {
     /// The program (looked up on PATH).
     pub program: String,
@@ -32,6 +35,8 @@ pub struct ToolCall {
     /// Whether stdout is shown live (not for machine output such as `show -json`, which may hold
     /// sensitive values in clear).
     pub live_stdout: bool,
+    /// Turns a stdout line into a live (label, text) line, or hides it (machine output read as data).
+    pub stdout_view: Option<StdoutView>,
 }
 
 impl ToolCall {
@@ -44,6 +49,7 @@ impl ToolCall {
             env: BTreeMap::new(),
             label: program.to_string(),
             live_stdout: true,
+            stdout_view: None,
         }
     }
 
@@ -144,12 +150,17 @@ async fn spawn(env: &Env, call: &ToolCall) -> ToolOutput {
     let read = |pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>, stream: Stream| {
         let (events, label) = (env.events.clone(), call.label.clone());
         let live = stream == Stream::Stderr || call.live_stdout;
+        let view = if stream == Stream::Stdout { call.stdout_view } else { None };
         tokio::spawn(async move {
             let mut lines = BufReader::new(pipe).lines();
             let mut all = String::new();
             while let Ok(Some(line)) = lines.next_line().await {
-                if live {
-                    let _ = events.send(ExecEvent::Line { host: label.clone(), stream, line: line.clone() }).await;
+                let shown = match view {
+                    Some(view) => view(&line),
+                    None => live.then(|| (label.clone(), line.clone())),
+                };
+                if let Some((host, text)) = shown {
+                    let _ = events.send(ExecEvent::Line { host, stream, line: text }).await;
                 }
                 all.push_str(&line);
                 all.push('\n');

@@ -20,7 +20,7 @@ use crate::prompt::Prompter;
 use crate::secrets::key_passphrase_name;
 
 /// The keys OpenSSH tries by default, in its order.
-fn default_keys() -> Vec<PathBuf> {
+pub fn default_keys() -> Vec<PathBuf> {
     let Some(home) = dirs::home_dir() else { return Vec::new() };
     ["id_ed25519", "id_ecdsa", "id_rsa"].iter().map(|k| home.join(".ssh").join(k)).collect()
 }

@@ -210,3 +210,29 @@ pub fn one_trusted_host_with_passphrase(name: &str, passphrase: &str, extra: &[&
     env.add_host(name, &sshd, extra);
     (key, sshd, env)
 }
+
+/// A folder holding `ansible-playbook` (ansible-core in a venv under the build's temporary folder),
+/// made once and shared by every test binary; creation is serialised with a lock file.
+pub fn ansible_bin() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ansible-venv");
+    let bin = root.join("bin");
+    if bin.join("ansible-playbook").is_file() {
+        return bin;
+    }
+    std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let lock = std::fs::File::create(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ansible-venv.lock")).unwrap();
+    // SAFETY: flock on a file descriptor we own.
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0);
+    if !bin.join("ansible-playbook").is_file() {
+        let ok = Command::new("python3").args(["-m", "venv"]).arg(&root).status().unwrap().success();
+        assert!(ok, "python3 -m venv failed (install python3-venv)");
+        let ok = Command::new(bin.join("pip")).args(["install", "-q", "ansible-core"]).status().unwrap().success();
+        assert!(ok, "pip install ansible-core failed");
+    }
+    bin
+}
+
+/// PATH with `dir` first.
+pub fn path_with(dir: &Path) -> String {
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
+}
