@@ -332,3 +332,68 @@ fn terraform_errors_name_what_is_wrong_and_change_nothing() {
     assert!(json(&out)["stages"][0]["detail"].as_str().unwrap().contains("is not a folder"));
     assert!(tf.state().is_empty());
 }
+
+/// A kubeconfig whose only cluster listens nowhere (no API server can be had on these machines).
+fn unreachable_cluster(env: &TestEnv) -> PathBuf {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let path = env.dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster: {{server: \"https://127.0.0.1:{closed}\"}}\n  name: c\ncontexts:\n- context: {{cluster: c, user: u}}\n  name: staging\ncurrent-context: staging\nusers:\n- name: u\n  user: {{token: t}}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n";
+
+#[test]
+fn kubernetes_manifests_and_kustomize_are_checked_and_an_unreachable_cluster_changes_nothing() {
+    let env = TestEnv::new();
+    let kubeconfig = unreachable_cluster(&env);
+    let k = |args: &[&str]| env.merlya(args).env("KUBECONFIG", &kubeconfig).output().unwrap();
+    let manifests = env.dir.path().join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(manifests.join("10-deploy.yaml"), DEPLOYMENT).unwrap();
+    std::fs::write(manifests.join("20-svc.yml"), "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports: [{port: 80}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n").unwrap();
+    let dir = manifests.display().to_string();
+
+    // A folder of manifests: every object read; the dry run cannot reach the cluster, so the run fails
+    // at Diff with kubectl's words and nothing is asked or applied.
+    let run = json(&k(&["pipeline", "run", "kubernetes", &dir, "--yes", "--format", "json"]));
+    assert_eq!(run["status"], "failed", "{run}");
+    let plan = run["stages"][0]["detail"].as_str().unwrap();
+    assert!(plan.ends_with("3 object(s): Deployment/web, Service/web, ConfigMap/cfg"), "{plan}");
+    let diff = run["stages"][1]["detail"].as_str().unwrap();
+    assert!(diff.starts_with("kubectl diff failed (exit code 2)") && diff.contains("connection refused"), "{diff}");
+    assert_eq!(run["stages"].as_array().unwrap().len(), 2, "nothing after the failed dry run: {run}");
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert_eq!(audit.trim(), "[]", "nothing ran that changes anything");
+
+    // A kustomize folder is rendered by kubectl kustomize.
+    let kz = env.dir.path().join("kz");
+    std::fs::create_dir_all(&kz).unwrap();
+    std::fs::write(kz.join("kustomization.yaml"), "namePrefix: prod-\nresources:\n  - deploy.yaml\n").unwrap();
+    std::fs::write(kz.join("deploy.yaml"), DEPLOYMENT).unwrap();
+    let kz_dir = kz.display().to_string();
+    let run = json(&k(&["pipeline", "run", "kubernetes", &kz_dir, "--namespace", "shop", "--format", "json"]));
+    let plan = run["stages"][0]["detail"].as_str().unwrap();
+    assert!(plan.starts_with("kustomize ") && plan.ends_with("1 object(s): Deployment/prod-web"), "{plan}");
+
+    // A broken kustomization, a manifest without a name, an unknown context, no kubectl: each named.
+    std::fs::write(kz.join("kustomization.yaml"), "resources:\n  - missing.yaml\n").unwrap();
+    let run = json(&k(&["pipeline", "run", "kubernetes", &kz_dir, "--format", "json"]));
+    assert!(run["stages"][0]["detail"].as_str().unwrap().starts_with("kubectl kustomize"), "{run}");
+    std::fs::write(manifests.join("30-bad.yaml"), "apiVersion: v1\nkind: Secret\nmetadata: {}\n").unwrap();
+    let run = json(&k(&["pipeline", "run", "kubernetes", &dir, "--format", "json"]));
+    let detail = run["stages"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("30-bad.yaml, document 1: `metadata.name` is missing"), "{detail}");
+    let file = manifests.join("10-deploy.yaml").display().to_string();
+    let run = json(&k(&["pipeline", "run", "kubernetes", &file, "--context", "prod", "--format", "json"]));
+    let detail = run["stages"][0]["detail"].as_str().unwrap();
+    assert_eq!(detail, "no context `prod` in the kubeconfig (known: staging)");
+    let out = env.merlya(&["pipeline", "run", "kubernetes", &file, "--format", "json"]).env("PATH", "/nonexistent").output().unwrap();
+    assert!(json(&out)["stages"][0]["detail"].as_str().unwrap().starts_with("kubectl was not found"));
+}

@@ -13,6 +13,7 @@ use crate::context::Context;
 use crate::inventory::resolve_targets;
 use crate::pipeline::ansible::AnsibleSpec;
 use crate::pipeline::bash::{BashChange, BashSpec};
+use crate::pipeline::kubernetes::KubernetesSpec;
 use crate::pipeline::terraform::TerraformSpec;
 use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, rebuild, runner};
 use crate::term_safe::{visible, visible_line};
@@ -99,6 +100,19 @@ pub enum RunKind {
         #[command(flatten)]
         opts: ChangeOpts,
     },
+    /// Kubernetes manifests (a file or a folder) or a kustomize folder: diff, apply --server-side,
+    /// rollout status, rollout undo.
+    Kubernetes {
+        path: PathBuf,
+        /// The kubeconfig context (default: the current one).
+        #[arg(long)]
+        context: Option<String>,
+        /// The namespace for objects that name none.
+        #[arg(long, short = 'n')]
+        namespace: Option<String>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
     /// A Terraform configuration folder: init, plan, approve the saved plan, apply exactly it.
     Terraform {
         dir: PathBuf,
@@ -144,6 +158,10 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                         extra_vars,
                     };
                     (Spec::Ansible(spec), opts, Vec::new())
+                }
+                RunKind::Kubernetes { path, context, namespace, opts } => {
+                    let path = std::path::absolute(&path).map_err(|e| eyre!("{}: {e}", path.display()))?;
+                    (Spec::Kubernetes(KubernetesSpec { path, context, namespace }), opts, Vec::new())
                 }
                 RunKind::Terraform { dir, vars, opts } => {
                     let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;

@@ -10,6 +10,7 @@
 pub mod ansible;
 pub mod bash;
 pub mod fanout;
+pub mod kubernetes;
 pub mod runner;
 pub mod terraform;
 pub mod terraform_plan;
@@ -171,6 +172,8 @@ pub enum Spec {
     Terraform(terraform::TerraformSpec),
     /// An Ansible playbook on hosts.
     Ansible(ansible::AnsibleSpec),
+    /// Kubernetes manifests or a kustomize folder.
+    Kubernetes(kubernetes::KubernetesSpec),
 }
 
 impl Spec {
@@ -188,6 +191,7 @@ pub fn rebuild(spec: &serde_json::Value, hosts: &[crate::inventory::Host]) -> Re
         Spec::Bash(spec) => Box::new(bash::BashChange::from_spec(spec, hosts)?),
         Spec::Terraform(spec) => Box::new(terraform::TerraformChange::new(spec)),
         Spec::Ansible(spec) => Box::new(ansible::AnsibleChange::from_spec(spec, hosts)?),
+        Spec::Kubernetes(spec) => Box::new(kubernetes::KubernetesChange::new(spec)),
     })
 }
 

@@ -1,0 +1,437 @@
+//! The Kubernetes kind: manifests (a file, a folder of them, or a kustomize
+//! folder rendered with `kubectl kustomize`) checked object by object,
+//! `kubectl diff` as the dry run (0 no change, 1 diff, more an error),
+//! `kubectl apply --server-side` of exactly the rendered manifest, `rollout
+//! status` as the post-check and `rollout undo` as the rollback for
+//! deployments, daemonsets and statefulsets.
+//!
+//! Proven here: manifest handling and every error path (no API server can be
+//! had on the test machines). Unproven: apply, rollout status and undo against
+//! a live cluster — see docs/PIPELINES.md.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::tool::{self, ToolCall, ToolOutput, found, run_cleared};
+use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
+use crate::approval::{ApprovalRequest, GateOutcome};
+use crate::safety::{Analysis, Class};
+use crate::store::audit::{AuditOutcome, AuditRequest};
+
+/// What was asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubernetesSpec {
+    /// A manifest file, a folder of manifests, or a kustomize folder (absolute).
+    pub path: PathBuf,
+    /// The kubeconfig context (default: the current one).
+    #[serde(default)]
+    pub context: Option<String>,
+    /// The namespace for objects that name none.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// One object of the manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    /// `Deployment`.
+    pub kind: String,
+    /// `web`.
+    pub name: String,
+    /// Its namespace, if the manifest names one.
+    pub namespace: Option<String>,
+}
+
+impl Object {
+    /// `Deployment/web`.
+    pub fn reference(&self) -> String {
+        format!("{}/{}", self.kind, self.name)
+    }
+
+    /// Whether `rollout status` and `rollout undo` apply to it.
+    pub fn rolls_out(&self) -> bool {
+        matches!(self.kind.as_str(), "Deployment" | "DaemonSet" | "StatefulSet")
+    }
+}
+
+/// Reads the objects of a multi-document manifest; `source` names it in errors.
+pub fn objects(source: &str, yaml: &str) -> Result<Vec<Object>, String> {
+    let mut out = Vec::new();
+    for (index, doc) in yaml_serde::Deserializer::from_str(yaml).enumerate() {
+        let value = serde_json::Value::deserialize(doc)
+            .map_err(|e| format!("{source}, document {}: not valid YAML ({e})", index + 1))?;
+        if value.is_null() {
+            continue;
+        }
+        let field =
+            |path: &[&str]| path.iter().try_fold(&value, |v, k| v.get(k)).and_then(|v| v.as_str()).map(str::to_string);
+        let missing = |what: &str| {
+            format!(
+                "{source}, document {}: `{what}` is missing (a Kubernetes object needs apiVersion, kind and metadata.name)",
+                index + 1
+            )
+        };
+        field(&["apiVersion"]).ok_or_else(|| missing("apiVersion"))?;
+        let kind = field(&["kind"]).ok_or_else(|| missing("kind"))?;
+        if kind == "List" {
+            return Err(format!(
+                "{source}, document {}: a `List` is not supported; give its items as documents",
+                index + 1
+            ));
+        }
+        let name = field(&["metadata", "name"]).ok_or_else(|| missing("metadata.name"))?;
+        out.push(Object { kind, name, namespace: field(&["metadata", "namespace"]) });
+    }
+    if out.is_empty() {
+        return Err(format!("{source} holds no Kubernetes object"));
+    }
+    Ok(out)
+}
+
+/// How many objects a `kubectl diff` output changes (one `diff -u -N` block each).
+pub fn changed_objects(diff: &str) -> usize {
+    diff.lines().filter(|l| l.starts_with("diff -u -N ") || l.starts_with("diff -u ")).count()
+}
+
+/// A Kubernetes change.
+pub struct KubernetesChange {
+    spec: KubernetesSpec,
+    work: PathBuf,
+    objects: Vec<Object>,
+    changed: usize,
+}
+
+impl KubernetesChange {
+    /// The change `spec` asks for.
+    pub fn new(spec: KubernetesSpec) -> Self {
+        Self { spec, work: PathBuf::new(), objects: Vec::new(), changed: 0 }
+    }
+
+    fn manifest(&self) -> PathBuf {
+        self.work.join("manifest.yaml")
+    }
+
+    fn call(&self, args: &[&str]) -> ToolCall {
+        let mut args: Vec<&str> = args.to_vec();
+        if let Some(context) = &self.spec.context {
+            args.extend(["--context", context.as_str()]);
+        }
+        if let Some(namespace) = &self.spec.namespace {
+            args.extend(["--namespace", namespace.as_str()]);
+        }
+        let mut call = ToolCall::new("kubectl", &args, self.work.clone());
+        call.label = "kubectl".into();
+        call
+    }
+
+    fn apply_call(&self) -> ToolCall {
+        let manifest = self.manifest().display().to_string();
+        self.call(&["apply", "--server-side", "-f", &manifest])
+    }
+
+    fn workloads(&self) -> Vec<&Object> {
+        self.objects.iter().filter(|o| o.rolls_out()).collect()
+    }
+
+    /// `kubectl rollout VERB kind/name`, in the object's own namespace if it names one.
+    fn rollout(&self, verb: &str, object: &Object, timeout: &str) -> ToolCall {
+        let reference = object.reference().to_lowercase();
+        let mut args = vec!["rollout", verb, reference.as_str()];
+        if verb == "status" {
+            args.push(timeout);
+        }
+        if let Some(context) = &self.spec.context {
+            args.extend(["--context", context.as_str()]);
+        }
+        if let Some(namespace) = object.namespace.as_ref().or(self.spec.namespace.as_ref()) {
+            args.extend(["--namespace", namespace.as_str()]);
+        }
+        let mut call = ToolCall::new("kubectl", &args, self.work.clone());
+        call.label = "kubectl".into();
+        call
+    }
+
+    /// Renders the manifest into the run's folder: `kubectl kustomize` for a kustomize folder, else the
+    /// file or the folder's `*.yaml`, `*.yml` and `*.json` files in name order.
+    async fn render(&self, env: &Env) -> Result<(String, String), PipelineError> {
+        let path = &self.spec.path;
+        if is_kustomize(path) {
+            let out =
+                tool::run(env, &ToolCall::new("kubectl", &["kustomize", &path.display().to_string()], &self.work))
+                    .await;
+            if out.code != Some(0) {
+                let why = out.stderr.lines().find(|l| l.starts_with("error")).unwrap_or(out.stderr.trim()).to_string();
+                return Err(PipelineError::Invalid(format!("kubectl kustomize {} failed: {why}", path.display())));
+            }
+            return Ok((format!("kustomize {}", path.display()), out.stdout));
+        }
+        let files: Vec<PathBuf> = if path.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| PipelineError::Invalid(format!("{}: {e}", path.display())))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml" || x == "json"))
+                .collect();
+            files.sort();
+            files
+        } else if path.is_file() {
+            vec![path.clone()]
+        } else {
+            return Err(PipelineError::Invalid(format!("{} is neither a manifest file nor a folder", path.display())));
+        };
+        let mut manifest = String::new();
+        for file in &files {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| PipelineError::Invalid(format!("cannot read {}: {e}", file.display())))?;
+            // Each file is checked on its own, so an error names the file it is in.
+            objects(&file.display().to_string(), &text).map_err(PipelineError::Invalid)?;
+            manifest.push_str("---\n");
+            manifest.push_str(&text);
+            if !text.ends_with('\n') {
+                manifest.push('\n');
+            }
+        }
+        Ok((format!("{} file(s) in {}", files.len(), path.display()), manifest))
+    }
+
+    fn audit(
+        &self,
+        env: &Env,
+        command: &str,
+        approved_by: &str,
+        run: Option<&PipelineRun>,
+        stage: StageName,
+    ) -> AuditRequest {
+        AuditRequest {
+            session_id: env.session_id.clone(),
+            requested_by: env.requested_by.clone(),
+            host: "localhost".into(),
+            address: "local".into(),
+            port: None,
+            login_user: crate::ssh::target::local_user(),
+            command: command.to_string(),
+            approved_by: approved_by.to_string(),
+            approval_ref: run.and_then(|r| super::audit_ref(r, stage)),
+        }
+    }
+
+    /// Runs changing calls one after the other under `decision`, each audited; stops at the first failure.
+    async fn run_audited(
+        &self,
+        env: &Env,
+        calls: &[ToolCall],
+        decision: &GateOutcome,
+        run: &PipelineRun,
+        stage: StageName,
+    ) -> StageOutcome {
+        let mut text = String::new();
+        for call in calls {
+            let Some(clearance) = decision.clearance(&call.display()) else {
+                return StageOutcome::failed(format!("`{}` was not cleared to run", call.display()), text);
+            };
+            let ticket = match env
+                .store
+                .audit_start(self.audit(env, &call.display(), clearance.approved_by(), Some(run), stage))
+                .await
+            {
+                Ok(ticket) => ticket,
+                Err(e) => return StageOutcome::failed(format!("not run: the audit log cannot be written ({e})"), text),
+            };
+            let out = run_cleared(env, call, &clearance).await;
+            let outcome = if out.code == Some(0) { AuditOutcome::Ok } else { AuditOutcome::Failed };
+            if let Err(e) = ticket.finish(outcome, out.code, out.error.clone()).await {
+                tracing::warn!(error = %e, "cannot finish a kubectl audit entry");
+            }
+            text.push_str(&out.text());
+            if out.code != Some(0) {
+                return failed(&call.display(), &out);
+            }
+        }
+        StageOutcome::ok(format!("{} command(s) succeeded", calls.len()), text)
+    }
+}
+
+fn failed(what: &str, out: &ToolOutput) -> StageOutcome {
+    let code = out.code.map_or_else(|| out.error.clone().unwrap_or_default(), |c| format!("exit code {c}"));
+    let why = out.stderr.lines().rev().find(|l| l.starts_with("error") || l.starts_with("Error")).unwrap_or("").trim();
+    StageOutcome::failed(format!("{what} failed ({code}) {why}").trim_end().to_string(), out.text())
+}
+
+#[async_trait]
+impl Change for KubernetesChange {
+    fn kind(&self) -> Kind {
+        Kind::Kubernetes
+    }
+
+    fn targets(&self) -> String {
+        let context = self.spec.context.as_deref().unwrap_or("current context");
+        format!("{} ({context})", self.spec.path.display())
+    }
+
+    fn spec(&self) -> Spec {
+        Spec::Kubernetes(self.spec.clone())
+    }
+
+    async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
+        if !found("kubectl") {
+            return Err(PipelineError::ToolMissing {
+                tool: "kubectl".into(),
+                hint: "install kubectl and put it on PATH".into(),
+            });
+        }
+        self.work = env.store.pipelines_dir().join(&run.id);
+        private_dir(&self.work)
+            .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
+        if let Some(context) = &self.spec.context {
+            let out =
+                tool::run(env, &ToolCall::new("kubectl", &["config", "get-contexts", "-o", "name"], &self.work)).await;
+            let known: Vec<&str> = out.stdout.lines().collect();
+            if !known.contains(&context.as_str()) {
+                return Err(PipelineError::Invalid(format!(
+                    "no context `{context}` in the kubeconfig (known: {})",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )));
+            }
+        }
+        let (source, manifest) = self.render(env).await?;
+        self.objects = objects(&source, &manifest).map_err(PipelineError::Invalid)?;
+        std::fs::write(self.manifest(), &manifest)
+            .map_err(|e| PipelineError::Invalid(format!("cannot write {}: {e}", self.manifest().display())))?;
+        let names: Vec<String> = self.objects.iter().map(Object::reference).collect();
+        Ok(StageOutcome::ok(format!("{}: {} object(s): {}", source, names.len(), names.join(", ")), manifest))
+    }
+
+    async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
+        let manifest = self.manifest().display().to_string();
+        let mut call = self.call(&["diff", "--server-side", "-f", &manifest]);
+        call.live_stdout = false;
+        let out = tool::run(env, &call).await;
+        Some(match out.code {
+            Some(0) => DryRun {
+                outcome: StageOutcome::ok("no changes: the cluster matches the manifest", ""),
+                diff: String::new(),
+                changes: false,
+            },
+            Some(1) => {
+                self.changed = changed_objects(&out.stdout);
+                let detail = format!("{} of {} object(s) would change", self.changed, self.objects.len());
+                DryRun { outcome: StageOutcome::ok(detail, ""), diff: out.stdout, changes: true }
+            }
+            _ => DryRun { outcome: failed("kubectl diff", &out), diff: String::new(), changes: false },
+        })
+    }
+
+    fn approval(&self, run: &PipelineRun) -> ApprovalRequest {
+        let summary =
+            format!("kubernetes {}: {} of {} object(s) change", self.targets(), self.changed, self.objects.len());
+        let workloads: Vec<String> = self.workloads().iter().map(|o| o.reference()).collect();
+        let mut reasons = vec!["applies the rendered manifest with kubectl apply --server-side".to_string()];
+        if workloads.is_empty() {
+            reasons.push("no rollback: none of the objects is a Deployment, DaemonSet or StatefulSet".into());
+        }
+        let command = self.apply_call().display();
+        let analysis = Analysis { class: Class::Mutating, reasons, commands: vec![command.clone()], rule_keys: None };
+        let mut request = ApprovalRequest::new(summary, &command, vec![self.targets()], &analysis, Vec::new());
+        request.diff = Some(run.diff.clone());
+        if !workloads.is_empty() {
+            request.post_check = Some(format!("kubectl rollout status {}", workloads.join(" ")));
+            request.rollback = Some(format!("kubectl rollout undo {}", workloads.join(" ")));
+        }
+        request
+    }
+
+    fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest> {
+        let workloads: Vec<String> = self.workloads().iter().map(|o| o.reference()).collect();
+        if workloads.is_empty() {
+            return None;
+        }
+        let command = format!("kubectl rollout undo {}", workloads.join(" "));
+        let analysis = Analysis {
+            class: Class::Mutating,
+            reasons: vec!["rolls the workloads back to their previous revision".into()],
+            commands: vec![command.clone()],
+            rule_keys: None,
+        };
+        Some(ApprovalRequest::new(
+            format!("roll back change {}", run.id),
+            &command,
+            vec![self.targets()],
+            &analysis,
+            Vec::new(),
+        ))
+    }
+
+    async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str) {
+        let request = self.audit(env, &self.apply_call().display(), decided_by, None, StageName::Approval);
+        if let Err(e) = env.store.audit_refused(&request, outcome, why).await {
+            tracing::warn!(error = %e, "cannot record a refused kubernetes change");
+        }
+    }
+
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome {
+        self.run_audited(env, &[self.apply_call()], decision, run, StageName::Apply).await
+    }
+
+    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+        let workloads = self.workloads();
+        if workloads.is_empty() {
+            return None;
+        }
+        let timeout = format!("--timeout={}s", env.timeout.as_secs().max(1));
+        let mut text = String::new();
+        for object in workloads {
+            let out = tool::run(env, &self.rollout("status", object, &timeout)).await;
+            text.push_str(&out.text());
+            if out.code != Some(0) {
+                return Some(failed(&format!("rollout status {}", object.reference()), &out));
+            }
+        }
+        Some(StageOutcome::ok("every workload rolled out", text))
+    }
+
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
+        if self.objects.is_empty() {
+            // On demand: the objects are read again from the run's manifest.
+            self.work = env.store.pipelines_dir().join(&run.id);
+            let text = std::fs::read_to_string(self.manifest()).ok()?;
+            self.objects = objects("the run's manifest", &text).ok()?;
+        }
+        let calls: Vec<ToolCall> = self.workloads().iter().map(|o| self.rollout("undo", o, "")).collect();
+        if calls.is_empty() {
+            return None;
+        }
+        Some(self.run_audited(env, &calls, decision, run, StageName::Rollback).await)
+    }
+}
+
+/// Whether `path` looks like a kustomize folder.
+pub fn is_kustomize(path: &Path) -> bool {
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"].iter().any(|f| path.join(f).is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_read_per_document_and_errors_name_the_document() {
+        let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n---\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n";
+        let found = objects("a.yaml", yaml).unwrap();
+        assert_eq!(found.iter().map(Object::reference).collect::<Vec<_>>(), ["ConfigMap/cfg", "Deployment/web"]);
+        assert!(found[1].rolls_out() && !found[0].rolls_out());
+        assert_eq!(found[1].namespace.as_deref(), Some("shop"));
+        let err = objects("b.yaml", "apiVersion: v1\nkind: Service\nmetadata: {}\n").unwrap_err();
+        assert!(err.contains("b.yaml, document 1: `metadata.name` is missing"), "{err}");
+        let err = objects("c.yaml", "kind: [\n").unwrap_err();
+        assert!(err.starts_with("c.yaml, document 1: not valid YAML"), "{err}");
+        assert!(objects("d.yaml", "# nothing\n").unwrap_err().contains("holds no Kubernetes object"));
+    }
+
+    #[test]
+    fn diff_blocks_count_changed_objects() {
+        let diff = "diff -u -N /tmp/LIVE-1/apps.v1.Deployment.default.web /tmp/MERGED-1/apps.v1.Deployment.default.web\n--- a\n+++ b\n@@ -1 +1 @@\n-a\n+b\ndiff -u -N /tmp/LIVE-1/v1.ConfigMap.default.cfg /tmp/MERGED-1/v1.ConfigMap.default.cfg\n";
+        assert_eq!(changed_objects(diff), 2);
+    }
+}
