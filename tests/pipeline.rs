@@ -394,6 +394,34 @@ fn kubernetes_manifests_and_kustomize_are_checked_and_an_unreachable_cluster_cha
     let run = json(&k(&["pipeline", "run", "kubernetes", &file, "--context", "prod", "--format", "json"]));
     let detail = run["stages"][0]["detail"].as_str().unwrap();
     assert_eq!(detail, "no context `prod` in the kubeconfig (known: staging)");
-    let out = env.merlya(&["pipeline", "run", "kubernetes", &file, "--format", "json"]).env("PATH", "/nonexistent").output().unwrap();
+    let out = env
+        .merlya(&["pipeline", "run", "kubernetes", &file, "--format", "json"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
     assert!(json(&out)["stages"][0]["detail"].as_str().unwrap().starts_with("kubectl was not found"));
+}
+
+#[test]
+fn host_capabilities_are_probed_once_cached_and_forgotten_when_the_host_changes() {
+    let (_key, sshd, env) = support::one_trusted_host("web01", &[]);
+    let probes = || {
+        let audit: Vec<Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+        audit.iter().filter(|e| e["command"].as_str().unwrap_or("").contains("merlya-context")).count()
+    };
+    let shown: Value = serde_json::from_str(&env.ok(&["hosts", "show", "web01", "--format", "json"])).unwrap();
+    let tools: Vec<&str> =
+        shown["capabilities"]["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(tools.contains(&"python3"), "the host's python was found over SSH: {shown}");
+    assert_eq!(probes(), 1, "the probe is audited like any command");
+    let text = env.ok(&["hosts", "show", "web01"]);
+    assert!(text.contains("pipeline_tools: ") && text.contains("python3"), "{text}");
+    assert_eq!(probes(), 1, "the second look uses the cache");
+    // Replacing the host's record forgets what was found.
+    env.ok(&["hosts", "rm", "web01"]);
+    env.add_host("web01", &sshd, &[]);
+    env.ok(&["hosts", "show", "web01"]);
+    assert_eq!(probes(), 2);
+    env.ok(&["hosts", "show", "web01", "--refresh"]);
+    assert_eq!(probes(), 3);
 }

@@ -49,9 +49,12 @@ pub enum HostsCommand {
         #[arg(long)]
         names: bool,
     },
-    /// Show one host.
+    /// Show one host, with the pipeline tools it can run (probed once per policy.capability_ttl_hours).
     Show {
         name: String,
+        /// Probe the host's tools again instead of using the cached answer.
+        #[arg(long)]
+        refresh: bool,
         #[arg(long, value_enum, default_value_t)]
         format: ListFormat,
     },
@@ -123,11 +126,31 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
                 print_hosts(&hosts, format, &store.host_errors().await?)?;
             }
         }
-        HostsCommand::Show { name, format } => {
+        HostsCommand::Show { name, refresh, format } => {
             let host = store.get_host(&name).await?;
+            let capabilities = host_capabilities(ctx, &host, refresh).await;
             match format {
-                ListFormat::Json => println!("{}", serde_json::to_string_pretty(&host)?),
-                ListFormat::Table => print!("{}", yaml_serde::to_string(&host)?),
+                ListFormat::Json => {
+                    let mut value = serde_json::to_value(&host)?;
+                    value["capabilities"] = match &capabilities {
+                        Ok(c) => serde_json::to_value(c)?,
+                        Err(e) => serde_json::json!({ "error": e }),
+                    };
+                    println!("{}", serde_json::to_string_pretty(&value)?);
+                }
+                ListFormat::Table => {
+                    print!("{}", yaml_serde::to_string(&host)?);
+                    match &capabilities {
+                        Ok(c) => {
+                            let tools = if c.tools.is_empty() { "none".to_string() } else { c.tools.join(", ") };
+                            println!("pipeline_tools: {tools} (checked {})", c.checked_at);
+                            if let Some(context) = &c.kube_context {
+                                println!("kube_context: {context}");
+                            }
+                        }
+                        Err(e) => println!("pipeline_tools: unknown ({})", crate::term_safe::visible_line(e)),
+                    }
+                }
             }
         }
         HostsCommand::Rm { name } => {
@@ -222,6 +245,23 @@ async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<Impor
     let (added, updated) = ctx.store.upsert_hosts(&report.hosts).await?;
     println!("imported {} host(s) from {} ({added} added, {updated} updated)", report.hosts.len(), file.display());
     Ok(EXIT_OK)
+}
+
+/// What `host` can run for change pipelines (cached, or probed through the audited fan-out).
+async fn host_capabilities(
+    ctx: &Context,
+    host: &crate::inventory::Host,
+    refresh: bool,
+) -> Result<crate::pipeline::capabilities::Capabilities, String> {
+    use std::sync::Arc;
+    let inventory = ctx.store.list_hosts().await.map_err(|e| e.to_string())?;
+    let super::Asking { interactive, prompter, approver } = super::Asking::detect(false);
+    let executor = Arc::new(ctx.executor(inventory, prompter, interactive).map_err(|e| format!("{e:#}"))?);
+    let gate = crate::approval::ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let cancel = super::cancel_on_signals();
+    let env = crate::pipeline::Env::from_context(ctx, executor, gate, cancel, crate::exec::no_events());
+    let ttl = std::time::Duration::from_secs(u64::from(ctx.config.policy.capability_ttl_hours) * 3600);
+    crate::pipeline::capabilities::detect(&env, host, ttl, refresh).await
 }
 
 async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {

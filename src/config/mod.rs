@@ -227,6 +227,9 @@ pub struct PolicyConfig {
     pub agent_localhost: bool,
     /// Seconds a run may take (`--timeout` wins); unset: `ssh.command_timeout_secs`.
     pub command_timeout: Option<u64>,
+    /// Hours a host's detected pipeline tools (ansible-playbook, terraform, kubectl, git, python) are
+    /// trusted before they are probed again.
+    pub capability_ttl_hours: u32,
 }
 
 impl Default for PolicyConfig {
@@ -238,6 +241,7 @@ impl Default for PolicyConfig {
             raw_log_retention_days: 7,
             agent_localhost: false,
             command_timeout: None,
+            capability_ttl_hours: 24,
         }
     }
 }
@@ -329,8 +333,9 @@ impl Config {
         const COUNT: &str = "expected a whole number of at least 1";
         const SECONDS: &str = "expected a number of seconds of at least 1";
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
-        let checks: [(&str, bool, &str); 14] = [
+        let checks: [(&str, bool, &str); 15] = [
             ("policy.command_timeout", p.command_timeout != Some(0), SECONDS),
+            ("policy.capability_ttl_hours", p.capability_ttl_hours > 0, "expected a number of hours of at least 1"),
             ("model.turn_timeout_secs", m.turn_timeout_secs > 0, SECONDS),
             ("policy.max_parallel", p.max_parallel > 0, COUNT),
             ("policy.max_parallel_subagents", p.max_parallel_subagents > 0, COUNT),

@@ -9,6 +9,7 @@
 
 pub mod ansible;
 pub mod bash;
+pub mod capabilities;
 pub mod fanout;
 pub mod kubernetes;
 pub mod runner;

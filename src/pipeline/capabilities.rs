@@ -1,0 +1,73 @@
+//! Capability detection: which pipeline tools a host (or localhost) can run,
+//! probed with one read-only command through the audited fan-out, cached in
+//! the store for `policy.capability_ttl_hours` and forgotten when the host's
+//! record changes.
+
+use std::time::Duration;
+
+use super::Env;
+use super::fanout::audited_fan_out;
+use crate::inventory::Host;
+use crate::safety::clearance::Clearance;
+pub use crate::store::capabilities::Capabilities;
+
+/// The programs looked for.
+pub const TOOLS: [&str; 5] = ["ansible-playbook", "terraform", "kubectl", "git", "python3"];
+
+/// The probe: one path per program found, a marker, then kubectl's current context (if any).
+pub const PROBE: &str = "for t in ansible-playbook terraform kubectl git python3; do command -v \"$t\"; done; \
+echo merlya-context; kubectl config current-context 2>/dev/null; true";
+
+/// Reads the probe's output.
+pub fn parse(stdout: &str) -> (Vec<String>, Option<String>) {
+    let (paths, context) = stdout.split_once("merlya-context").unwrap_or((stdout, ""));
+    let tools = TOOLS
+        .iter()
+        .filter(|tool| paths.lines().any(|l| l.trim() == **tool || l.trim().ends_with(&format!("/{tool}"))))
+        .map(|t| t.to_string())
+        .collect();
+    let context = context.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+    (tools, context)
+}
+
+/// Whether a cache entry checked at `checked_at` is older than `ttl`.
+fn stale(checked_at: &str, ttl: Duration) -> bool {
+    chrono::DateTime::parse_from_rfc3339(checked_at)
+        .map(|at| chrono::Utc::now().signed_duration_since(at).to_std().unwrap_or_default() > ttl)
+        .unwrap_or(true)
+}
+
+/// What `host` can run: cached if fresh (and `refresh` not asked), else probed and cached.
+pub async fn detect(env: &Env, host: &Host, ttl: Duration, refresh: bool) -> Result<Capabilities, String> {
+    if !refresh
+        && let Ok(Some(cached)) = env.store.capabilities(&host.name).await
+        && !stale(&cached.checked_at, ttl)
+    {
+        return Ok(cached);
+    }
+    let clearance = Clearance::read_only(PROBE).ok_or("the capability probe is not read-only")?;
+    let results =
+        audited_fan_out(env, std::slice::from_ref(host), clearance, None).await.map_err(|e| format!("{e:#}"))?;
+    let result = results.into_iter().next().ok_or("no result")?;
+    if let Some(error) = &result.error {
+        return Err(format!("{}: {error}", host.name));
+    }
+    let (tools, context) = parse(&result.stdout);
+    env.store.set_capabilities(&host.name, &tools, context.as_deref()).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_is_read_only_and_its_output_is_read() {
+        assert!(Clearance::read_only(PROBE).is_some(), "the probe must pass without an approval");
+        let (tools, context) = parse("/usr/bin/kubectl\n/usr/local/bin/git\nmerlya-context\nstaging\n");
+        assert_eq!((tools, context.as_deref()), (vec!["kubectl".to_string(), "git".to_string()], Some("staging")));
+        let (tools, context) = parse("/opt/venv/bin/ansible-playbook\nmerlya-context\n");
+        assert_eq!((tools, context), (vec!["ansible-playbook".to_string()], None));
+        assert!(stale("2020-01-01T00:00:00Z", Duration::from_secs(3600)));
+        assert!(!stale(&crate::store::now_rfc3339(), Duration::from_secs(3600)));
+    }
+}
