@@ -702,3 +702,70 @@ fn retry_after_is_capped_by_max_retry_wait_and_the_wait_is_announced() {
     assert!(elapsed >= std::time::Duration::from_secs(1), "waited the capped second: {elapsed:?}");
     assert!(elapsed < std::time::Duration::from_secs(30), "did not wait what Retry-After asked: {elapsed:?}");
 }
+
+#[test]
+fn the_execution_specialist_proposes_a_terraform_change_through_the_pipeline() {
+    let infra = tempfile::tempdir().unwrap();
+    std::fs::write(
+        infra.path().join("main.tf"),
+        "resource \"terraform_data\" \"agent\" {\n  input = \"by the agent\"\n}\n",
+    )
+    .unwrap();
+    let rc = infra.path().join("terraformrc");
+    std::fs::write(&rc, "").unwrap();
+    let dir = infra.path().display().to_string();
+    let d = dir.clone();
+    let llm = ScriptedLlm::start(move |r| {
+        if is_main(r) {
+            match r.tool_results().first() {
+                None => openai::tool_call("delegate_execution", json!({"target": "web01", "task": "apply the infra"})),
+                Some(result) => openai::text(&format!("REPORT {result}")),
+            }
+        } else {
+            match r.tool_results().first() {
+                None => {
+                    openai::tool_call("propose_terraform", json!({"summary": "create the agent resource", "dir": d}))
+                }
+                Some(result) => openai::text(result),
+            }
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+    let run_with = |extra: &[&str]| {
+        let mut args = vec!["run"];
+        args.extend_from_slice(extra);
+        args.extend(["--format", "json", "apply the infra on web01"]);
+        env.merlya(&args).env("MERLYA_TEST_LLM_KEY", KEY).env("TF_CLI_CONFIG_FILE", &rc).output().unwrap()
+    };
+    let specialist = |llm: &ScriptedLlm| llm.requests().iter().rev().find(|r| !is_main(r)).unwrap().clone();
+    let state = || infra.path().join("terraform.tfstate").exists();
+
+    // No terminal, no --yes: the plan itself is asked about first (it can run code), and refused.
+    let out = run_with(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let asked = specialist(&llm);
+    assert!(
+        asked.tool_names().contains(&"propose_terraform".to_string()),
+        "terraform is offered: {:?}",
+        asked.tool_names()
+    );
+    assert!(!asked.tool_names().contains(&"propose_ansible".to_string()), "no ansible-playbook here");
+    let result = asked.tool_results()[0].clone();
+    assert!(result.starts_with("DENIED"), "{result}");
+    assert!(result.contains("- Diff denied: the dry run was denied by nobody (no terminal)"), "{result}");
+    assert!(!state(), "nothing was planned or applied");
+
+    // --yes: planned, approved, applied, checked.
+    let out = run_with(&["--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result = specialist(&llm).tool_results()[0].clone();
+    assert!(result.starts_with("SUCCEEDED (change "), "{result}");
+    assert!(result.contains("summary: terraform") && result.contains("1 to add"), "{result}");
+    let list: Vec<Value> = serde_json::from_str(&env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
+    assert_eq!(
+        (list[0]["kind"].as_str(), list[0]["requested_by"].as_str()),
+        (Some("terraform"), Some("agent@execution"))
+    );
+}

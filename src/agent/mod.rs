@@ -9,6 +9,7 @@
 
 pub mod hosts;
 pub mod loop_detect;
+mod pipeline_tools;
 pub mod prompts;
 pub mod specialists;
 pub mod tools;
@@ -83,6 +84,20 @@ pub struct Limits {
     pub max_parallel_subagents: usize,
     /// Whether specialists may run commands on `localhost` (the operator's own machine).
     pub allow_localhost: bool,
+    /// How long a host's detected pipeline tools are trusted.
+    pub capability_ttl: std::time::Duration,
+}
+
+impl Limits {
+    /// The limits the policy sets (the rest at their defaults).
+    pub fn from_policy(policy: &crate::config::PolicyConfig) -> Self {
+        Self {
+            max_parallel_subagents: policy.max_parallel_subagents,
+            allow_localhost: policy.agent_localhost,
+            capability_ttl: std::time::Duration::from_secs(u64::from(policy.capability_ttl_hours) * 3600),
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for Limits {
@@ -93,6 +108,7 @@ impl Default for Limits {
             max_turns: 60,
             max_parallel_subagents: 5,
             allow_localhost: false,
+            capability_ttl: std::time::Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -233,6 +249,7 @@ impl Agent {
             cancel: self.cancel.clone(),
             events,
             stop_before_approval: false,
+            ask_before_dry_run: false,
         }
     }
 

@@ -80,7 +80,12 @@ pub async fn delegate(agent: &Agent, kind: Kind, target: &str, task: &str) -> St
         let _permit = permits.acquire().await;
         let system = kind.prompt().replace("{host}", &host.name);
         let user = format!("Task: {task}\nHost: {} ({}), tags: {}", host.name, host.hostname, host.tags.join(","));
-        let toolbox = HostTools { host: host.clone(), kind };
+        let offer = if kind == Kind::Execution {
+            super::pipeline_tools::offer(agent, host).await
+        } else {
+            super::pipeline_tools::Offer::default()
+        };
+        let toolbox = HostTools { host: host.clone(), kind, offer };
         let agent_name = format!("{}@{}", kind.name(), host.name);
         match agent.react(&agent_name, system, user, &toolbox).await {
             Ok(answer) => format!("## {}\n{answer}", host.name),
@@ -102,6 +107,8 @@ pub async fn query(agent: &Agent, question: &str) -> String {
 struct HostTools {
     host: Host,
     kind: Kind,
+    /// The pipeline kinds this host can be changed with (execution only).
+    offer: super::pipeline_tools::Offer,
 }
 
 #[derive(Deserialize)]
@@ -155,6 +162,7 @@ impl ToolBox for HostTools {
                 ],
                 &["path", "content", "summary"],
             ));
+            specs.extend(super::pipeline_tools::specs(&self.offer));
         }
         specs
     }
@@ -180,6 +188,12 @@ impl ToolBox for HostTools {
             "edit_file" if self.kind == Kind::Execution => {
                 let a: EditArgs = args(name, value)?;
                 Ok(edit_file(agent, &self.host, a).await)
+            }
+            other if self.kind == Kind::Execution => {
+                match super::pipeline_tools::call(agent, &self.host, &self.offer, other, value).await {
+                    Some(result) => result,
+                    None => Err(format!("unknown tool `{other}`")),
+                }
             }
             other => Err(format!("unknown tool `{other}`")),
         }
@@ -329,9 +343,8 @@ struct Change {
 /// The change, made through the one change path (a Bash pipeline on the host), and reported to the model.
 async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     use crate::pipeline::bash::{BashChange, BashSpec};
-    use crate::pipeline::{Kind, PipelineRun, PipelineStatus, Spec, StageName, StageStatus, runner};
+    use crate::pipeline::{PipelineStatus, StageName, StageStatus};
     let who = format!("execution@{}", host.name);
-    let asker = "agent@execution";
     let spec = BashSpec {
         hosts: vec![host.name.clone()],
         display: (change.display != change.command).then(|| change.display.clone()),
@@ -341,20 +354,8 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
         check: change.post_check.clone(),
         rollback: change.rollback.clone(),
     };
-    let mut bash = BashChange::new(spec.clone(), vec![host.clone()]);
-    let (tx, mut rx) = crate::exec::event_channel();
-    let observer = agent.observer.clone();
-    let forward = tokio::spawn(async move {
-        while let Some(event) = rx.recv().await {
-            observer(AgentEvent::Exec(event));
-        }
-    });
-    let env = agent.pipeline_env(asker, tx);
-    let record = PipelineRun::new(Kind::Bash, &host.name, Spec::Bash(spec).to_json(), asker);
-    let outcome = runner::run(&env, &mut bash, record, &|_| {}).await;
-    drop(env);
-    let _ = forward.await;
-    let run = match outcome {
+    let mut bash = BashChange::new(spec, vec![host.clone()]);
+    let run = match super::pipeline_tools::run(agent, &mut bash, false).await {
         Ok(run) => run,
         Err(e) => return format!("NOT RUN: {e}"),
     };

@@ -121,11 +121,7 @@ pub(super) fn agent_turn(services: &Services, text: String) {
         };
         let events = sender.clone();
         let observer: Observer = Arc::new(move |event| events.send(Msg::Agent(event)));
-        let limits = Limits {
-            max_parallel_subagents: ctx.config.policy.max_parallel_subagents,
-            allow_localhost: ctx.config.policy.agent_localhost,
-            ..Limits::default()
-        };
+        let limits = Limits::from_policy(&ctx.config.policy);
         let agent = Agent::new(
             llm,
             executor,

@@ -131,11 +131,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         // One client per task so tokens and cost are per task.
         let llm = Arc::new(LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref())?);
         let role = role.unwrap_or(args.model);
-        let limits = Limits {
-            max_parallel_subagents: ctx.config.policy.max_parallel_subagents,
-            allow_localhost: ctx.config.policy.agent_localhost,
-            ..Limits::default()
-        };
+        let limits = Limits::from_policy(&ctx.config.policy);
         let agent = Agent::new(
             llm.clone(),
             executor.clone(),

@@ -39,6 +39,9 @@ fn stale(checked_at: &str, ttl: Duration) -> bool {
 
 /// What `host` can run: cached if fresh (and `refresh` not asked), else probed and cached.
 pub async fn detect(env: &Env, host: &Host, ttl: Duration, refresh: bool) -> Result<Capabilities, String> {
+    if host.is_local() {
+        return Ok(detect_local(env, ttl, refresh).await);
+    }
     if !refresh
         && let Ok(Some(cached)) = env.store.capabilities(&host.name).await
         && !stale(&cached.checked_at, ttl)
@@ -54,6 +57,30 @@ pub async fn detect(env: &Env, host: &Host, ttl: Duration, refresh: bool) -> Res
     }
     let (tools, context) = parse(&result.stdout);
     env.store.set_capabilities(&host.name, &tools, context.as_deref()).await.map_err(|e| e.to_string())
+}
+
+/// What this machine can run: its own PATH, and kubectl's current context (no command on a host, so
+/// nothing to audit); cached under `localhost` like any host.
+pub async fn detect_local(env: &Env, ttl: Duration, refresh: bool) -> Capabilities {
+    if !refresh
+        && let Ok(Some(cached)) = env.store.capabilities("localhost").await
+        && !stale(&cached.checked_at, ttl)
+    {
+        return cached;
+    }
+    let tools: Vec<String> = TOOLS.iter().filter(|t| super::tool::found(t)).map(|t| t.to_string()).collect();
+    let mut context = None;
+    if tools.iter().any(|t| t == "kubectl") {
+        let mut call = super::tool::ToolCall::new("kubectl", &["config", "current-context"], "/");
+        call.live_stdout = false;
+        let out = super::tool::run(env, &call).await;
+        context = (out.code == Some(0)).then(|| out.stdout.trim().to_string()).filter(|c| !c.is_empty());
+    }
+    let checked_at = crate::store::now_rfc3339();
+    match env.store.set_capabilities("localhost", &tools, context.as_deref()).await {
+        Ok(cached) => cached,
+        Err(_) => Capabilities { tools, kube_context: context, checked_at },
+    }
 }
 
 #[cfg(test)]

@@ -303,6 +303,10 @@ impl Change for KubernetesChange {
         Ok(StageOutcome::ok(format!("{}: {} object(s): {}", source, names.len(), names.join(", ")), manifest))
     }
 
+    fn dry_run_command(&self) -> Option<String> {
+        Some(self.call(&["diff", "--server-side", "-f", &self.manifest().display().to_string()]).display())
+    }
+
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
         let manifest = self.manifest().display().to_string();
         let mut call = self.call(&["diff", "--server-side", "-f", &manifest]);

@@ -55,6 +55,8 @@ pub struct Env {
     pub events: EventSender,
     /// Stop after Summary: nobody can approve (no terminal, no `--yes`).
     pub stop_before_approval: bool,
+    /// Ask before the dry run too: a change the agent proposes, since a dry run can run code.
+    pub ask_before_dry_run: bool,
 }
 
 impl Env {
@@ -79,6 +81,7 @@ impl Env {
             cancel,
             events,
             stop_before_approval: false,
+            ask_before_dry_run: false,
         }
     }
 }
@@ -142,6 +145,11 @@ pub trait Change: Send + Sync {
     fn spec(&self) -> Spec;
     /// Checks the request and works out what will run; nothing changes.
     async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError>;
+    /// What the dry run runs, when it can run code (a Terraform data source, an Ansible task with
+    /// `check_mode: false`, an admission webhook): asked about first when the agent proposes the change.
+    fn dry_run_command(&self) -> Option<String> {
+        None
+    }
     /// The dry run; `None` when the kind has none (Bash without a preview).
     async fn dry_run(&mut self, env: &Env, run: &PipelineRun) -> Option<DryRun>;
     /// The approval request: summary first, every target host, the diff, the post-check and rollback.

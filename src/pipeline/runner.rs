@@ -116,6 +116,31 @@ pub async fn run(
         }
     }
     rec.begin(StageName::Diff, PipelineStatus::Planning).await?;
+    if env.ask_before_dry_run
+        && let Some(command) = change.dry_run_command()
+    {
+        let analysis = crate::safety::Analysis {
+            class: crate::safety::Class::Mutating,
+            reasons: vec![
+                "a dry run can run code (data sources, provisioners, check_mode: false tasks, webhooks)".into(),
+            ],
+            commands: vec![command.clone()],
+            rule_keys: None,
+        };
+        let summary = format!("run the dry run of this {} change on {}", change.kind().as_str(), change.targets());
+        let names = vec![change.targets()];
+        let request = crate::approval::ApprovalRequest::new(summary, &command, names, &analysis, Vec::new());
+        let decision = tokio::select! {
+            decision = env.gate.check(&request) => decision,
+            () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
+        };
+        if let GateOutcome::Denied(by) = decision {
+            rec.run.decision = format!("denied by {by}");
+            rec.end(StageStatus::Denied, format!("the dry run was denied by {by}"), String::new()).await?;
+            change.audit_refused(env, AuditOutcome::Denied, &by, &format!("dry run denied by {by}")).await;
+            return rec.finish(PipelineStatus::Denied).await;
+        }
+    }
     match change.dry_run(env, &rec.run).await {
         None => {
             let why = "this change has no dry run; the approval shows exactly what runs";

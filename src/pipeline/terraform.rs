@@ -403,6 +403,10 @@ impl Change for TerraformChange {
         Ok(StageOutcome::ok(format!("terraform in {} ({files} configuration file(s))", self.dir()), init.text()))
     }
 
+    fn dry_run_command(&self) -> Option<String> {
+        Some(format!("terraform plan -detailed-exitcode -out=PLAN  # in {}", self.dir()))
+    }
+
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
         let file = self.plan_file("change.tfplan");
         Some(match self.plan_into(env, &self.spec.dir, &file, &[]).await {

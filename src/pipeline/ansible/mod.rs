@@ -244,6 +244,10 @@ impl Change for AnsibleChange {
         Ok(StageOutcome::ok(detail, out.text()))
     }
 
+    fn dry_run_command(&self) -> Option<String> {
+        Some(self.call(&self.spec.playbook, true).display())
+    }
+
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
         let out = self.play(env, &self.call(&self.spec.playbook, true), None).await;
         let played = report::parse(&out.stdout);
