@@ -56,11 +56,21 @@ impl Recorder<'_> {
         self.save().await
     }
 
-    /// A stage that did not run, with why.
-    async fn skip(&mut self, name: StageName, why: &str) -> Result<(), PipelineError> {
-        let status = self.run.status;
-        self.begin(name, status).await?;
-        self.end(StageStatus::Skipped, why.to_string(), String::new()).await
+    /// A stage that did not run (or ran nothing: no tool, no host), with why; stored with the next save.
+    fn skip(&mut self, name: StageName, why: &str) {
+        self.done_now(name, StageStatus::Skipped, why);
+    }
+
+    /// A stage that ends as it starts (it runs nothing), stored with the next save.
+    fn done_now(&mut self, name: StageName, status: StageStatus, detail: &str) {
+        self.run.stages.push(Stage {
+            name,
+            status,
+            detail: crate::term_safe::visible_line(detail).into_owned(),
+            started_at: crate::store::now_rfc3339(),
+            duration_ms: 0,
+            output: String::new(),
+        });
     }
 
     /// The run is over: the owner is cleared so no later start marks it interrupted.
@@ -155,7 +165,7 @@ pub async fn run(
                 return rec.finish(status).await;
             }
             if !dry.changes {
-                rec.skip(StageName::Summary, "nothing to change").await?;
+                rec.skip(StageName::Summary, "nothing to change");
                 return rec.finish(PipelineStatus::Succeeded).await;
             }
         }
@@ -164,15 +174,18 @@ pub async fn run(
     if !rec.run.resumed_from.is_empty() {
         request.summary = format!("{} (resumes interrupted run {})", request.summary, rec.run.resumed_from);
     }
-    rec.begin(StageName::Summary, PipelineStatus::Planning).await?;
+    // Summary runs nothing: it is stored with the Approval stage that follows (or the stop).
     rec.run.summary = request.summary.clone();
     rec.run.rollback_data = change.rollback_data();
     let line = format!("{} ({})", request.command, request.class.as_str());
-    rec.end(StageStatus::Done, line, crate::approval::render_request(&request)).await?;
+    rec.done_now(StageName::Summary, StageStatus::Done, &line);
+    if let Some(stage) = rec.run.stages.last_mut() {
+        stage.output = bounded(crate::approval::render_request(&request));
+    }
     if env.stop_before_approval {
         let why = "denied by nobody (no terminal): nobody can approve here without --yes; stopped after Summary, nothing changed";
         rec.run.decision = "denied by nobody (no terminal)".into();
-        rec.skip(StageName::Approval, why).await?;
+        rec.skip(StageName::Approval, why);
         change.audit_refused(env, AuditOutcome::Denied, "nobody (no terminal)", why).await;
         return rec.finish(PipelineStatus::Stopped).await;
     }
@@ -231,7 +244,7 @@ async fn after_approval(
         }
     }
     if !needs_rollback {
-        rec.skip(StageName::Rollback, "not needed").await?;
+        rec.skip(StageName::Rollback, "not needed");
         return rec.finish(PipelineStatus::Succeeded).await;
     }
     rec.begin(StageName::Rollback, PipelineStatus::RollingBack).await?;

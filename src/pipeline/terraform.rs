@@ -173,8 +173,8 @@ impl TerraformChange {
 
     /// The last successful run's configuration on this folder: what a rollback goes back to.
     async fn previous_config(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
-        let runs = env.store.list_pipeline_runs().await?;
-        let last = runs.iter().filter(|r| r.id != run.id && r.kind == Kind::Terraform).find(|r| {
+        let runs = env.store.succeeded_pipeline_runs(Kind::Terraform).await?;
+        let last = runs.iter().filter(|r| r.id != run.id).find(|r| {
             r.status == PipelineStatus::Succeeded
                 && r.stage(StageName::Apply).is_some()
                 && r.spec.get("dir").and_then(|d| d.as_str()) == Some(self.dir().as_str())

@@ -174,12 +174,12 @@ impl Store {
         Ok(())
     }
 
-    /// The connection pool, for repositories.
     /// Where change pipelines keep plan files and copies of configurations: beside the database.
     pub fn pipelines_dir(&self) -> PathBuf {
         self.path.parent().map_or_else(|| PathBuf::from("pipelines"), |dir| dir.join("pipelines"))
     }
 
+    /// The connection pool, for repositories.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }

@@ -137,6 +137,22 @@ pub enum PipelineStatus {
 }
 
 impl PipelineStatus {
+    /// Every status.
+    pub const ALL: [PipelineStatus; 12] = [
+        PipelineStatus::Planning,
+        PipelineStatus::AwaitingApproval,
+        PipelineStatus::Applying,
+        PipelineStatus::Checking,
+        PipelineStatus::RollingBack,
+        PipelineStatus::Succeeded,
+        PipelineStatus::Failed,
+        PipelineStatus::Denied,
+        PipelineStatus::Stopped,
+        PipelineStatus::RolledBack,
+        PipelineStatus::Cancelled,
+        PipelineStatus::Interrupted,
+    ];
+
     /// The snake-case name, as stored.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -331,6 +347,13 @@ impl Store {
         self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY rowid DESC"), None).await
     }
 
+    /// Succeeded runs of `kind`, newest first (a rollback looks for the last good configuration).
+    pub async fn succeeded_pipeline_runs(&self, kind: Kind) -> Result<Vec<PipelineRun>, StoreError> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM pipeline_runs WHERE kind = ? AND status = 'succeeded' ORDER BY rowid DESC");
+        self.query_runs(&sql, Some(kind.as_str())).await
+    }
+
     /// The run whose id is `id` or starts with it (an unambiguous prefix), else `None`.
     pub async fn find_pipeline_run(&self, id: &str) -> Result<Option<PipelineRun>, StoreError> {
         let pattern = format!("{}%", id.replace(['%', '_'], ""));
@@ -350,7 +373,11 @@ impl Store {
         alive: impl Fn(u32) -> bool,
     ) -> Result<Vec<PipelineRun>, StoreError> {
         let mut marked = Vec::new();
-        for mut run in self.list_pipeline_runs().await? {
+        let in_flight: Vec<String> =
+            PipelineStatus::ALL.iter().filter(|s| s.in_flight()).map(|s| format!("'{}'", s.as_str())).collect();
+        let sql =
+            format!("SELECT {COLUMNS} FROM pipeline_runs WHERE status IN ({}) ORDER BY rowid", in_flight.join(", "));
+        for mut run in self.query_runs(&sql, None).await? {
             if !run.status.in_flight() || (run.owner_pid != 0 && alive(run.owner_pid)) {
                 continue;
             }

@@ -1,0 +1,172 @@
+//! Pipeline overhead: the runner against the bare tool doing the same work, in the same run.
+//!
+//! - Terraform, 20 `terraform_data` resources: the bare sequence the runner runs (`init`, `plan -out
+//!   -detailed-exitcode`, `show -json`, `apply PLAN`, `plan -detailed-exitcode`) against
+//!   `merlya pipeline run terraform DIR --yes` (plan, diff, approval, apply, post-check, all persisted).
+//! - Ansible on 10 real sshd hosts, a `copy` task per host: bare `ansible-playbook --check --diff`, the
+//!   playbook, then `--check` again, against `merlya pipeline run ansible --yes` (the same three runs).
+//!
+//! Run: `cargo bench --bench pipeline` (as root; BENCH_ROUNDS=3, BENCH_HOSTS=10, BENCH_ONLY=terraform|ansible).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn time(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}
+
+fn ok(cmd: &mut Command, allowed: &[i32]) {
+    let out = cmd.output().unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    assert!(allowed.contains(&code), "{cmd:?}: {code}\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn terraform(rounds: usize, env: &TestEnv) -> (f64, f64) {
+    let rc = env.dir.path().join("terraformrc");
+    std::fs::write(&rc, "").unwrap();
+    let config: String =
+        (0..20).map(|i| format!("resource \"terraform_data\" \"r{i}\" {{\n  input = \"value-{i}\"\n}}\n")).collect();
+    let fresh = |name: &str| {
+        let dir = env.dir.path().join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("main.tf"), &config).unwrap();
+        dir
+    };
+    let tf = |dir: &Path, args: &[&str]| {
+        let mut cmd = Command::new("terraform");
+        cmd.args(args)
+            .current_dir(dir)
+            .env("TF_CLI_CONFIG_FILE", &rc)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0");
+        cmd
+    };
+    let (mut bare, mut merlya) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let dir = fresh(&format!("bare{round}"));
+        bare.push(time(|| {
+            ok(&mut tf(&dir, &["init", "-input=false", "-no-color"]), &[0]);
+            ok(&mut tf(&dir, &["plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=p.tfplan"]), &[2]);
+            ok(&mut tf(&dir, &["show", "-no-color", "-json", "p.tfplan"]), &[0]);
+            ok(&mut tf(&dir, &["apply", "-input=false", "-no-color", "p.tfplan"]), &[0]);
+            ok(&mut tf(&dir, &["plan", "-input=false", "-no-color", "-detailed-exitcode"]), &[0]);
+        }));
+        let dir = fresh(&format!("merlya{round}"));
+        let path = dir.display().to_string();
+        merlya.push(time(|| {
+            ok(
+                env.merlya(&["pipeline", "run", "terraform", &path, "--yes", "--format", "json"])
+                    .env("TF_CLI_CONFIG_FILE", &rc),
+                &[0],
+            );
+        }));
+    }
+    (median(bare), median(merlya))
+}
+
+fn ansible(rounds: usize, hosts: usize) -> (f64, f64) {
+    let bin = support::ansible_bin();
+    let key = TestKey::generate("");
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    let daemons: Vec<Sshd> = (0..hosts).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    let known = env.home().join(".ssh/known_hosts");
+    let mut inventory = String::from("[bench]\n");
+    for (i, d) in daemons.iter().enumerate() {
+        env.trust(d);
+        env.add_host(&format!("b{i:02}"), d, &["--tag", "bench"]);
+        inventory.push_str(&format!(
+            "b{i:02} ansible_host=127.0.0.1 ansible_port={} ansible_user={TEST_USER} ansible_ssh_private_key_file={} ansible_python_interpreter=auto_silent ansible_ssh_common_args='-o UserKnownHostsFile={} -o StrictHostKeyChecking=yes'\n",
+            d.port,
+            key.private.display(),
+            known.display()
+        ));
+    }
+    let work = tempfile::tempdir().unwrap();
+    support::give_to_test_user(work.path());
+    let inv = work.path().join("inventory.ini");
+    std::fs::write(&inv, inventory).unwrap();
+    let out = work.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    support::give_to_test_user(&out);
+    let play = work.path().join("play.yml");
+    std::fs::write(
+        &play,
+        format!("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy:\n        dest: \"{}/{{{{ inventory_hostname }}}}.txt\"\n        content: \"round {{{{ r }}}}\\n\"\n", out.display()),
+    )
+    .unwrap();
+    let path = support::path_with(&bin);
+    let playbook = |extra: &[&str], r: usize| {
+        let mut cmd = Command::new(bin.join("ansible-playbook"));
+        cmd.arg("-i").arg(&inv).arg(&play).args(["-f", "10", "-e", &format!("r={r}")]).args(extra).env("PATH", &path);
+        cmd.env("ANSIBLE_HOST_KEY_CHECKING", "True");
+        cmd
+    };
+    let (mut bare, mut merlya) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        bare.push(time(|| {
+            ok(&mut playbook(&["--check", "--diff"], 2 * round), &[0]);
+            ok(&mut playbook(&[], 2 * round), &[0]);
+            ok(&mut playbook(&["--check"], 2 * round), &[0]);
+        }));
+        let p = play.display().to_string();
+        let r = format!("r={}", 2 * round + 1);
+        merlya.push(time(|| {
+            ok(
+                env.merlya(&[
+                    "pipeline",
+                    "run",
+                    "ansible",
+                    &p,
+                    "--targets",
+                    "@bench",
+                    "-e",
+                    &r,
+                    "--yes",
+                    "--format",
+                    "json",
+                ])
+                .env("PATH", &path)
+                .env("ANSIBLE_FORKS", "10"),
+                &[0],
+            );
+        }));
+    }
+    (median(bare), median(merlya))
+}
+
+fn main() {
+    let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let hosts: usize = std::env::var("BENCH_HOSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+    // BENCH_ONLY=terraform or ansible runs one of the two.
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let env = TestEnv::new();
+    let mut rows = Vec::new();
+    if only != "ansible" {
+        let (bare, merlya) = terraform(rounds, &env);
+        rows.push(("terraform, 20 terraform_data: plan, apply, post-check plan".to_string(), bare, merlya));
+    }
+    if only != "terraform" {
+        let (bare, merlya) = ansible(rounds, hosts);
+        rows.push((format!("ansible-playbook on {hosts} hosts: --check --diff, apply, --check"), bare, merlya));
+    }
+    println!("| work | bare tool (s) | merlya pipeline (s) | overhead |");
+    println!("|---|---:|---:|---:|");
+    for (what, bare, merlya) in rows {
+        println!("| {what} | {bare:.3} | {merlya:.3} | {:+.1} % |", (merlya / bare - 1.0) * 100.0);
+    }
+}
