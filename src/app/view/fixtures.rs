@@ -124,8 +124,23 @@ pub fn fixture_pipelines() -> Model {
             stage(N::Rollback, S::Done, "exit code 0", 800),
         ],
     );
+    let mut infra = run(
+        "3",
+        PipelineStatus::Interrupted,
+        "/srv/infra",
+        "2026-11-22T10:20:40.000Z",
+        vec![
+            stage(N::Plan, S::Done, "terraform in /srv/infra (4 configuration file(s))", 900),
+            stage(N::Diff, S::Done, "1 to add, 1 to change, 0 to destroy", 1400),
+            stage(N::Summary, S::Done, "terraform apply -input=false -no-color …/change.tfplan (mutating)", 0),
+            stage(N::Approval, S::Done, "approved by alice (console)", 6100),
+            stage(N::Apply, S::Interrupted, "merlya stopped during this stage; ", 0),
+        ],
+    );
+    infra.kind = Kind::Terraform;
+    infra.summary = "terraform /srv/infra: 1 to add, 1 to change, 0 to destroy".into();
     let mut m = fixture_with_output();
-    m.dashboard.pipelines = vec![edit, restart];
+    m.dashboard.pipelines = vec![edit, restart, infra];
     m.set_focus(Pane::Pipeline);
     m
 }
@@ -232,6 +247,41 @@ pub fn fixture_with_diff_approval() -> Model {
     );
     request.post_check = Some("promtool check config /etc/prometheus/prometheus.yml".into());
     request.rollback = Some("cp /etc/prometheus/prometheus.yml.bak /etc/prometheus/prometheus.yml".into());
+    queue_approval(&mut m, request);
+    m
+}
+
+/// A Terraform plan awaiting approval: the resource summary first (a destroy called out), then the
+/// per-resource diff with a sensitive value masked.
+pub fn fixture_with_terraform_approval() -> Model {
+    use crate::approval::ApprovalRequest;
+    use crate::safety::{Analysis, Class};
+    let plan = crate::pipeline::terraform_plan::parse(
+        r#"{"format_version": "1.2", "resource_changes": [
+          {"address": "terraform_data.web", "change": {"actions": ["update"], "before": {"input": "v1", "id": "7f3a"},
+            "after": {"input": "v2", "id": "7f3a"}, "after_unknown": {}, "before_sensitive": {}, "after_sensitive": {}}},
+          {"address": "terraform_data.token", "change": {"actions": ["create"], "before": null,
+            "after": {"input": "hunter2"}, "after_unknown": {"id": true}, "after_sensitive": {"input": true}}},
+          {"address": "terraform_data.legacy", "change": {"actions": ["delete"], "before": {"input": "old", "id": "19c2"},
+            "after": null}}]}"#,
+    )
+    .unwrap_or_default();
+    let mut m = fixture_with_output();
+    let command = "terraform apply -input=false -no-color /root/.merlya/pipelines/20261122-104207-3fa1c/change.tfplan";
+    let analysis = Analysis {
+        class: Class::Dangerous,
+        reasons: vec!["destroys terraform_data.legacy".into(), "applies exactly the saved plan shown here".into()],
+        commands: vec![command.into()],
+        rule_keys: None,
+    };
+    let summary = format!("terraform /srv/infra: {} — DESTROYS terraform_data.legacy", plan.line());
+    let mut request = ApprovalRequest::new(summary, command, vec!["/srv/infra".into()], &analysis, Vec::new());
+    request.diff = Some(plan.render());
+    request.post_check = Some("terraform plan -detailed-exitcode (expects no change)".into());
+    request.rollback = Some(
+        "plan and apply the configuration of change 20261121-093011-a01b2 (shown and approved again before it applies)"
+            .into(),
+    );
     queue_approval(&mut m, request);
     m
 }

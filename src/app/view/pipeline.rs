@@ -94,7 +94,14 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }), stages_area);
     let Some(diff) = model.selected_diff() else {
         let summary = run.stage(StageName::Summary).map(|s| s.detail.clone()).unwrap_or_default();
-        frame.render_widget(Paragraph::new(Line::styled(format!("$ {summary}"), model.theme.accent)), diff_area);
+        let mut lines = vec![Line::styled(format!("$ {summary}"), model.theme.accent)];
+        if run.status == PipelineStatus::Interrupted {
+            let stage = run.stages.iter().find(|s| s.status == StageStatus::Interrupted);
+            let stage = stage.map(|s| model.locale.word("stage", s.name.as_str())).unwrap_or_default();
+            let hint = model.locale.tf("pipeline.interrupted", &[("stage", &stage), ("id", &run.id)]);
+            lines.push(Line::styled(hint, model.theme.error));
+        }
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), diff_area);
         return;
     };
     let [bar, body_area] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(diff_area);

@@ -252,6 +252,21 @@ fn pipeline_diff_side_by_side() {
 }
 
 #[test]
+fn pipeline_pane_interrupted_run_says_how_to_go_on() {
+    let mut m = fixture_pipelines();
+    m.pipeline_cursor = 2;
+    insta::assert_snapshot!(render(&m, 120, 32).backend());
+}
+
+#[test]
+fn approval_modal_for_a_terraform_plan() {
+    let terminal = render(&fixture_with_terraform_approval(), 110, 34);
+    let screen = format!("{:?}", terminal.backend());
+    assert!(!screen.contains("hunter2"), "a sensitive value reached the screen");
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
 fn approval_modal_with_a_highlighted_diff() {
     insta::assert_snapshot!(render(&fixture_with_diff_approval(), 110, 34).backend());
 }
