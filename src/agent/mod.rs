@@ -40,6 +40,8 @@ pub enum AgentEvent {
     Notice(String),
     /// Live output of a command the agent runs.
     Exec(crate::exec::ExecEvent),
+    /// A change pipeline's record each time it is stored.
+    Pipeline(Box<crate::pipeline::PipelineRun>),
 }
 
 /// One command the agent ran or tried, for `--format json` and the console.

@@ -197,7 +197,9 @@ pub async fn run(agent: &Agent, change: &mut dyn Change, ask_before_dry_run: boo
     let mut env = agent.pipeline_env(ASKER, tx);
     env.ask_before_dry_run = ask_before_dry_run;
     let record = PipelineRun::new(change.kind(), &change.targets(), change.spec().to_json(), ASKER);
-    let outcome = runner::run(&env, change, record, &|_| {}).await;
+    let observer = agent.observer.clone();
+    let progress = move |r: &PipelineRun| observer(AgentEvent::Pipeline(Box::new(r.clone())));
+    let outcome = runner::run(&env, change, record, &progress).await;
     drop(env);
     let _ = forward.await;
     outcome.map_err(|e| e.to_string())

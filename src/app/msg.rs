@@ -85,6 +85,8 @@ pub enum Msg {
     Note(String),
     /// Fresh pipeline runs and metrics.
     Dashboard(Box<super::model::Dashboard>),
+    /// A change pipeline's record, each time the runner stores it (the Pipeline pane follows it live).
+    Pipeline(Box<crate::pipeline::PipelineRun>),
     /// A background event worth a toast.
     Toast { level: super::model::ToastLevel, text: String },
     /// Half a second passed (toasts fade).

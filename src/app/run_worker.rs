@@ -74,6 +74,7 @@ async fn change(
     let mut bash = BashChange::new(spec.clone(), hosts.to_vec());
     let record = PipelineRun::new(Kind::Bash, &bash.targets(), Spec::Bash(spec).to_json(), &env.requested_by);
     let progress = |r: &PipelineRun| {
+        sender.send(Msg::Pipeline(Box::new(r.clone())));
         if r.status == PipelineStatus::Applying
             && r.stage(StageName::Apply).is_some_and(|s| s.status == StageStatus::Running)
         {

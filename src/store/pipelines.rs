@@ -215,7 +215,7 @@ impl Stage {
 }
 
 /// A stored run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PipelineRun {
     /// Short id (`YYYYMMDD-HHMMSS-xxxxx`), unique; commands accept any unambiguous prefix.
     pub id: String,

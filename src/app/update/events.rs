@@ -34,6 +34,23 @@ pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effec
     Vec::new()
 }
 
+/// A pipeline record from a runner in this console: replaces the one shown (or comes first, as the
+/// newest); a run that just ended gets its toast here, and the next dashboard refresh agrees.
+pub(super) fn on_pipeline(model: &mut Model, run: crate::pipeline::PipelineRun) -> Vec<Effect> {
+    let mut dashboard = model.dashboard.clone();
+    match dashboard.pipelines.iter_mut().find(|r| r.id == run.id) {
+        Some(shown) => *shown = run,
+        None => {
+            dashboard.pipelines.insert(0, run);
+            // The selection stays on the run it was on.
+            if !model.dashboard.pipelines.is_empty() {
+                model.pipeline_cursor += 1;
+            }
+        }
+    }
+    on_dashboard(model, dashboard)
+}
+
 pub(super) fn on_host_checked(
     model: &mut Model,
     host: String,
@@ -81,6 +98,7 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
             Vec::new()
         }
         AgentEvent::Delta { .. } => Vec::new(),
+        AgentEvent::Pipeline(run) => on_pipeline(model, *run),
         AgentEvent::Tool { agent, name, .. } if name.starts_with("delegate_") => {
             model.chat.push(ChatEntry::new(ChatRole::Tool, format!("{agent} → {name}")));
             Vec::new()

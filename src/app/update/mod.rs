@@ -63,6 +63,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Dashboard(dashboard) => events::on_dashboard(model, *dashboard),
+        Msg::Pipeline(run) => events::on_pipeline(model, *run),
         Msg::Paste(text) => {
             // A pasted passphrase or answer goes to the prompt on screen.
             if let Some(front) = model.prompts.front_mut() {

@@ -322,3 +322,20 @@ fn escape_sequences_from_hosts_and_the_model_are_stored_visible() {
     m.toast(crate::app::model::ToastLevel::Error, "web01: \x1b[31mred\x1b[0m");
     assert_eq!(m.toasts.back().map(|t| t.text.as_str()), Some("web01: ^[[31mred^[[0m"), "toasts");
 }
+
+#[test]
+fn a_pipeline_record_from_a_runner_shows_at_once_and_ends_with_a_toast() {
+    use crate::store::pipelines::{Kind, PipelineRun, PipelineStatus};
+    let mut m = model();
+    let mut run = PipelineRun::new(Kind::Terraform, "/srv/infra", serde_json::Value::Null, "alice");
+    run.status = PipelineStatus::Applying;
+    update(&mut m, Msg::Pipeline(Box::new(run.clone())));
+    assert_eq!(m.dashboard.pipelines.len(), 1);
+    assert_eq!(m.dashboard.pipelines[0].status, PipelineStatus::Applying);
+    assert!(m.toasts.is_empty(), "nothing to say while it runs");
+    run.status = PipelineStatus::Succeeded;
+    update(&mut m, Msg::Pipeline(Box::new(run)));
+    assert_eq!(m.dashboard.pipelines.len(), 1, "the same run is replaced, not added");
+    assert_eq!(m.dashboard.pipelines[0].status, PipelineStatus::Succeeded);
+    assert!(m.toasts.iter().any(|t| t.text.contains("/srv/infra") && t.text.contains("succeeded")), "{:?}", m.toasts);
+}
