@@ -425,3 +425,23 @@ fn host_capabilities_are_probed_once_cached_and_forgotten_when_the_host_changes(
     env.ok(&["hosts", "show", "web01", "--refresh"]);
     assert_eq!(probes(), 3);
 }
+
+#[test]
+fn a_person_at_a_terminal_reads_the_plan_and_denies_it() {
+    let tf = Tf::new();
+    tf.write(V1);
+    let dir = tf.dir.display().to_string();
+    let rc = tf.rc.display().to_string();
+    let screen = tf.env.on_a_pty(&["pipeline", "run", "terraform", &dir], "d\n", &[("TF_CLI_CONFIG_FILE", &rc)]);
+    let screen = text(&screen);
+    // The summary first, then the whole per-resource diff, then the question.
+    let summary = screen.find("APPROVAL NEEDED: terraform").expect("the approval was shown");
+    let diff = screen.find("+++ b/terraform_data.a").expect("the diff was shown");
+    let question = screen.find("[o]nce").expect("the question was asked");
+    assert!(summary < diff && diff < question, "{screen}");
+    assert!(!screen.contains("tok-sensitive-4242"), "{screen}");
+    let list: Vec<Value> = serde_json::from_str(&tf.env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
+    assert_eq!(list[0]["status"], "denied");
+    assert_eq!(list[0]["decision"], "denied by tester (prompt)");
+    assert!(tf.state().is_empty(), "a denied plan changes nothing");
+}

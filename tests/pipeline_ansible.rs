@@ -193,6 +193,17 @@ fn ansible_names_unreachable_hosts_missing_passwords_and_bad_playbooks() {
         "ping.yml",
         "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: touch\n      file:\n        path: /tmp/merlya-never\n        state: touch\n",
     );
+    // A person at a terminal sees the per-host diff and denies: nothing changes.
+    let path = support::path_with(&fleet.bin);
+    let screen = text(&fleet.env.on_a_pty(
+        &["pipeline", "run", "ansible", &play, "--targets", "web01"],
+        "d\n",
+        &[("PATH", &path)],
+    ));
+    assert!(screen.contains("APPROVAL NEEDED: ansible") && screen.contains("web01: touch"), "{screen}");
+    let list: Vec<Value> = serde_json::from_str(&fleet.env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
+    assert_eq!(list[0]["status"], "denied", "{list:?}");
+    assert!(!Path::new("/tmp/merlya-never").exists());
     // A host nobody listens for: the dry run reports it unreachable (exit 4), nothing is asked.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     fleet.env.ok(&[
