@@ -583,3 +583,21 @@ fn bash_completion_offers_inventory_hosts_and_tags_where_targets_go() {
     assert_eq!(complete("hosts show d"), ["db01"]);
     assert!(complete("ho").contains(&"hosts".to_string()), "subcommands still complete");
 }
+
+#[test]
+fn merlya_exec_names_its_run_and_the_audit_log_lists_it_alone() {
+    let env = TestEnv::new();
+    env.ok(&["exec", "localhost", "--", "uname"]);
+    let out = env.run(&["exec", "localhost", "--", "uptime"]);
+    assert!(out.status.success());
+    let err = text(&out.stderr);
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .and_then(|l| l.split(':').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    let entries: Vec<serde_json::Value> =
+        serde_json::from_str(&env.ok(&["audit", "list", "--run", id, "--format", "json"])).unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["command"], "uptime");
+}

@@ -23,6 +23,9 @@ pub enum AuditCommand {
         /// Only the newest N.
         #[arg(long)]
         limit: Option<i64>,
+        /// Only one run of `merlya exec` (or one console session): the id it printed.
+        #[arg(long)]
+        run: Option<String>,
         #[arg(long, value_enum, default_value_t)]
         format: ListFormat,
     },
@@ -43,9 +46,10 @@ pub enum AuditExportFormat {
 
 pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
     match cmd {
-        AuditCommand::List { host, since, outcome, limit, format } => {
+        AuditCommand::List { host, since, outcome, limit, run, format } => {
             let since = since.map(|s| parse_since(&s, chrono::Utc::now())).transpose()?;
-            let entries = ctx.store.list_audit(&AuditFilter { host, since, outcome, limit }).await?;
+            let filter = AuditFilter { host, since, outcome, limit, session: run };
+            let entries = ctx.store.list_audit(&filter).await?;
             match format {
                 ListFormat::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
                 ListFormat::Table => print!("{}", render_table(&entries)),

@@ -110,8 +110,11 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         let table = format!("\n{}", summary(&results));
         if args.format == OutputFormat::Text { print!("{table}") } else { eprint!("{table}") }
     }
-    if let Some(change) = change {
-        eprintln!("change {}: {} (merlya pipeline show {})", change.id, change.status.as_str(), change.id);
+    match change {
+        Some(change) => {
+            eprintln!("change {}: {} (merlya pipeline show {})", change.id, change.status.as_str(), change.id)
+        }
+        None => eprintln!("run {}: merlya audit list --run {}", ctx.session_id, ctx.session_id),
     }
     Ok(if cancel.is_cancelled() {
         super::EXIT_CANCELLED

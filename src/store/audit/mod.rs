@@ -284,6 +284,8 @@ pub struct AuditFilter {
     pub outcome: Option<AuditOutcome>,
     /// At most this many (newest kept).
     pub limit: Option<i64>,
+    /// Only entries of this session (a `merlya exec` run, a console session).
+    pub session: Option<String>,
 }
 
 /// An execution written ahead: finish it with its outcome. Dropped without
@@ -568,6 +570,7 @@ impl Store {
         let mut records = merge(&entries);
         records.retain(|r| {
             filter.host.as_ref().is_none_or(|h| &r.host == h)
+                && filter.session.as_ref().is_none_or(|id| &r.session_id == id)
                 && filter.since.as_ref().is_none_or(|s| r.ts.as_str() >= s.as_str())
                 && filter.outcome.is_none_or(|o| r.outcome == o)
         });
