@@ -246,9 +246,11 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
 
     // The pipeline pane shows the change stage by stage; metrics count the commands.
     tmux.keys(&["4"]);
-    let screen = tmux.wait_for("✓ Approval");
+    tmux.wait_for("change on web01: succeeded");
+    // Once the toast has faded, the whole row and the stages show.
+    let screen = tmux.wait_for("✓ Apply");
     assert!(
-        screen.contains("succeeded") && screen.contains("create the marker") && screen.contains("✓ Apply"),
+        screen.contains("succeeded") && screen.contains("create the marker") && screen.contains("✓ Approval"),
         "{screen}"
     );
     tmux.keys(&["5"]);

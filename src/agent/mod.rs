@@ -60,6 +60,11 @@ pub struct CommandRecord {
 /// Receives events.
 pub type Observer = Arc<dyn Fn(AgentEvent) + Send + Sync>;
 
+/// Where the live output of the agent's commands goes when the reader can slow them down: the future
+/// completes once there is room (the console's output budget), so a chatty host waits instead of
+/// filling memory. Without one, output goes to the [`Observer`].
+pub type ExecSink = Arc<dyn Fn(crate::exec::ExecEvent) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+
 /// Why a run ended without an answer.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum AgentError {
@@ -129,6 +134,8 @@ pub struct Agent {
     pub role: ModelRole,
     pub command_timeout: std::time::Duration,
     pub observer: Observer,
+    /// Live command output with backpressure (the console), else the observer gets it.
+    pub exec_sink: Option<ExecSink>,
     /// Earlier turns of the conversation, given to the main agent before the task.
     pub history: Vec<Message>,
     /// Fires when the operator cancels the turn: running commands are stopped
@@ -192,6 +199,7 @@ impl Agent {
             role,
             command_timeout,
             observer,
+            exec_sink: None,
             history: Vec::new(),
             cancel: tokio_util::sync::CancellationToken::new(),
             state: Mutex::new(RunState::default()),
@@ -253,6 +261,28 @@ impl Agent {
             stop_before_approval: false,
             ask_before_dry_run: false,
         }
+    }
+
+    /// Sends live command output to `sink` (with backpressure) instead of the observer.
+    pub fn with_exec_sink(mut self, sink: ExecSink) -> Self {
+        self.exec_sink = Some(sink);
+        self
+    }
+
+    /// A channel for the live output of one command or pipeline, and the task forwarding it to the
+    /// exec sink (or the observer); the task ends when every sender is dropped.
+    pub fn exec_forwarder(&self) -> (crate::exec::EventSender, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = crate::exec::event_channel();
+        let (observer, sink) = (self.observer.clone(), self.exec_sink.clone());
+        let task = tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                match &sink {
+                    Some(sink) => sink(event).await,
+                    None => observer(AgentEvent::Exec(event)),
+                }
+            }
+        });
+        (tx, task)
     }
 
     /// Records a command for the report and the observer.

@@ -187,13 +187,7 @@ pub async fn call(
 /// Runs `change` through the one runner as the execution specialist, its live output forwarded to
 /// the agent's observer; `ask_before_dry_run` for kinds whose dry run can run code.
 pub async fn run(agent: &Agent, change: &mut dyn Change, ask_before_dry_run: bool) -> Result<PipelineRun, String> {
-    let (tx, mut rx) = crate::exec::event_channel();
-    let observer = agent.observer.clone();
-    let forward = tokio::spawn(async move {
-        while let Some(event) = rx.recv().await {
-            observer(AgentEvent::Exec(event));
-        }
-    });
+    let (tx, forward) = agent.exec_forwarder();
     let mut env = agent.pipeline_env(ASKER, tx);
     env.ask_before_dry_run = ask_before_dry_run;
     let record = PipelineRun::new(change.kind(), &change.targets(), change.spec().to_json(), ASKER);

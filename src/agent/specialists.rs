@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::tools::{args, inventory_call, inventory_specs, spec};
-use super::{Agent, AgentEvent, CommandRecord, ToolBox, prompts};
+use super::{Agent, CommandRecord, ToolBox, prompts};
 use crate::approval::ApprovalRequest;
 use crate::context::{audit_refused_all, audit_request, record_history};
 use crate::exec::HostResult;
@@ -298,13 +298,7 @@ async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<
         }
     };
     let start_id = ticket.id();
-    let (tx, mut rx) = crate::exec::event_channel();
-    let observer = agent.observer.clone();
-    let forward = tokio::spawn(async move {
-        while let Some(event) = rx.recv().await {
-            observer(AgentEvent::Exec(event));
-        }
-    });
+    let (tx, forward) = agent.exec_forwarder();
     let result = agent
         .executor
         .run_until(host, &clearance, crate::exec::Deadline::after(agent.command_timeout), &agent.cancel, &tx)

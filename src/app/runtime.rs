@@ -172,7 +172,7 @@ async fn event_loop(
         }
         for msg in batch {
             dirty = true;
-            if matches!(msg, Msg::Exec { .. }) {
+            if matches!(msg, Msg::Exec { .. } | Msg::Agent(crate::agent::AgentEvent::Exec(_))) {
                 services.sender.output_taken();
             }
             for effect in update(model, msg) {

@@ -137,7 +137,15 @@ pub(super) fn agent_turn(services: &Services, text: String) {
             observer,
         )
         .with_history(&earlier)
-        .with_cancel(token);
+        .with_cancel(token)
+        .with_exec_sink({
+            // The agent's command output shares the console's output budget: a chatty host waits.
+            let sender = sender.clone();
+            Arc::new(move |event| {
+                let sender = sender.clone();
+                Box::pin(async move { sender.send_output(Msg::Agent(crate::agent::AgentEvent::Exec(event))).await })
+            })
+        });
         let report = agent.run_task(&text).await;
         // A cancelled turn is part of the conversation: the next turn tells the model it was stopped.
         let cancelled = agent.cancel.is_cancelled().then(|| CANCELLED_TURN.to_string());
