@@ -15,6 +15,9 @@ command -v secret-tool >/dev/null || need+=(libsecret-tools)
 command -v openssl >/dev/null || need+=(openssl)
 command -v unshare >/dev/null || need+=(util-linux)
 command -v doas >/dev/null || need+=(doas)
+# Shell completion is tested in the shells it is written for.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 # Ansible pipelines: the tests put ansible-core in a venv of their own (target/tmp/ansible-venv).
 command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)

@@ -601,3 +601,51 @@ fn merlya_exec_names_its_run_and_the_audit_log_lists_it_alone() {
     assert_eq!(entries.len(), 1, "{entries:?}");
     assert_eq!(entries[0]["command"], "uptime");
 }
+
+#[test]
+fn fish_and_zsh_completion_offer_inventory_hosts_and_tags_where_targets_go() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "add", "web01", "--hostname", "10.0.0.1", "--tag", "web"]);
+    env.ok(&["hosts", "add", "db01", "--hostname", "10.0.0.2", "--tag", "db"]);
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_merlya")).parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    // fish answers `complete -C LINE` directly.
+    let fish = |line: &str| {
+        let script = format!("merlya completions fish | source; complete -C '{line}'");
+        let out = std::process::Command::new("fish")
+            .args(["--no-config", "-c", &script])
+            .env("PATH", &path)
+            .env("MERLYA_HOME", env.merlya_home())
+            .env("HOME", env.home())
+            .output()
+            .expect("fish (scripts/test.sh installs it)");
+        let words: Vec<String> =
+            text(&out.stdout).lines().map(|l| l.split('\t').next().unwrap_or("").to_string()).collect();
+        words
+    };
+    assert_eq!(fish("merlya exec w"), ["web01"]);
+    assert!(fish("merlya pipeline run bash --targets ").contains(&"@db".to_string()));
+    assert!(fish("merlya hosts show ").contains(&"db01".to_string()));
+    assert!(
+        !fish("merlya hosts add ").contains(&"web01".to_string()),
+        "a new name is not completed from the inventory"
+    );
+    // zsh completes only inside its line editor: a real zsh in tmux, Tab pressed.
+    let socket = format!("merlya-zsh-{}", std::process::id());
+    let shell = format!(
+        "env PATH='{path}' MERLYA_HOME='{}' HOME='{}' zsh -f",
+        env.merlya_home().display(),
+        env.home().display()
+    );
+    let tmux = support::tmux::Tmux::attach(socket, &shell, 100, 20);
+    tmux.type_text("autoload -U compinit && compinit -u && source <(merlya completions zsh) && echo ready");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("ready");
+    tmux.type_text("merlya exec w");
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("merlya exec web01");
+    tmux.keys(&["C-u"]);
+    tmux.type_text("merlya pipeline run ansible site.yml --targets @d");
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("--targets @db");
+}
