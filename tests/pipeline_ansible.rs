@@ -241,7 +241,7 @@ fn ansible_names_unreachable_hosts_missing_passwords_and_bad_playbooks() {
     let run = json(&out);
     let detail = run["stages"][0]["detail"].as_str().unwrap();
     assert!(detail.contains("merlya secret set sudo:web02:password"), "{detail}");
-    // A playbook with a YAML error: the syntax check names it.
+    // A playbook with a YAML error: the dry run fails with Ansible's words (file and line), nothing is asked.
     let broken = write(dir.path(), "broken.yml", "- hosts: all\n  tasks:\n    - name: x\n      copy: [\n");
     let run = json(&fleet.merlya(&[
         "pipeline",
@@ -255,9 +255,9 @@ fn ansible_names_unreachable_hosts_missing_passwords_and_bad_playbooks() {
         "json",
     ]));
     assert_eq!(run["status"], "failed");
-    assert!(
-        run["stages"][0]["detail"].as_str().unwrap().starts_with("ansible-playbook --syntax-check failed"),
-        "{run}"
-    );
+    let diff = &run["stages"][1];
+    assert!(diff["detail"].as_str().unwrap().starts_with("ansible-playbook --check failed"), "{run}");
+    assert!(diff["output"].as_str().unwrap().contains("broken.yml"), "the error names the file: {run}");
+    assert_eq!(run["stages"].as_array().unwrap().len(), 2, "nothing after the failed dry run: {run}");
     assert!(!Path::new("/tmp/merlya-never").exists());
 }
