@@ -294,3 +294,33 @@ fn an_approval_for_thirty_hosts_at_80x24_shows_its_choices() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+#[test]
+fn a_terraform_change_started_in_the_console_is_approved_in_the_modal() {
+    let env = TestEnv::new();
+    let infra = env.dir.path().join("infra");
+    std::fs::create_dir_all(&infra).unwrap();
+    std::fs::write(
+        infra.join("main.tf"),
+        "resource \"terraform_data\" \"console\" {\n  input = \"from the console\"\n}\n",
+    )
+    .unwrap();
+    let rc = env.dir.path().join("terraformrc");
+    std::fs::write(&rc, "").unwrap();
+    let tmux = Tmux::start_with("change", &env, &format!("TF_CLI_CONFIG_FILE='{}'", rc.display()), 120, 40);
+    tmux.wait_for("Inventory · 1");
+    tmux.command(&format!(":change terraform {}", infra.display()));
+    // The plan ran at once; the modal shows its summary and the resource diff before anything applies.
+    let screen = tmux.wait_for("[y/o] once");
+    assert!(
+        screen.contains("1 to add, 0 to change, 0 to destroy") && screen.contains("terraform_data.console"),
+        "{screen}"
+    );
+    assert!(!infra.join("terraform.tfstate").exists(), "nothing applied before the decision");
+    tmux.keys(&["o"]);
+    let screen = tmux.wait_for("change on");
+    assert!(screen.contains("succeeded") && screen.contains("terraform"), "{screen}");
+    assert!(infra.join("terraform.tfstate").exists(), "applied after the approval");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

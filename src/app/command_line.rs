@@ -55,8 +55,9 @@ pub const PALETTE: [(&str, Action); 23] = [
 ];
 
 /// Palette words with their own syntax, and their locale help keys.
-pub const PALETTE_COMMANDS: [(&str, bool, &str); 6] = [
+pub const PALETTE_COMMANDS: [(&str, bool, &str); 7] = [
     (":exec", true, "palette.exec"),
+    (":change", true, "palette.change"),
     (":reload", false, "palette.reload"),
     (":clear", false, "palette.clear"),
     (":cancel", true, "palette.cancel"),
@@ -110,6 +111,9 @@ pub enum CommandLine {
     Cancel(Option<u64>),
     /// `:export [ID] FILE`: write a run (default: the newest) to FILE (.md or .json).
     Export { run: Option<u64>, path: String },
+    /// `:change terraform DIR`, `:change kubernetes PATH`, `:change ansible PLAYBOOK TARGETS`: a change
+    /// pipeline (plan and dry run at once, then the approval modal).
+    Change { kind: crate::pipeline::Kind, path: String, targets: Option<String> },
     /// `:diff HOST HOST`: the two hosts' outputs in the newest run, as a diff.
     Diff(String, String),
     /// `/language CODE`: switch the console's language and save it.
@@ -162,6 +166,21 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
             [a, b] => Ok(CommandLine::Diff(a.to_string(), b.to_string())),
             _ => Err(Text::key("cmd.diff_usage", &[])),
         },
+        "change" => {
+            use crate::pipeline::Kind;
+            let words: Vec<&str> = args.split_whitespace().collect();
+            let change = |kind, path: &str, targets: Option<&str>| CommandLine::Change {
+                kind,
+                path: path.to_string(),
+                targets: targets.map(str::to_string),
+            };
+            match words.as_slice() {
+                ["terraform", dir] => Ok(change(Kind::Terraform, dir, None)),
+                ["kubernetes", path] => Ok(change(Kind::Kubernetes, path, None)),
+                ["ansible", playbook, targets] => Ok(change(Kind::Ansible, playbook, Some(targets))),
+                _ => Err(Text::key("cmd.change_usage", &[])),
+            }
+        }
         "exec" => {
             let (targets, command) = args.split_once(" -- ").ok_or_else(|| Text::key("cmd.exec_usage", &[]))?;
             let (targets, command) = (targets.trim(), command.trim());
@@ -250,6 +269,16 @@ mod tests {
             Ok(CommandLine::Exec { targets: "@web,db1".into(), command: "df -h".into() })
         );
         assert_eq!(parse(":q"), Ok(CommandLine::Quit));
+        use crate::pipeline::Kind;
+        assert_eq!(
+            parse(":change terraform ./infra"),
+            Ok(CommandLine::Change { kind: Kind::Terraform, path: "./infra".into(), targets: None })
+        );
+        assert_eq!(
+            parse(":change ansible site.yml @web"),
+            Ok(CommandLine::Change { kind: Kind::Ansible, path: "site.yml".into(), targets: Some("@web".into()) })
+        );
+        assert_eq!(parse(":change ansible site.yml"), Err(Text::key("cmd.change_usage", &[])));
         assert_eq!(parse(":quit"), Ok(CommandLine::Action(Action::Quit)));
         assert_eq!(parse(":check"), Ok(CommandLine::Action(Action::Check)));
         assert_eq!(parse(":cancel"), Ok(CommandLine::Cancel(None)));

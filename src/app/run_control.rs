@@ -17,6 +17,8 @@ pub(super) struct RunControl {
     tokens: Mutex<HashMap<u64, CancellationToken>>,
     tasks: TaskTracker,
     agent: Mutex<Option<(AbortHandle, CancellationToken)>>,
+    /// Fires on quit: work that is not a numbered run (a `:change` pipeline) watches it.
+    quitting: CancellationToken,
 }
 
 impl RunControl {
@@ -27,6 +29,11 @@ impl RunControl {
             tokens.insert(run, token.clone());
         }
         token
+    }
+
+    /// A token that fires when the console quits.
+    pub(super) fn shutdown_token(&self) -> CancellationToken {
+        self.quitting.child_token()
     }
 
     pub(super) fn forget(&self, run: u64) {
@@ -71,6 +78,7 @@ impl RunControl {
         for token in tokens {
             token.cancel();
         }
+        self.quitting.cancel();
         self.cancel_agent();
         self.tasks.close();
         let _ = tokio::time::timeout(STOP_GRACE * 4, self.tasks.wait()).await;

@@ -93,3 +93,38 @@ async fn change(
     sender.send(Msg::RunDenied { run, by });
     Ok(None)
 }
+
+/// `:change`: an Ansible, Terraform or Kubernetes pipeline started by the operator. Its dry run runs at
+/// once (the person asked for it); the approval comes through the console's modal; the Pipeline pane
+/// follows the record. Quitting waits for it (a tracked task) and cancels it.
+pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts: Vec<Host>) {
+    use crate::pipeline::ansible::{AnsibleChange, AnsibleSpec};
+    use crate::pipeline::kubernetes::{KubernetesChange, KubernetesSpec};
+    use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+    let (ctx, executor, sender, gate) =
+        (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
+    let cancel = services.control.shutdown_token();
+    services.control.spawn(async move {
+        let path = match std::path::absolute(&path) {
+            Ok(path) => path,
+            Err(e) => return sender.send(Msg::Error(format!("{path}: {e}"))),
+        };
+        let mut change: Box<dyn Change> = match kind {
+            Kind::Terraform => Box::new(TerraformChange::new(TerraformSpec { dir: path, vars: Vec::new() })),
+            Kind::Kubernetes => {
+                Box::new(KubernetesChange::new(KubernetesSpec { path, context: None, namespace: None }))
+            }
+            Kind::Ansible | Kind::Bash => {
+                let names = hosts.iter().map(|h| h.name.clone()).collect();
+                let spec = AnsibleSpec { playbook: path, hosts: names, rollback: None, extra_vars: Vec::new() };
+                Box::new(AnsibleChange::new(spec, hosts))
+            }
+        };
+        let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
+        let record = PipelineRun::new(change.kind(), &change.targets(), change.spec().to_json(), &env.requested_by);
+        let progress = |r: &PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
+        if let Err(e) = runner::run(&env, change.as_mut(), record, &progress).await {
+            sender.send(Msg::Error(e.to_string()));
+        }
+    });
+}

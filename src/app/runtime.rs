@@ -240,6 +240,7 @@ fn run_effect(effect: Effect, services: &Services) {
             let _ = reply.send(answer);
         }
         Effect::RunCommand { run, hosts, command } => super::run_worker::run_command(services, run, hosts, command),
+        Effect::StartChange { kind, path, hosts } => super::run_worker::start_change(services, kind, path, hosts),
         Effect::CancelRun(run) => services.control.cancel(run),
         Effect::CancelAgent => {
             if services.control.cancel_agent() {

@@ -160,6 +160,19 @@ fn submit(model: &mut Model) -> Vec<Effect> {
                 effects.push(start_run(model, hosts, command));
             }
         }
+        Ok(CommandLine::Change { kind, path, targets }) => {
+            let hosts = match targets.as_deref().map(|t| resolve_targets(t, &model.hosts, &model.ssh_aliases)) {
+                None => Ok(Vec::new()),
+                Some(resolved) => resolved,
+            };
+            match hosts {
+                Ok(hosts) => {
+                    model.set_focus(Pane::Pipeline);
+                    effects.push(Effect::StartChange { kind, path, hosts });
+                }
+                Err(e) => model.flash = Some(e.to_string()),
+            }
+        }
         Ok(CommandLine::Exec { targets, command }) => match resolve_targets(&targets, &model.hosts, &model.ssh_aliases)
         {
             Ok(hosts) => effects.push(start_run(model, hosts, command)),
