@@ -96,7 +96,11 @@ mod tests {
         assert_eq!(labels("/h", &[]), ["/hosts", "/help"]);
         assert_eq!(labels("/la", &[]), ["/language"]);
         assert_eq!(suggest("/la", &[])[0].replacement, "/language ", "commands with arguments leave a space");
-        assert_eq!(labels(":ch", &[]), [":change", ":chat", ":check", ":search"], "prefix matches first, then the rest");
+        assert_eq!(
+            labels(":ch", &[]),
+            [":change", ":chat", ":check", ":search"],
+            "prefix matches first, then the rest"
+        );
         assert_eq!(labels(":ex", &[])[0], ":exec");
         assert!(labels("hello", &[]).is_empty(), "chat text gets no popup");
     }

@@ -376,7 +376,7 @@ fn write_screenshots() {
     failed.output_view.mode = crate::app::model::OutputMode::Failed;
     let mut quitting = fixture_fleet_run();
     update(&mut quitting, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('q'))));
-    let shots: [(&str, Model); 19] = [
+    let shots: [(&str, Model); 20] = [
         ("run-in-flight", fixture_fleet_run()),
         ("output-grouped", grouped),
         ("output-failed-hosts", failed),
@@ -386,6 +386,7 @@ fn write_screenshots() {
         ("command-palette", palette),
         ("pipeline-side-by-side", split),
         ("approval-diff", fixture_with_diff_approval()),
+        ("approval-terraform", fixture_with_terraform_approval()),
         ("console-start", fixture_model()),
         ("output-fan-out", fixture_with_output()),
         ("inventory-filter", filtered),
