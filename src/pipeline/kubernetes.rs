@@ -114,14 +114,21 @@ impl KubernetesChange {
     }
 
     fn call(&self, args: &[&str]) -> ToolCall {
-        let mut args: Vec<&str> = args.to_vec();
+        self.kubectl(args, self.spec.namespace.as_deref())
+    }
+
+    /// `kubectl ARGS` with the change's context and `namespace`, each as one `--flag=value` word so a
+    /// value cannot be read as another option.
+    fn kubectl(&self, args: &[&str], namespace: Option<&str>) -> ToolCall {
+        let mut words: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         if let Some(context) = &self.spec.context {
-            args.extend(["--context", context.as_str()]);
+            words.push(format!("--context={context}"));
         }
-        if let Some(namespace) = &self.spec.namespace {
-            args.extend(["--namespace", namespace.as_str()]);
+        if let Some(namespace) = namespace {
+            words.push(format!("--namespace={namespace}"));
         }
-        let mut call = ToolCall::new("kubectl", &args, self.work.clone());
+        let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+        let mut call = ToolCall::new("kubectl", &refs, self.work.clone());
         call.label = "kubectl".into();
         call
     }
@@ -142,15 +149,7 @@ impl KubernetesChange {
         if verb == "status" {
             args.push(timeout);
         }
-        if let Some(context) = &self.spec.context {
-            args.extend(["--context", context.as_str()]);
-        }
-        if let Some(namespace) = object.namespace.as_ref().or(self.spec.namespace.as_ref()) {
-            args.extend(["--namespace", namespace.as_str()]);
-        }
-        let mut call = ToolCall::new("kubectl", &args, self.work.clone());
-        call.label = "kubectl".into();
-        call
+        self.kubectl(&args, object.namespace.as_deref().or(self.spec.namespace.as_deref()))
     }
 
     /// Renders the manifest into the run's folder: `kubectl kustomize` for a kustomize folder, else the

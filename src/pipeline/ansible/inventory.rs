@@ -41,7 +41,14 @@ fn become_of(elevation: Elevation, host: &str) -> Option<(&'static str, Option<S
 
 /// A `Host` block of the run's ssh_config: OpenSSH reads keys and known_hosts from the passwd home,
 /// not `$HOME`, and a jump's ssh gets only `-F`, so everything merlya would use is written here.
-fn ssh_block(alias: &str, target: &SshTarget, known: &str, jump: Option<&str>) -> String {
+fn ssh_block(alias: &str, target: &SshTarget, known: &str, jump: Option<&str>) -> Result<String, String> {
+    // Values come from the inventory (maybe imported from someone else's file): one that could end the
+    // line or start a new directive (`\n  ProxyCommand …`) is refused, not written.
+    for (what, value) in [("address", target.hostname.as_str()), ("login", target.user.as_str())] {
+        if !plain_word(value) {
+            return Err(format!("{}: the {what} {value:?} cannot be written to an ssh_config", target.name));
+        }
+    }
     let mut block = format!(
         "Host {alias}\n  HostName {}\n  Port {}\n  User {}\n  UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  BatchMode yes\n",
         target.hostname, target.port, target.user
@@ -53,12 +60,26 @@ fn ssh_block(alias: &str, target: &SshTarget, known: &str, jump: Option<&str>) -
         }
     }
     for key in keys.iter().filter(|k| k.is_file()) {
-        block.push_str(&format!("  IdentityFile \"{}\"\n", key.display()));
+        let path = key.display().to_string();
+        if path.contains(['"', '\n', '\r', '%']) {
+            return Err(format!("{}: the key path {path:?} cannot be written to an ssh_config", target.name));
+        }
+        block.push_str(&format!("  IdentityFile \"{path}\"\n"));
     }
     if let Some(jump) = jump {
         block.push_str(&format!("  ProxyJump {jump}\n"));
     }
-    block
+    Ok(block)
+}
+
+/// A value that stays one word in an ssh_config line: no space, quote, control character or `%` token,
+/// and not an option.
+fn plain_word(value: &str) -> bool {
+    !value.is_empty()
+        && !value.starts_with('-')
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@:[]".contains(c) || (!c.is_ascii() && !c.is_control()))
 }
 
 /// Builds the inventory of `hosts` in `dir`, with an ssh_config beside it. A host that cannot be
@@ -70,6 +91,9 @@ pub fn build(
     known_hosts: &[PathBuf],
     secrets: &dyn SecretSource,
 ) -> Result<Inventory, String> {
+    if let Some(bad) = known_hosts.iter().find(|p| p.display().to_string().contains(['"', '\n', '\r', '%'])) {
+        return Err(format!("the known_hosts path {} cannot be written to an ssh_config", bad.display()));
+    }
     let known = known_hosts.iter().map(|p| format!("\"{}\"", p.display())).collect::<Vec<_>>().join(" ");
     let ssh_config = dir.join("ssh_config");
     let mut config = String::from("# Written by merlya for one pipeline run.\n");
@@ -85,10 +109,10 @@ pub fn build(
             let mut previous: Option<String> = None;
             for (j, jump) in target.jumps.iter().enumerate() {
                 let jump_alias = format!("{alias}-jump{j}");
-                config.push_str(&ssh_block(&jump_alias, jump, &known, previous.as_deref()));
+                config.push_str(&ssh_block(&jump_alias, jump, &known, previous.as_deref())?);
                 previous = Some(jump_alias);
             }
-            config.push_str(&ssh_block(&alias, &target, &known, previous.as_deref()));
+            config.push_str(&ssh_block(&alias, &target, &known, previous.as_deref())?);
             vars.insert("ansible_host".into(), json!(alias));
             vars.insert("ansible_ssh_common_args".into(), json!(format!("-F {}", quote(&ssh_config))));
         }
@@ -153,5 +177,37 @@ struct RemoveOnDrop(PathBuf);
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(hostname: &str, user: &str) -> SshTarget {
+        SshTarget {
+            name: "web01".into(),
+            hostname: hostname.into(),
+            port: 22,
+            user: user.into(),
+            identity_files: Vec::new(),
+            jumps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn inventory_values_cannot_add_ssh_config_directives() {
+        assert!(ssh_block("merlya-0", &target("10.0.0.1", "deploy"), "\"/k\"", None).is_ok());
+        assert!(ssh_block("merlya-0", &target("fe80::1%eth0", "deploy"), "\"/k\"", None).is_err());
+        for (host, user) in [
+            ("x\n  ProxyCommand touch /tmp/pwned", "deploy"),
+            ("10.0.0.1", "deploy\n  LocalCommand id"),
+            ("10.0.0.1 ProxyCommand=id", "deploy"),
+            ("-oProxyCommand=id", "deploy"),
+            ("10.0.0.1", "a\"b"),
+        ] {
+            let err = ssh_block("merlya-0", &target(host, user), "\"/k\"", None).unwrap_err();
+            assert!(err.contains("cannot be written to an ssh_config"), "{err}");
+        }
     }
 }
