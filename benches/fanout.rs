@@ -7,6 +7,7 @@
 //!
 //! Run: `cargo bench --bench fanout` (as root; BENCH_HOSTS=50 by default, BENCH_ROUNDS=3).
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -25,16 +26,7 @@ use merlya::ssh::client::ConnectContext;
 use merlya::ssh::target::ResolveContext;
 use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn time(f: impl FnOnce()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64()
-}
+use common::{median, time};
 
 fn main() {
     let n: usize = std::env::var("BENCH_HOSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);

@@ -8,25 +8,16 @@
 //!
 //! Run: `cargo bench --bench pipeline` (as root; BENCH_ROUNDS=3, BENCH_HOSTS=10, BENCH_ONLY=terraform|ansible).
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 
 use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn time(f: impl FnOnce()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64()
-}
+use common::{median, time};
 
 fn ok(cmd: &mut Command, allowed: &[i32]) {
     let out = cmd.output().unwrap();

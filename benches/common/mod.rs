@@ -5,6 +5,19 @@
 use std::process::Command;
 use std::time::Instant;
 
+/// The middle value (the upper one of an even count).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Seconds `f` took.
+pub fn time(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}
+
 /// Median wall time of 7 runs of `merlya ARGS` with `MERLYA_HOME=home` (and `env`), and the peak RSS
 /// (KiB) of any child so far.
 pub fn measure(args: &[&str], home: &std::path::Path) -> (f64, u64) {

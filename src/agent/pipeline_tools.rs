@@ -136,52 +136,47 @@ pub async fn call(
     name: &str,
     value: Value,
 ) -> Option<Result<String, String>> {
-    let mut change: Box<dyn Change> = match name {
-        "propose_ansible" if offer.ansible => {
-            let a: AnsibleArgs = match super::tools::args(name, value) {
-                Ok(a) => a,
-                Err(e) => return Some(Err(e)),
-            };
+    let allowed = match name {
+        "propose_ansible" => offer.ansible,
+        "propose_terraform" => offer.terraform,
+        "propose_kubernetes" => offer.kubernetes.is_some(),
+        _ => false,
+    };
+    if !allowed {
+        return None;
+    }
+    let mut change = match build(host, name, value) {
+        Ok(change) => change,
+        Err(e) => return Some(Err(e)),
+    };
+    let done = run(agent, change.as_mut(), true).await;
+    Some(Ok(report(&done)))
+}
+
+/// The change a pipeline tool's arguments describe, on `host` for Ansible.
+fn build(host: &Host, name: &str, value: Value) -> Result<Box<dyn Change>, String> {
+    use super::tools::args;
+    Ok(match name {
+        "propose_ansible" => {
+            let a: AnsibleArgs = args(name, value)?;
             let spec = AnsibleSpec {
-                playbook: match absolute(&a.playbook) {
-                    Ok(p) => p,
-                    Err(e) => return Some(Err(e)),
-                },
+                playbook: absolute(&a.playbook)?,
                 hosts: vec![host.name.clone()],
-                rollback: match a.rollback_playbook.as_deref().map(absolute).transpose() {
-                    Ok(p) => p,
-                    Err(e) => return Some(Err(e)),
-                },
+                rollback: a.rollback_playbook.as_deref().map(absolute).transpose()?,
                 extra_vars: a.extra_vars.into_iter().collect(),
             };
             Box::new(AnsibleChange::new(spec, vec![host.clone()]))
         }
-        "propose_terraform" if offer.terraform => {
-            let a: TerraformArgs = match super::tools::args(name, value) {
-                Ok(a) => a,
-                Err(e) => return Some(Err(e)),
-            };
-            let dir = match absolute(&a.dir) {
-                Ok(d) => d,
-                Err(e) => return Some(Err(e)),
-            };
-            Box::new(TerraformChange::new(TerraformSpec { dir, vars: a.vars.into_iter().collect() }))
+        "propose_terraform" => {
+            let a: TerraformArgs = args(name, value)?;
+            Box::new(TerraformChange::new(TerraformSpec { dir: absolute(&a.dir)?, vars: a.vars.into_iter().collect() }))
         }
-        "propose_kubernetes" if offer.kubernetes.is_some() => {
-            let a: KubernetesArgs = match super::tools::args(name, value) {
-                Ok(a) => a,
-                Err(e) => return Some(Err(e)),
-            };
-            let path = match absolute(&a.path) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(e)),
-            };
-            Box::new(KubernetesChange::new(KubernetesSpec { path, context: a.context, namespace: a.namespace }))
+        _ => {
+            let a: KubernetesArgs = args(name, value)?;
+            let spec = KubernetesSpec { path: absolute(&a.path)?, context: a.context, namespace: a.namespace };
+            Box::new(KubernetesChange::new(spec))
         }
-        _ => return None,
-    };
-    let done = run(agent, change.as_mut(), true).await;
-    Some(Ok(report(&done)))
+    })
 }
 
 /// Runs `change` through the one runner as the execution specialist, its live output forwarded to
@@ -190,7 +185,7 @@ pub async fn run(agent: &Agent, change: &mut dyn Change, ask_before_dry_run: boo
     let (tx, forward) = agent.exec_forwarder();
     let mut env = agent.pipeline_env(ASKER, tx);
     env.ask_before_dry_run = ask_before_dry_run;
-    let record = PipelineRun::new(change.kind(), &change.targets(), change.spec().to_json(), ASKER);
+    let record = runner::record_of(&env, change);
     let observer = agent.observer.clone();
     let progress = move |r: &PipelineRun| observer(AgentEvent::Pipeline(Box::new(r.clone())));
     let outcome = runner::run(&env, change, record, &progress).await;

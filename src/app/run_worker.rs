@@ -10,7 +10,7 @@ use crate::exec::ExecEvent;
 use crate::inventory::Host;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
-use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, Spec, StageName, StageStatus, runner};
+use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, StageName, StageStatus, runner};
 use crate::safety::analyze;
 use crate::safety::clearance::Clearance;
 
@@ -71,8 +71,8 @@ async fn change(
     let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
     let summary = locale.tf("approval.run_on", &[("count", &names.len().to_string())]);
     let spec = BashSpec { hosts: names, command: command.to_string(), summary: Some(summary), ..BashSpec::default() };
-    let mut bash = BashChange::new(spec.clone(), hosts.to_vec());
-    let record = PipelineRun::new(Kind::Bash, &bash.targets(), Spec::Bash(spec).to_json(), &env.requested_by);
+    let mut bash = BashChange::new(spec, hosts.to_vec());
+    let record = runner::record_of(env, &bash);
     let progress = |r: &PipelineRun| {
         sender.send(Msg::Pipeline(Box::new(r.clone())));
         if r.status == PipelineStatus::Applying
@@ -121,7 +121,7 @@ pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts:
             }
         };
         let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
-        let record = PipelineRun::new(change.kind(), &change.targets(), change.spec().to_json(), &env.requested_by);
+        let record = runner::record_of(&env, change.as_ref());
         let progress = |r: &PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
         if let Err(e) = runner::run(&env, change.as_mut(), record, &progress).await {
             sender.send(Msg::Error(e.to_string()));

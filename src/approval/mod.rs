@@ -207,6 +207,14 @@ impl GateOutcome {
         }
     }
 
+    /// Who decided: the approver, "not required", or who denied it.
+    pub fn decided_by(&self) -> String {
+        match self {
+            GateOutcome::NotRequired => "not required".into(),
+            GateOutcome::Approved(who) | GateOutcome::Denied(who) => who.clone(),
+        }
+    }
+
     /// The audit log's "approved by" text, or `None` when denied.
     pub fn approved_by(&self) -> Option<String> {
         match self {

@@ -14,7 +14,7 @@ use crate::exec::{ExecEvent, HostFailure, HostResult, Stream};
 use crate::inventory::resolve_targets;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
-use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, Spec, StageName, runner};
+use crate::pipeline::{Env, PipelineRun, PipelineStatus, StageName, runner};
 use crate::safety::analyze;
 use crate::safety::clearance::Clearance;
 use crate::term_safe::visible_line;
@@ -77,8 +77,8 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
             let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
             let summary = Some(format!("run on {} host(s)", names.len()));
             let spec = BashSpec { hosts: names, command, summary, ..BashSpec::default() };
-            let mut bash = BashChange::new(spec.clone(), hosts);
-            let record = PipelineRun::new(Kind::Bash, &bash.targets(), Spec::Bash(spec).to_json(), &env.requested_by);
+            let mut bash = BashChange::new(spec, hosts);
+            let record = runner::record_of(&env, &bash);
             let done = runner::run(&env, &mut bash, record, &|_| {}).await?;
             Ok(if done.stage(StageName::Apply).is_some() {
                 Outcome::Ran(std::mem::take(&mut bash.applied), Some(done))

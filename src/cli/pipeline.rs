@@ -247,8 +247,7 @@ async fn drive(
         match (mode, old) {
             (Mode::Rollback, Some(old)) => runner::roll_back(&env, change.as_mut(), old, &progress).await,
             (_, old) => {
-                let spec = change.spec().to_json();
-                let mut record = PipelineRun::new(change.kind(), &change.targets(), spec, &env.requested_by);
+                let mut record = runner::record_of(&env, change.as_ref());
                 if let Some(old) = old {
                     record.resumed_from = old.id;
                 }
@@ -280,19 +279,10 @@ fn word(status: PipelineStatus) -> String {
     status.as_str().replace('_', " ")
 }
 
-fn mark(status: StageStatus) -> &'static str {
-    match status {
-        StageStatus::Done => "✓",
-        StageStatus::Failed | StageStatus::Denied | StageStatus::Interrupted => "✗",
-        StageStatus::Skipped | StageStatus::Cancelled => "–",
-        StageStatus::Running => "…",
-    }
-}
-
 fn stage_line(stage: &crate::pipeline::Stage) -> String {
     format!(
         "{} {:<10} {:<11} {:>6.1}s  {}",
-        mark(stage.status),
+        crate::pipeline::stage_mark(stage.status),
         stage.name.as_str(),
         stage.status.as_str(),
         stage.duration_ms as f64 / 1000.0,

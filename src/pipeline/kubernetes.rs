@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::tool::{self, ToolCall, ToolOutput, found, run_cleared};
+use super::tool::{self, ToolCall, ToolOutput, run_cleared};
 use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
 use crate::approval::{ApprovalRequest, GateOutcome};
 use crate::safety::{Analysis, Class};
-use crate::store::audit::{AuditOutcome, AuditRequest};
+use crate::store::audit::AuditOutcome;
 
 /// What was asked.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,27 +195,6 @@ impl KubernetesChange {
         Ok((format!("{} file(s) in {}", files.len(), path.display()), manifest))
     }
 
-    fn audit(
-        &self,
-        env: &Env,
-        command: &str,
-        approved_by: &str,
-        run: Option<&PipelineRun>,
-        stage: StageName,
-    ) -> AuditRequest {
-        AuditRequest {
-            session_id: env.session_id.clone(),
-            requested_by: env.requested_by.clone(),
-            host: "localhost".into(),
-            address: "local".into(),
-            port: None,
-            login_user: crate::ssh::target::local_user(),
-            command: command.to_string(),
-            approved_by: approved_by.to_string(),
-            approval_ref: run.and_then(|r| super::audit_ref(r, stage)),
-        }
-    }
-
     /// Runs changing calls one after the other under `decision`, each audited; stops at the first failure.
     async fn run_audited(
         &self,
@@ -232,7 +211,12 @@ impl KubernetesChange {
             };
             let ticket = match env
                 .store
-                .audit_start(self.audit(env, &call.display(), clearance.approved_by(), Some(run), stage))
+                .audit_start(tool::local_audit(
+                    env,
+                    &call.display(),
+                    clearance.approved_by(),
+                    super::audit_ref(run, stage),
+                ))
                 .await
             {
                 Ok(ticket) => ticket,
@@ -274,12 +258,7 @@ impl Change for KubernetesChange {
     }
 
     async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
-        if !found("kubectl") {
-            return Err(PipelineError::ToolMissing {
-                tool: "kubectl".into(),
-                hint: "install kubectl and put it on PATH".into(),
-            });
-        }
+        tool::require("kubectl", "install kubectl and put it on PATH")?;
         self.work = env.store.pipelines_dir().join(&run.id);
         private_dir(&self.work)
             .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
@@ -367,7 +346,7 @@ impl Change for KubernetesChange {
     }
 
     async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str) {
-        let request = self.audit(env, &self.apply_call().display(), decided_by, None, StageName::Approval);
+        let request = tool::local_audit(env, &self.apply_call().display(), decided_by, None);
         if let Err(e) = env.store.audit_refused(&request, outcome, why).await {
             tracing::warn!(error = %e, "cannot record a refused kubernetes change");
         }

@@ -204,6 +204,16 @@ pub fn rebuild(spec: &serde_json::Value, hosts: &[crate::inventory::Host]) -> Re
     })
 }
 
+/// The glyph of a stage's status, the same on every screen (console pane, CLI lines).
+pub fn stage_mark(status: StageStatus) -> &'static str {
+    match status {
+        StageStatus::Done => "✓",
+        StageStatus::Failed | StageStatus::Denied | StageStatus::Interrupted => "✗",
+        StageStatus::Skipped | StageStatus::Cancelled => "–",
+        StageStatus::Running => "…",
+    }
+}
+
 /// Makes a folder only merlya's user can read (plan files and configuration copies may hold secrets).
 pub(crate) fn private_dir(path: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;

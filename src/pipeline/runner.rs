@@ -99,6 +99,11 @@ fn status_of(outcome: &StageOutcome, env: &Env) -> StageStatus {
     }
 }
 
+/// A new record for `change`, asked by `env.requested_by`.
+pub fn record_of(env: &Env, change: &dyn Change) -> PipelineRun {
+    PipelineRun::new(change.kind(), &change.targets(), change.spec().to_json(), &env.requested_by)
+}
+
 /// Drives `change` from Plan to its end and returns the stored record. A stage
 /// that fails ends the run (recorded); only a record that cannot be stored is
 /// an error, and then nothing after it ran.
@@ -200,10 +205,7 @@ pub async fn run(
         }
     };
     let Some(approved_by) = decision.approved_by() else {
-        let by = match &decision {
-            GateOutcome::Denied(who) => who.clone(),
-            _ => "nobody".into(),
-        };
+        let by = decision.decided_by();
         rec.run.decision = format!("denied by {by}");
         rec.end(StageStatus::Denied, format!("denied by {by}"), String::new()).await?;
         let why = format!("denied by {by}: {} ({})", request.class.as_str(), request.reasons.join("; "));
@@ -283,10 +285,7 @@ pub async fn roll_back(
         () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
     };
     let Some(approved_by) = decision.approved_by() else {
-        let by = match &decision {
-            GateOutcome::Denied(who) => who.clone(),
-            _ => "nobody".into(),
-        };
+        let by = decision.decided_by();
         rec.end(StageStatus::Denied, format!("rollback denied by {by}"), String::new()).await?;
         change.audit_refused(env, AuditOutcome::Denied, &by, &format!("rollback denied by {by}")).await;
         return rec.finish(before).await;

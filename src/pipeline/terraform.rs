@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::terraform_plan::{PlanSummary, parse};
-use super::tool::{self, ToolCall, ToolOutput, found, run_cleared};
+use super::tool::{self, ToolCall, ToolOutput, run_cleared};
 use super::{
     Change, DryRun, Env, Kind, PipelineError, PipelineRun, PipelineStatus, Spec, StageName, StageOutcome, private_dir,
 };
@@ -93,19 +93,9 @@ impl TerraformChange {
         self.spec.dir.display().to_string()
     }
 
-    /// An audit row for a terraform command run here.
-    fn audit(&self, env: &Env, command: &str, approved_by: &str, run: &PipelineRun, stage: StageName) -> AuditRequest {
-        AuditRequest {
-            session_id: env.session_id.clone(),
-            requested_by: env.requested_by.clone(),
-            host: "localhost".into(),
-            address: "local".into(),
-            port: None,
-            login_user: crate::ssh::target::local_user(),
-            command: format!("{command}  # in {}", self.dir()),
-            approved_by: approved_by.to_string(),
-            approval_ref: super::audit_ref(run, stage),
-        }
+    /// An audit row for a terraform command run here (the folder named after it).
+    fn audit(&self, env: &Env, command: &str, approved_by: &str, approval_ref: Option<String>) -> AuditRequest {
+        tool::local_audit(env, &format!("{command}  # in {}", self.dir()), approved_by, approval_ref)
     }
 
     /// Runs a call that changes state, cleared by `decision`, with its audit row around it.
@@ -120,7 +110,7 @@ impl TerraformChange {
         let Some(clearance) = decision.clearance(&call.display()) else {
             return ToolOutput { error: Some("not approved".into()), ..ToolOutput::default() };
         };
-        let request = self.audit(env, &call.display(), clearance.approved_by(), run, stage);
+        let request = self.audit(env, &call.display(), clearance.approved_by(), super::audit_ref(run, stage));
         let ticket = match env.store.audit_start(request).await {
             Ok(ticket) => ticket,
             Err(e) => {
@@ -263,10 +253,7 @@ impl TerraformChange {
         let request = self.request(summary, call.display(), &plan, plan.render());
         let decision = env.gate.check(&request).await;
         if decision.approved_by().is_none() {
-            let by = match &decision {
-                GateOutcome::Denied(who) => who.clone(),
-                _ => "nobody".into(),
-            };
+            let by = decision.decided_by();
             self.audit_refused(env, AuditOutcome::Denied, &by, &format!("rollback denied by {by}")).await;
             return StageOutcome::failed(format!("the rollback plan ({}) was denied by {by}", plan.line()), "");
         }
@@ -367,12 +354,7 @@ impl Change for TerraformChange {
     }
 
     async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
-        if !found("terraform") {
-            return Err(PipelineError::ToolMissing {
-                tool: "terraform".into(),
-                hint: "install it and make sure it is on PATH".into(),
-            });
-        }
+        tool::require("terraform", "install it and make sure it is on PATH")?;
         if !self.spec.dir.is_dir() {
             return Err(PipelineError::Invalid(format!("{} is not a folder", self.dir())));
         }
@@ -462,14 +444,7 @@ impl Change for TerraformChange {
     }
 
     async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str) {
-        let mut request = self.audit(
-            env,
-            &self.apply_call().display(),
-            decided_by,
-            &PipelineRun::new(Kind::Terraform, "", serde_json::Value::Null, ""),
-            StageName::Approval,
-        );
-        request.approval_ref = None;
+        let request = self.audit(env, &self.apply_call().display(), decided_by, None);
         if let Err(e) = env.store.audit_refused(&request, outcome, why).await {
             tracing::warn!(error = %e, "cannot record a refused terraform change");
         }

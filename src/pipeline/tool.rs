@@ -105,6 +105,35 @@ pub fn found(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
+/// `Ok` when `program` can be run here, else the error naming it and how to get it.
+pub fn require(program: &str, hint: &str) -> Result<(), super::PipelineError> {
+    if found(program) {
+        Ok(())
+    } else {
+        Err(super::PipelineError::ToolMissing { tool: program.into(), hint: hint.into() })
+    }
+}
+
+/// The audit row of a tool run on this machine (terraform, kubectl): host `localhost`.
+pub fn local_audit(
+    env: &Env,
+    command: &str,
+    approved_by: &str,
+    approval_ref: Option<String>,
+) -> crate::store::audit::AuditRequest {
+    crate::store::audit::AuditRequest {
+        session_id: env.session_id.clone(),
+        requested_by: env.requested_by.clone(),
+        host: "localhost".into(),
+        address: "local".into(),
+        port: None,
+        login_user: crate::ssh::target::local_user(),
+        command: command.to_string(),
+        approved_by: approved_by.to_string(),
+        approval_ref,
+    }
+}
+
 /// Runs a call that only looks or plans (it may still run code: the person started it, or approved
 /// its dry run).
 pub async fn run(env: &Env, call: &ToolCall) -> ToolOutput {

@@ -30,15 +30,6 @@ fn stage_style(model: &Model, status: StageStatus) -> ratatui::style::Style {
     }
 }
 
-fn mark(status: StageStatus) -> &'static str {
-    match status {
-        StageStatus::Done => "✓",
-        StageStatus::Failed | StageStatus::Denied | StageStatus::Interrupted => "✗",
-        StageStatus::Skipped | StageStatus::Cancelled => "–",
-        StageStatus::Running => "…",
-    }
-}
-
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let runs = &model.dashboard.pipelines;
@@ -87,7 +78,11 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         let timing =
             if stage.duration_ms > 0 { format!(" {:.1}s", stage.duration_ms as f64 / 1000.0) } else { String::new() };
         spans.push(Span::styled(
-            format!("{} {}{timing}", mark(stage.status), model.locale.word("stage", stage.name.as_str())),
+            format!(
+                "{} {}{timing}",
+                crate::pipeline::stage_mark(stage.status),
+                model.locale.word("stage", stage.name.as_str())
+            ),
             stage_style(model, stage.status),
         ));
     }

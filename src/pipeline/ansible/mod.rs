@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::tool::{self, ToolCall, ToolOutput, found, run_cleared};
+use super::tool::{self, ToolCall, ToolOutput, run_cleared};
 use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
 use crate::approval::{ApprovalRequest, GateOutcome};
 use crate::context::{audit_refused_all, audit_request, audit_start_all};
@@ -202,12 +202,7 @@ impl Change for AnsibleChange {
     }
 
     async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
-        if !found("ansible-playbook") {
-            return Err(PipelineError::ToolMissing {
-                tool: "ansible-playbook".into(),
-                hint: "install ansible-core (pip install ansible-core) and put it on PATH".into(),
-            });
-        }
+        tool::require("ansible-playbook", "install ansible-core (pip install ansible-core) and put it on PATH")?;
         for playbook in std::iter::once(&self.spec.playbook).chain(&self.spec.rollback) {
             if !playbook.is_file() {
                 return Err(PipelineError::Invalid(format!("{} is not a file", playbook.display())));
