@@ -217,8 +217,7 @@ fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
     let diff = first["diff"].as_str().unwrap();
     assert!(diff.contains("+++ b/terraform_data.a") && diff.contains("\"input\": \"one\""), "{diff}");
     assert!(diff.contains("(sensitive value)"), "{diff}");
-    let db = std::fs::read(tf.env.merlya_home().join("merlya.db")).unwrap();
-    let everything = format!("{}{}", String::from_utf8_lossy(&db), text(&out.stderr));
+    let everything = format!("{}{}", tf.env.database_text(), text(&out.stderr));
     assert!(!everything.contains("tok-sensitive-4242"), "a sensitive value reached the database or the screen");
     let audit: Vec<Value> = serde_json::from_str(&tf.env.ok(&["audit", "list", "--format", "json"])).unwrap();
     let applied = audit.iter().find(|e| e["outcome"] == "ok").unwrap();
@@ -260,11 +259,13 @@ fn a_kill_9_during_terraform_apply_is_found_interrupted_and_resumed_only_with_a_
     let tf = Tf::new();
     let slow = tf.dir.join("slow");
     std::fs::write(&slow, "").unwrap();
+    // A variable whose value is a secret: the resumed run needs it, the database never holds it.
     tf.write(
-        "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"if [ -f slow ]; then sleep 60; fi\"\n  }\n}\n",
+        "variable \"token\" {\n  type = string\n  sensitive = true\n}\nresource \"terraform_data\" \"slow\" {\n  input = var.token\n  provisioner \"local-exec\" {\n    command = \"if [ -f slow ]; then sleep 60; fi\"\n  }\n}\n",
     );
     let dir = tf.dir.display().to_string();
-    let mut child = tf.merlya(&["pipeline", "run", "terraform", &dir, "--yes"]).spawn().unwrap();
+    let secret = "token=tf-var-s3cr3t-77";
+    let mut child = tf.merlya(&["pipeline", "run", "terraform", &dir, "--var", secret, "--yes"]).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let id = loop {
         let list: Vec<Value> =
@@ -300,6 +301,8 @@ fn a_kill_9_during_terraform_apply_is_found_interrupted_and_resumed_only_with_a_
     assert_eq!((resumed["status"].as_str(), resumed["resumed_from"].as_str()), (Some("succeeded"), Some(id.as_str())));
     assert!(resumed["summary"].as_str().unwrap().contains(&format!("resumes interrupted run {id}")), "{resumed}");
     assert_eq!(tf.state(), ["terraform_data.slow"]);
+    assert_eq!(resumed["spec"]["vars"], serde_json::json!(["token"]), "only the name is stored");
+    assert!(!tf.env.database_text().contains("tf-var-s3cr3t-77"), "a --var value reached the database");
 }
 
 #[test]

@@ -124,6 +124,7 @@ fn ansible_dry_run_per_host_then_deny_approve_check_and_roll_back() {
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let done = json(&out);
     assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["spec"]["extra_vars"], serde_json::json!(["dir"]), "values stay in the run's private folder");
     for host in ["web01", "web02", "web03"] {
         assert_eq!(std::fs::read_to_string(dir.path().join(format!("{host}.txt"))).unwrap(), "managed by merlya\n");
     }
@@ -132,9 +133,8 @@ fn ansible_dry_run_per_host_then_deny_approve_check_and_roll_back() {
     let stages: Vec<&str> = done["stages"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
     assert_eq!(stages, ["done", "done", "done", "done", "done", "done", "skipped"], "{done}");
     // The become password is never on a command line, in the database, the record or the output.
-    let db = std::fs::read(fleet.env.merlya_home().join("merlya.db")).unwrap();
     for (what, haystack) in
-        [("database", String::from_utf8_lossy(&db).to_string()), ("output", text(&out.stdout) + &text(&out.stderr))]
+        [("database", fleet.env.database_text()), ("output", text(&out.stdout) + &text(&out.stderr))]
     {
         assert!(!haystack.contains(TEST_PASSWORD), "the become password reached the {what}");
     }

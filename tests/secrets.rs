@@ -44,8 +44,7 @@ fn secret_service_round_trip_with_gnome_keyring() {
     assert!(stdout.contains("api:web01:token  Secret Service"), "{stdout}");
     assert!(stdout.contains("removed api:web01:token") && stdout.contains("GONE"), "{stdout}");
     // The value is in the keyring, never in merlya's files.
-    let db = std::fs::read(env.merlya_home().join("merlya.db")).unwrap();
-    assert!(!String::from_utf8_lossy(&db).contains("tok-123"));
+    assert!(!env.database_text().contains("tok-123"));
 }
 
 #[test]

@@ -13,6 +13,7 @@ use crate::llm::ToolSpec;
 use crate::pipeline::ansible::{AnsibleChange, AnsibleSpec};
 use crate::pipeline::kubernetes::{KubernetesChange, KubernetesSpec};
 use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::pipeline::vars::Vars;
 use crate::pipeline::{Change, PipelineRun, PipelineStatus, StageName, runner};
 
 /// Who the pipelines are asked by, in records and the audit log.
@@ -163,13 +164,16 @@ fn build(host: &Host, name: &str, value: Value) -> Result<Box<dyn Change>, Strin
                 playbook: absolute(&a.playbook)?,
                 hosts: vec![host.name.clone()],
                 rollback: a.rollback_playbook.as_deref().map(absolute).transpose()?,
-                extra_vars: a.extra_vars.into_iter().collect(),
+                extra_vars: Vars::new(a.extra_vars.into_iter().collect()),
             };
             Box::new(AnsibleChange::new(spec, vec![host.clone()]))
         }
         "propose_terraform" => {
             let a: TerraformArgs = args(name, value)?;
-            Box::new(TerraformChange::new(TerraformSpec { dir: absolute(&a.dir)?, vars: a.vars.into_iter().collect() }))
+            Box::new(TerraformChange::new(TerraformSpec {
+                dir: absolute(&a.dir)?,
+                vars: Vars::new(a.vars.into_iter().collect()),
+            }))
         }
         _ => {
             let a: KubernetesArgs = args(name, value)?;

@@ -10,6 +10,7 @@ use crate::exec::ExecEvent;
 use crate::inventory::Host;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
+use crate::pipeline::vars::Vars;
 use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, StageName, StageStatus, runner};
 use crate::safety::analyze;
 use crate::safety::clearance::Clearance;
@@ -110,13 +111,13 @@ pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts:
             Err(e) => return sender.send(Msg::Error(format!("{path}: {e}"))),
         };
         let mut change: Box<dyn Change> = match kind {
-            Kind::Terraform => Box::new(TerraformChange::new(TerraformSpec { dir: path, vars: Vec::new() })),
+            Kind::Terraform => Box::new(TerraformChange::new(TerraformSpec { dir: path, vars: Vars::default() })),
             Kind::Kubernetes => {
                 Box::new(KubernetesChange::new(KubernetesSpec { path, context: None, namespace: None }))
             }
             Kind::Ansible | Kind::Bash => {
                 let names = hosts.iter().map(|h| h.name.clone()).collect();
-                let spec = AnsibleSpec { playbook: path, hosts: names, rollback: None, extra_vars: Vec::new() };
+                let spec = AnsibleSpec { playbook: path, hosts: names, rollback: None, extra_vars: Vars::default() };
                 Box::new(AnsibleChange::new(spec, hosts))
             }
         };

@@ -15,7 +15,8 @@ use crate::pipeline::ansible::AnsibleSpec;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::kubernetes::KubernetesSpec;
 use crate::pipeline::terraform::TerraformSpec;
-use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, rebuild, runner};
+use crate::pipeline::vars::Vars;
+use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, build, rebuild, runner};
 use crate::term_safe::{visible, visible_line};
 
 #[derive(Debug, Subcommand)]
@@ -155,7 +156,7 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                         playbook: absolute(playbook)?,
                         hosts: hosts.iter().map(|h| h.name.clone()).collect(),
                         rollback: rollback.map(absolute).transpose()?,
-                        extra_vars,
+                        extra_vars: Vars::new(extra_vars),
                     };
                     (Spec::Ansible(spec), opts, Vec::new())
                 }
@@ -165,12 +166,12 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                 }
                 RunKind::Terraform { dir, vars, opts } => {
                     let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
-                    (Spec::Terraform(TerraformSpec { dir, vars }), opts, Vec::new())
+                    (Spec::Terraform(TerraformSpec { dir, vars: Vars::new(vars) }), opts, Vec::new())
                 }
             };
             let change: Box<dyn Change> = match spec {
                 Spec::Bash(spec) => Box::new(BashChange::new(spec, hosts)),
-                other => rebuild(&other.to_json(), &inventory)?,
+                other => build(other, &inventory)?,
             };
             drive(ctx, change, None, &opts, Mode::Run).await
         }

@@ -16,6 +16,7 @@ pub mod runner;
 pub mod terraform;
 pub mod terraform_plan;
 pub mod tool;
+pub mod vars;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -196,6 +197,11 @@ impl Spec {
 pub fn rebuild(spec: &serde_json::Value, hosts: &[crate::inventory::Host]) -> Result<Box<dyn Change>, PipelineError> {
     let spec: Spec = serde_json::from_value(spec.clone())
         .map_err(|e| PipelineError::Invalid(format!("the stored run cannot be read back ({e})")))?;
+    build(spec, hosts)
+}
+
+/// Builds the change `spec` asks for, its hosts looked up in `hosts`.
+pub fn build(spec: Spec, hosts: &[crate::inventory::Host]) -> Result<Box<dyn Change>, PipelineError> {
     Ok(match spec {
         Spec::Bash(spec) => Box::new(bash::BashChange::from_spec(spec, hosts)?),
         Spec::Terraform(spec) => Box::new(terraform::TerraformChange::new(spec)),

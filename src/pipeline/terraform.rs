@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::terraform_plan::{PlanSummary, parse};
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
+use super::vars::{Vars, write_private};
 use super::{
     Change, DryRun, Env, Kind, PipelineError, PipelineRun, PipelineStatus, Spec, StageName, StageOutcome, private_dir,
 };
@@ -31,9 +32,9 @@ const SNAPSHOT_LIMIT: usize = 2 * 1024 * 1024;
 pub struct TerraformSpec {
     /// The configuration folder (absolute).
     pub dir: PathBuf,
-    /// Variables, in the order given (passed as `TF_VAR_name`).
+    /// Variables, in the order given (passed as `TF_VAR_name`; values kept out of the database).
     #[serde(default)]
-    pub vars: Vec<(String, String)>,
+    pub vars: Vars,
 }
 
 /// A configuration's files (relative path → content): what rollback goes back to.
@@ -74,8 +75,8 @@ impl TerraformChange {
         for (k, v) in [("TF_IN_AUTOMATION", "1"), ("TF_INPUT", "0"), ("CHECKPOINT_DISABLE", "1")] {
             call.env.insert(k.into(), v.into());
         }
-        for (name, value) in &self.spec.vars {
-            call.env.insert(format!("TF_VAR_{name}"), value.clone());
+        for (name, value) in self.spec.vars.iter() {
+            call.env.insert(format!("TF_VAR_{name}"), value.to_string());
         }
         call
     }
@@ -305,16 +306,13 @@ fn snapshot(dir: &Path) -> Option<Snapshot> {
 
 /// Writes a configuration's files under `dir` (private: they may hold secrets).
 fn save_snapshot(config: &Snapshot, dir: &Path) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     private_dir(dir)?;
     for (file, text) in config {
         let path = dir.join(file);
         if let Some(parent) = path.parent() {
             private_dir(parent)?;
         }
-        let mut out = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
-        out.write_all(text.as_bytes())?;
+        write_private(&path, text.as_bytes())?;
     }
     Ok(())
 }
@@ -358,7 +356,7 @@ impl Change for TerraformChange {
         if !self.spec.dir.is_dir() {
             return Err(PipelineError::Invalid(format!("{} is not a folder", self.dir())));
         }
-        for (name, _) in &self.spec.vars {
+        for name in self.spec.vars.names() {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
                 return Err(PipelineError::Invalid(format!("`{name}` is not a Terraform variable name")));
             }
@@ -370,6 +368,10 @@ impl Change for TerraformChange {
         self.work = env.store.pipelines_dir().join(&run.id);
         private_dir(&self.work)
             .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
+        self.spec.vars.restore(env, run)?;
+        self.spec.vars.save(&self.work).map_err(|e| {
+            PipelineError::Invalid(format!("cannot keep the variables in {}: {e}", self.work.display()))
+        })?;
         self.previous_config(env, run).await?;
         if let Some(config) = &config {
             let kept = self.work.join("config");
@@ -478,6 +480,9 @@ impl Change for TerraformChange {
 
     async fn rollback(&mut self, env: &Env, run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
         Self::rollback_words(&serde_json::from_value(run.rollback_data.clone()).unwrap_or_default())?;
+        if let Err(e) = self.spec.vars.restore(env, run) {
+            return Some(StageOutcome::failed(e.to_string(), ""));
+        }
         // A rollback is a new plan: it is shown and approved on its own before it applies.
         Some(self.roll_back(env, run).await)
     }

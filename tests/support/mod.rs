@@ -31,6 +31,15 @@ impl TestEnv {
         self.dir.path().join("merlya")
     }
 
+    /// Every byte of the database, its write-ahead log included (where recent writes still are),
+    /// as text: what a check that a secret never reached the database must search.
+    pub fn database_text(&self) -> String {
+        let db = self.merlya_home().join("merlya.db");
+        let mut bytes = std::fs::read(&db).expect("the database exists");
+        bytes.extend(std::fs::read(db.with_extension("db-wal")).unwrap_or_default());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
     pub fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }

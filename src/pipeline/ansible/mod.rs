@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
+use super::vars::{Vars, write_private};
 use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
 use crate::approval::{ApprovalRequest, GateOutcome};
 use crate::context::{audit_refused_all, audit_request, audit_start_all};
@@ -33,9 +34,10 @@ pub struct AnsibleSpec {
     /// The playbook that undoes it, if any (absolute).
     #[serde(default)]
     pub rollback: Option<PathBuf>,
-    /// Extra variables (passed in a private file, never on the command line).
+    /// Extra variables (passed in a private file, never on the command line; values kept out of the
+    /// database).
     #[serde(default)]
-    pub extra_vars: Vec<(String, String)>,
+    pub extra_vars: Vars,
 }
 
 /// An Ansible change.
@@ -216,9 +218,12 @@ impl Change for AnsibleChange {
         private_dir(&self.work.join("callback")).map_err(io)?;
         private_dir(&self.work.join("tmp")).map_err(io)?;
         std::fs::write(self.work.join("callback").join("merlya_json.py"), CALLBACK).map_err(io)?;
+        self.spec.extra_vars.restore(env, run)?;
+        self.spec.extra_vars.save(&self.work).map_err(io)?;
         let vars: serde_json::Map<String, serde_json::Value> =
-            self.spec.extra_vars.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
-        std::fs::write(self.work.join("extra-vars.json"), serde_json::Value::Object(vars).to_string()).map_err(io)?;
+            self.spec.extra_vars.iter().map(|(k, v)| (k.into(), serde_json::Value::String(v.into()))).collect();
+        write_private(&self.work.join("extra-vars.json"), serde_json::Value::Object(vars).to_string().as_bytes())
+            .map_err(io)?;
         let context = env.executor.pool().context();
         let built = inventory::build(
             &self.work,
