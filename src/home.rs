@@ -133,6 +133,12 @@ pub fn private_file_options() -> std::fs::OpenOptions {
     options
 }
 
+/// Writes `bytes` to `path`, created 0600 (truncated when it exists): a file that may hold secrets.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    private_file_options().write(true).create(true).truncate(true).open(path)?.write_all(bytes)
+}
+
 /// Narrows an existing file merlya owns to 0600 (a no-op when it is already
 /// private or missing).
 pub fn make_private(path: &Path) -> std::io::Result<()> {

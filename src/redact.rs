@@ -44,6 +44,12 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     rules.into_iter().filter_map(|(pattern, replacement)| Regex::new(pattern).ok().map(|r| (r, replacement))).collect()
 });
 
+/// Compiles the rules now (a few milliseconds): a short-lived process about to audit something calls
+/// it on a spare thread, so its first audit entry does not wait for the compile.
+pub fn warm() {
+    LazyLock::force(&RULES);
+}
+
 /// A secret reference (`@service:host:field`) names a secret without holding it.
 fn is_reference(value: &str) -> bool {
     let v = value.trim_matches(|c| c == '"' || c == '\'');

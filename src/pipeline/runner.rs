@@ -113,6 +113,8 @@ pub async fn run(
     run: PipelineRun,
     progress: Progress<'_>,
 ) -> Result<PipelineRun, PipelineError> {
+    // Ready before the first audit entry, compiled while the plan runs.
+    tokio::task::spawn_blocking(crate::redact::warm);
     let mut rec = Recorder { env, run, progress, started: Instant::now() };
     rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
     match change.plan(env, &rec.run).await {

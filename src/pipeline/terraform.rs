@@ -16,11 +16,10 @@ use sha2::{Digest, Sha256};
 
 use super::terraform_plan::{PlanSummary, parse};
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
-use super::vars::{Vars, write_private};
-use super::{
-    Change, DryRun, Env, Kind, PipelineError, PipelineRun, PipelineStatus, Spec, StageName, StageOutcome, private_dir,
-};
+use super::vars::Vars;
+use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
 use crate::approval::{ApprovalRequest, GateOutcome};
+use crate::home::write_private;
 use crate::safety::{Analysis, Class};
 use crate::store::audit::{AuditOutcome, AuditRequest};
 
@@ -164,12 +163,8 @@ impl TerraformChange {
 
     /// The last successful run's configuration on this folder: what a rollback goes back to.
     async fn previous_config(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
-        let runs = env.store.succeeded_pipeline_runs(Kind::Terraform).await?;
-        let last = runs.iter().filter(|r| r.id != run.id).find(|r| {
-            r.status == PipelineStatus::Succeeded
-                && r.stage(StageName::Apply).is_some()
-                && r.spec.get("dir").and_then(|d| d.as_str()) == Some(self.dir().as_str())
-        });
+        let runs = env.store.succeeded_pipeline_runs(Kind::Terraform, "dir", &self.dir()).await?;
+        let last = runs.iter().filter(|r| r.id != run.id).find(|r| r.stage(StageName::Apply).is_some());
         if let Some(last) = last
             && let Ok(data) = serde_json::from_value::<RollbackData>(last.rollback_data.clone())
             && data.applied.is_some()

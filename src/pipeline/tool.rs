@@ -166,6 +166,7 @@ async fn spawn(env: &Env, call: &ToolCall) -> ToolOutput {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    tracing::debug!(program = %call.program, args = call.args.len(), "tool started");
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -213,6 +214,7 @@ async fn spawn(env: &Env, call: &ToolCall) -> ToolOutput {
         use std::os::unix::process::ExitStatusExt;
         s.code().or_else(|| s.signal().map(|sig| 128 + sig))
     });
+    tracing::debug!(program = %call.program, ?code, "tool ended");
     ToolOutput { code, stdout: stdout.await.unwrap_or_default(), stderr: stderr.await.unwrap_or_default(), error }
 }
 

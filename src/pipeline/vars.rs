@@ -5,13 +5,12 @@
 //! (`vars.json`, 0600 in a 0700 folder) for as long as `resume` and `rollback`
 //! may need them.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{Env, PipelineError, PipelineRun};
+use crate::home::write_private;
 
 /// The file in a run's private folder that holds the values.
 const FILE: &str = "vars.json";
@@ -89,12 +88,6 @@ impl Vars {
 
 fn read(path: &Path) -> Option<Vec<(String, String)>> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-/// Writes `bytes` to `path`, created 0600 (a file that may hold secrets).
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut out = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
-    out.write_all(bytes)
 }
 
 impl Serialize for Vars {

@@ -12,18 +12,16 @@ pub mod conversations;
 pub mod history;
 pub mod host_errors;
 pub mod hosts;
+mod integrity;
 pub mod lock;
 pub mod metrics;
 pub mod pipelines;
 pub mod secret_names;
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Connection, Row};
 
 /// Why the database cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -97,8 +95,14 @@ impl Store {
             .map_err(|source| StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source })?;
 
         let exists = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        // A file as merlya left it needs no full read: only its header and schema version are checked.
+        let trusted = exists && integrity::closed_cleanly(path);
+        if trusted {
+            integrity::check_header(path)?;
+        } else if exists {
+            integrity::check_fully(path).await?;
+        }
         if exists {
-            Self::check_existing(path).await?;
             // Files an older merlya left readable by others are narrowed to their owner.
             for file in [path.to_path_buf(), wal_path(path), shm_path(path)] {
                 if let Err(e) = crate::home::make_private(&file) {
@@ -127,51 +131,16 @@ impl Store {
             .connect_with(options)
             .await
             .ctx(&format!("cannot open {}", path.display()))?;
+        if trusted {
+            let mut conn = pool.acquire().await.ctx(&format!("cannot open {}", path.display()))?;
+            integrity::check_version(&mut conn, path).await?;
+        }
         MIGRATOR.run(&pool).await.map_err(|e| StoreError::Sql {
             context: format!("cannot migrate {}", path.display()),
             source: sqlx::Error::Migrate(Box::new(e)),
         })?;
         drop(guard);
         Ok(Self { pool, path: Arc::from(path), audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
-    }
-
-    /// Read-only checks of an existing file: header, integrity, schema version.
-    async fn check_existing(path: &Path) -> Result<(), StoreError> {
-        let mut header = [0u8; 16];
-        let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header));
-        if read.is_err() || &header != b"SQLite format 3\0" {
-            return Err(StoreError::NotSqlite(path.to_path_buf()));
-        }
-        let corrupt = |e: sqlx::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
-        let options = SqliteConnectOptions::from_str("sqlite://")
-            .map_err(corrupt)?
-            .filename(path)
-            .read_only(true)
-            .busy_timeout(Duration::from_secs(10));
-        let mut conn = sqlx::SqliteConnection::connect_with(&options).await.map_err(corrupt)?;
-        let check: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut conn).await.map_err(corrupt)?;
-        if check != "ok" {
-            return Err(StoreError::Corrupt { path: path.to_path_buf(), detail: check });
-        }
-        let has_table: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
-                .fetch_one(&mut conn)
-                .await
-                .map_err(corrupt)?;
-        if has_table > 0 {
-            let found: Option<i64> = sqlx::query("SELECT MAX(version) AS v FROM _sqlx_migrations")
-                .fetch_one(&mut conn)
-                .await
-                .map_err(corrupt)?
-                .try_get("v")
-                .map_err(corrupt)?;
-            let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
-            if let Some(found) = found.filter(|f| *f > known) {
-                return Err(StoreError::TooNew { path: path.to_path_buf(), found, known });
-            }
-        }
-        conn.close().await.map_err(corrupt)?;
-        Ok(())
     }
 
     /// Where change pipelines keep plan files and copies of configurations: beside the database.
@@ -198,9 +167,11 @@ impl Store {
         Ok(id)
     }
 
-    /// Closes the pool cleanly (checkpoints the WAL).
+    /// Closes the pool cleanly (checkpoints the WAL) and records the file as merlya leaves it, so the
+    /// next open can skip the full integrity check.
     pub async fn close(&self) {
         self.pool.close().await;
+        integrity::mark_closed_cleanly(&self.path);
     }
 }
 

@@ -347,11 +347,26 @@ impl Store {
         self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY rowid DESC"), None).await
     }
 
-    /// Succeeded runs of `kind`, newest first (a rollback looks for the last good configuration).
-    pub async fn succeeded_pipeline_runs(&self, kind: Kind) -> Result<Vec<PipelineRun>, StoreError> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM pipeline_runs WHERE kind = ? AND status = 'succeeded' ORDER BY rowid DESC");
-        self.query_runs(&sql, Some(kind.as_str())).await
+    /// Succeeded runs of `kind` whose spec has `field` = `value` (a Terraform run's `dir`), newest
+    /// first: a rollback looks for the last good configuration of the same folder.
+    pub async fn succeeded_pipeline_runs(
+        &self,
+        kind: Kind,
+        field: &str,
+        value: &str,
+    ) -> Result<Vec<PipelineRun>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM pipeline_runs WHERE kind = ? AND status = 'succeeded' \
+             AND json_extract(spec, '$.' || ?) = ? ORDER BY rowid DESC"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(kind.as_str())
+            .bind(field)
+            .bind(value)
+            .fetch_all(self.pool())
+            .await
+            .ctx("cannot read pipeline runs")?;
+        rows.iter().map(from_row).collect()
     }
 
     /// The run whose id is `id` or starts with it (an unambiguous prefix), else `None`.

@@ -145,22 +145,13 @@ impl Inventory {
     /// Runs `work` with the become passwords written (mode 0600) and removes them after, whatever
     /// happened.
     pub async fn with_passwords<F: std::future::Future<Output = T>, T>(&self, work: F) -> Result<T, String> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         if !self.passwords.is_empty() {
             super::super::private_dir(&self.host_vars).map_err(|e| e.to_string())?;
         }
         let _cleanup = RemoveOnDrop(self.host_vars.clone());
         for (host, password) in &self.passwords {
             let path = self.host_vars.join(format!("{host}.json"));
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&path)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            file.write_all(json!({"ansible_become_password": password}).to_string().as_bytes())
+            crate::home::write_private(&path, json!({"ansible_become_password": password}).to_string().as_bytes())
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
         Ok(work.await)

@@ -13,10 +13,11 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
-use super::vars::{Vars, write_private};
+use super::vars::Vars;
 use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
 use crate::approval::{ApprovalRequest, GateOutcome};
 use crate::context::{audit_refused_all, audit_request, audit_start_all};
+use crate::home::write_private;
 use crate::inventory::Host;
 use crate::safety::{Analysis, Class};
 use crate::store::audit::AuditOutcome;

@@ -1,0 +1,121 @@
+//! Is the file what merlya expects? Checks made before anything is written:
+//! the SQLite header, integrity (`PRAGMA quick_check`) and the schema version.
+//!
+//! `quick_check` reads the whole file, so its cost grows with the history kept.
+//! A clean close records the file's size, modification time and inode beside it
+//! (`merlya.db.clean`); an open that finds them unchanged skips the full check,
+//! since only merlya has written the file since it was last known good. Any other
+//! writer (a copy, a restore, damage through the filesystem) changes them, and the
+//! full check runs on a read-only connection before merlya writes anything.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{Connection, Row};
+
+use super::{MIGRATOR, StoreError};
+
+/// Beside the database: how the file looked when merlya last closed it cleanly.
+fn stamp_path(path: &Path) -> PathBuf {
+    path.with_extension("db.clean")
+}
+
+/// Size, modification time (ns) and inode of the file.
+fn fingerprint(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some(format!("{} {} {} {}", meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()))
+}
+
+/// Whether the file is exactly as merlya left it at its last clean close.
+pub(super) fn closed_cleanly(path: &Path) -> bool {
+    match (std::fs::read_to_string(stamp_path(path)), fingerprint(path)) {
+        (Ok(stamp), Some(now)) => stamp == now,
+        _ => false,
+    }
+}
+
+/// Records the file as merlya leaves it (after the pool closed and the WAL was checkpointed).
+pub(super) fn mark_closed_cleanly(path: &Path) {
+    if let Some(now) = fingerprint(path)
+        && let Err(e) = crate::home::write_private(&stamp_path(path), now.as_bytes())
+    {
+        tracing::debug!(error = %e, "cannot record the clean close of the database");
+    }
+}
+
+/// The first bytes say SQLite.
+pub(super) fn check_header(path: &Path) -> Result<(), StoreError> {
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header));
+    if read.is_err() || &header != b"SQLite format 3\0" {
+        return Err(StoreError::NotSqlite(path.to_path_buf()));
+    }
+    Ok(())
+}
+
+/// Header, integrity and schema version, on a read-only connection of its own.
+pub(super) async fn check_fully(path: &Path) -> Result<(), StoreError> {
+    check_header(path)?;
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
+    let options = SqliteConnectOptions::from_str("sqlite://")
+        .map_err(corrupt)?
+        .filename(path)
+        .read_only(true)
+        .busy_timeout(Duration::from_secs(10));
+    let mut conn = SqliteConnection::connect_with(&options).await.map_err(corrupt)?;
+    let check: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut conn).await.map_err(corrupt)?;
+    if check != "ok" {
+        return Err(StoreError::Corrupt { path: path.to_path_buf(), detail: check });
+    }
+    check_version(&mut conn, path).await?;
+    conn.close().await.map_err(corrupt)?;
+    Ok(())
+}
+
+/// Refuses a schema migrated by a newer merlya (before the migrator could touch it).
+pub(super) async fn check_version(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
+    let has_table: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(corrupt)?;
+    if has_table == 0 {
+        return Ok(());
+    }
+    let found: Option<i64> = sqlx::query("SELECT MAX(version) AS v FROM _sqlx_migrations")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(corrupt)?
+        .try_get("v")
+        .map_err(corrupt)?;
+    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    match found.filter(|f| *f > known) {
+        Some(found) => Err(StoreError::TooNew { path: path.to_path_buf(), found, known }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_clean_close_is_trusted_until_anything_else_writes_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("merlya.db");
+        let store = super::super::Store::open(&path).await.unwrap();
+        assert!(!closed_cleanly(&path), "open, not yet closed");
+        store.close().await;
+        assert!(closed_cleanly(&path));
+        // Another writer (a restore, damage) changes the file: the full check runs again.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[100] ^= 1;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(!closed_cleanly(&path));
+    }
+}
