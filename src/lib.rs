@@ -17,6 +17,7 @@ pub mod i18n;
 pub mod inventory;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
 pub mod pipeline;
 pub mod prompt;
 pub mod redact;

@@ -26,6 +26,7 @@ mod completions;
 mod config_cmd;
 mod exec;
 mod hosts;
+mod mcp;
 mod pipeline;
 mod policy;
 mod run;
@@ -110,6 +111,9 @@ pub enum Command {
     /// Changes through the one change path: run, list, show, roll back, resume.
     #[command(subcommand)]
     Pipeline(pipeline::PipelineCommand),
+    /// External MCP servers: list, tools, test, call, add, remove.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Store, read and delete secrets on the OS keyring.
     #[command(subcommand)]
     Secret(secret::SecretCommand),
@@ -165,6 +169,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         None => return crate::app::run_console(&runtime, home),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Policy(cmd)) => return policy::run(cmd),
+        Some(Command::Mcp(cmd)) if cmd.edits_config() => return mcp::edit(&home, cmd),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut out::Output);
             print!("{}", completions::targets(shell));
@@ -182,6 +187,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
             Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,
             Command::Pipeline(cmd) => pipeline::run(&ctx, cmd).await,
+            Command::Mcp(cmd) => mcp::run(&ctx, cmd).await,
             Command::Config(_) | Command::Policy(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.

@@ -125,7 +125,8 @@ pub enum RunKind {
     },
 }
 
-fn key_value(text: &str) -> Result<(String, String), String> {
+/// Parses `name=value` (clap value parser).
+pub(super) fn key_value(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("`{text}` is not name=value")),

@@ -27,15 +27,34 @@ impl ExpandError {
     }
 }
 
-/// Expands every reference in `text` using `lookup`.
+/// Top-level sections whose references are expanded later, by their user: the `mcp:` servers' `env`
+/// and `headers` are expanded when a server starts, so that a missing variable names the server and
+/// stops that server only.
+const DEFERRED_SECTIONS: [&str; 1] = ["mcp:"];
+
+/// Expands every reference in `text` using `lookup` (except in the [`DEFERRED_SECTIONS`]).
 pub fn expand_vars(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
+    let mut deferred = false;
     for (index, line) in text.split_inclusive('\n').enumerate() {
+        let top_level = !line.starts_with([' ', '\t', '#', '\n', '\r']) && !line.trim().is_empty();
+        if top_level {
+            deferred = DEFERRED_SECTIONS.iter().any(|s| line.starts_with(s));
+        }
+        if deferred {
+            out.push_str(line);
+            continue;
+        }
         let (body, comment) = split_comment(line);
         out.push_str(&expand_line(body, index + 1, lookup)?);
         out.push_str(comment);
     }
     Ok(out)
+}
+
+/// Expands the references in one value (`line` 0: the caller names where it came from).
+pub fn expand_value(value: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
+    expand_line(value, 0, lookup)
 }
 
 /// Splits off a YAML comment: `#` at the start or after whitespace, outside quotes.
@@ -122,6 +141,15 @@ mod tests {
     fn comments_and_dollar_escape_are_kept() {
         let out = expand_vars("# ${NOPE} here\na: \"x # ${USER_NAME}\" # ${NOPE}\nb: $$HOME $x\n", &env).unwrap();
         assert_eq!(out, "# ${NOPE} here\na: \"x # ops\" # ${NOPE}\nb: $HOME $x\n");
+    }
+
+    #[test]
+    fn the_mcp_section_is_left_for_its_servers_to_expand() {
+        let text = "a: ${USER_NAME}\nmcp:\n  servers:\n    x:\n      env: {T: \"${NOPE}\"}\nb: ${USER_NAME}\n";
+        let out = expand_vars(text, &env).unwrap();
+        assert_eq!(out, "a: ops\nmcp:\n  servers:\n    x:\n      env: {T: \"${NOPE}\"}\nb: ops\n");
+        assert_eq!(expand_value("Bearer ${USER_NAME}", &env).unwrap(), "Bearer ops");
+        assert_eq!(expand_value("${NOPE}", &env), Err(ExpandError::Unset { line: 0, var: "NOPE".into() }));
     }
 
     #[test]

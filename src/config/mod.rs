@@ -7,13 +7,14 @@
 
 mod env_override;
 mod expand;
+pub mod mcp;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use env_override::apply_env_overrides;
-pub use expand::expand_vars;
+pub use expand::{ExpandError, expand_value, expand_vars};
 
 /// Everything that can go wrong while loading the configuration. Each variant
 /// names where the problem is so the user can fix it without guessing.
@@ -57,6 +58,8 @@ pub struct Config {
     pub logging: LoggingConfig,
     /// Where secrets are kept.
     pub secrets: SecretsConfig,
+    /// External MCP servers, and what `merlya mcp serve` offers.
+    pub mcp: mcp::McpConfig,
 }
 
 /// Which secret store to use.
@@ -330,6 +333,17 @@ impl Config {
     /// Refuses values that parse but cannot work (a zero timeout, no
     /// parallelism), naming the file and line, or the variable, that set them.
     fn validate(&self, path: &Path, text: &str, env: &[(String, String)]) -> Result<(), ConfigError> {
+        if let Some((name, (field, message))) =
+            self.mcp.servers.iter().find_map(|(name, server)| mcp::check_server(name, server).map(|bad| (name, bad)))
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: line_of(text, "mcp", name),
+                var: None,
+                field,
+                message: message.to_string(),
+            });
+        }
         const COUNT: &str = "expected a whole number of at least 1";
         const SECONDS: &str = "expected a number of seconds of at least 1";
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
@@ -395,15 +409,32 @@ impl Config {
 /// `path`, checking that the result is a valid configuration before writing.
 /// Comments in the file are not preserved.
 pub fn set_value(path: &Path, dotted: &str, value: &str) -> Result<Config, ConfigError> {
-    let invalid = |message: String| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        line: None,
-        var: None,
-        field: dotted.to_string(),
-        message,
+    let Some((section, key)) = dotted.split_once('.') else {
+        return Err(invalid_edit(path, dotted, "expected SECTION.KEY, e.g. model.brain".into()));
     };
-    let (section, key) =
-        dotted.split_once('.').ok_or_else(|| invalid("expected SECTION.KEY, e.g. model.brain".into()))?;
+    edit(path, dotted, |root| {
+        let entry = root
+            .entry(yaml_serde::Value::String(section.to_string()))
+            .or_insert_with(|| yaml_serde::Value::Mapping(Default::default()));
+        let table = entry.as_mapping_mut().ok_or_else(|| format!("{section} is not a mapping"))?;
+        let parsed: yaml_serde::Value =
+            yaml_serde::from_str(value).unwrap_or(yaml_serde::Value::String(value.to_string()));
+        table.insert(yaml_serde::Value::String(key.to_string()), parsed);
+        Ok(())
+    })
+}
+
+fn invalid_edit(path: &Path, field: &str, message: String) -> ConfigError {
+    ConfigError::Invalid { path: path.to_path_buf(), line: None, var: None, field: field.to_string(), message }
+}
+
+/// Applies `change` to the file's top-level mapping and writes it back, only when the result is a
+/// valid configuration (`field` names what was edited, for errors). Comments are not preserved.
+pub fn edit(
+    path: &Path,
+    field: &str,
+    change: impl FnOnce(&mut yaml_serde::Mapping) -> Result<(), String>,
+) -> Result<Config, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -414,14 +445,11 @@ pub fn set_value(path: &Path, dotted: &str, value: &str) -> Result<Config, Confi
     } else {
         yaml_serde::from_str(&text).map_err(|e| yaml_error(path, &e))?
     };
-    let root = tree.as_mapping_mut().ok_or_else(|| invalid("the file is not a mapping of sections".into()))?;
-    let entry = root
-        .entry(yaml_serde::Value::String(section.to_string()))
-        .or_insert_with(|| yaml_serde::Value::Mapping(Default::default()));
-    let table = entry.as_mapping_mut().ok_or_else(|| invalid(format!("{section} is not a mapping")))?;
-    let parsed: yaml_serde::Value = yaml_serde::from_str(value).unwrap_or(yaml_serde::Value::String(value.to_string()));
-    table.insert(yaml_serde::Value::String(key.to_string()), parsed);
-    let rendered = yaml_serde::to_string(&tree).map_err(|e| invalid(e.to_string()))?;
+    let root = tree
+        .as_mapping_mut()
+        .ok_or_else(|| invalid_edit(path, field, "the file is not a mapping of sections".into()))?;
+    change(root).map_err(|message| invalid_edit(path, field, message))?;
+    let rendered = yaml_serde::to_string(&tree).map_err(|e| invalid_edit(path, field, e.to_string()))?;
     // Validate exactly what will be written (no environment involved).
     let config = Config::parse(path, &rendered, &[])?;
     if let Some(parent) = path.parent() {

@@ -1,0 +1,214 @@
+//! `merlya mcp list|tools|test|call|add|remove`: the external MCP servers.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Subcommand;
+use color_eyre::eyre::{Result, eyre};
+
+use super::pipeline::key_value;
+use super::{EXIT_ERROR, EXIT_OK, ListFormat};
+use crate::approval::ApprovalGate;
+use crate::config::mcp::{McpServerConfig, set_server};
+use crate::context::Context;
+use crate::home::MerlyaHome;
+use crate::mcp::call::{CallEnv, call};
+use crate::mcp::client::McpClients;
+use crate::mcp::{McpError, split_qualified};
+
+/// Exit code of a call that was refused (not approved, not read-only for the caller).
+const EXIT_REFUSED: u8 = 3;
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// The configured servers (not started).
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Start a server and list its tools (read-only ones marked).
+    Tools {
+        /// Server name.
+        server: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Start a server, complete the handshake and count its tools.
+    Test {
+        /// Server name.
+        server: String,
+    },
+    /// Call SERVER.TOOL: a tool not annotated read-only needs an approval (prompt, or --yes).
+    Call {
+        /// SERVER.TOOL
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Approve a change without asking.
+        #[arg(long)]
+        yes: bool,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Add (or replace) a server in config.yaml: `--command PROG [--arg A]…` or `--url URL`.
+    Add {
+        /// Server name (letters, digits, -, _).
+        name: String,
+        /// Program of a stdio server.
+        #[arg(long, conflicts_with = "url")]
+        command: Option<String>,
+        /// One argument of the program (repeat).
+        #[arg(long = "arg", allow_hyphen_values = true)]
+        args: Vec<String>,
+        /// Streamable HTTP endpoint.
+        #[arg(long)]
+        url: Option<String>,
+        /// KEY=VALUE added to the server's environment (`${VAR}`, `@service:host:field` kept as written).
+        #[arg(long = "env", value_parser = key_value)]
+        env: Vec<(String, String)>,
+        /// KEY=VALUE HTTP header (references kept as written).
+        #[arg(long = "header", value_parser = key_value)]
+        headers: Vec<(String, String)>,
+        /// Working folder of a stdio server.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Seconds a call may take.
+        #[arg(long)]
+        timeout: Option<u64>,
+    },
+    /// Remove a server from config.yaml.
+    Remove {
+        /// Server name.
+        name: String,
+    },
+}
+
+impl McpCommand {
+    /// Whether the command only edits the configuration (no database, no server).
+    pub fn edits_config(&self) -> bool {
+        matches!(self, McpCommand::Add { .. } | McpCommand::Remove { .. })
+    }
+}
+
+/// `add` and `remove`: the configuration file only.
+pub fn edit(home: &MerlyaHome, cmd: McpCommand) -> Result<u8> {
+    let path = home.config_file();
+    match cmd {
+        McpCommand::Add { name, command, args, url, env, headers, cwd, timeout } => {
+            let server = McpServerConfig {
+                command,
+                args,
+                url,
+                env: env.into_iter().collect(),
+                headers: headers.into_iter().collect(),
+                cwd,
+                timeout,
+                ..McpServerConfig::default()
+            };
+            home.ensure()?;
+            set_server(&path, &name, Some(&server))?;
+            println!("added MCP server {name} to {}", path.display());
+        }
+        McpCommand::Remove { name } => {
+            set_server(&path, &name, None)?;
+            println!("removed MCP server {name} from {}", path.display());
+        }
+        _ => return Err(eyre!("not a configuration edit")),
+    }
+    Ok(EXIT_OK)
+}
+
+/// The commands that talk to servers.
+pub async fn run(ctx: &Context, cmd: McpCommand) -> Result<u8> {
+    let clients = Arc::new(McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
+    let code = run_with(ctx, &clients, cmd).await;
+    clients.shutdown().await;
+    code
+}
+
+async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> Result<u8> {
+    match cmd {
+        McpCommand::List { format } => {
+            list(clients.configured(), format);
+            Ok(EXIT_OK)
+        }
+        McpCommand::Tools { server, format } => {
+            let tools = clients.tools(&server).await?;
+            if format == ListFormat::Json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                for tool in &tools {
+                    let mark = if tool.read_only { "read-only" } else { "change" };
+                    println!("{:<40} {:<9} {}", tool.qualified(), mark, first_line(&tool.description));
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        McpCommand::Test { server } => {
+            let tools = clients.tools(&server).await?;
+            let read_only = tools.iter().filter(|t| t.read_only).count();
+            println!("{server}: OK, {} tool(s), {read_only} read-only", tools.len());
+            Ok(EXIT_OK)
+        }
+        McpCommand::Call { tool, args, yes, format } => {
+            let (server, name) =
+                split_qualified(&tool).ok_or_else(|| eyre!("`{tool}`: expected SERVER.TOOL, e.g. everything.echo"))?;
+            let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
+                Ok(serde_json::Value::Object(map)) => map,
+                Ok(_) => return Err(eyre!("--args: expected a JSON object, e.g. '{{\"message\": \"hi\"}}'")),
+                Err(e) => return Err(eyre!("--args is not valid JSON: {e}")),
+            };
+            let super::Asking { approver, .. } = super::Asking::detect(yes);
+            let env = CallEnv {
+                clients: clients.clone(),
+                gate: ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all),
+                store: ctx.store.clone(),
+                session_id: ctx.session_id.clone(),
+                requested_by: crate::ssh::target::local_user(),
+                read_only: false,
+                cancel: super::cancel_on_signals(),
+            };
+            match call(&env, server, name, arguments).await {
+                Ok(result) => {
+                    if format == ListFormat::Json {
+                        println!("{}", serde_json::to_string_pretty(&result)?);
+                    } else {
+                        println!("{}", crate::term_safe::visible(&result.text));
+                    }
+                    Ok(if result.is_error { EXIT_ERROR } else { EXIT_OK })
+                }
+                Err(e @ McpError::Refused { .. }) => {
+                    eprintln!("{e}");
+                    Ok(EXIT_REFUSED)
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+        McpCommand::Add { .. } | McpCommand::Remove { .. } => Err(eyre!("not a server command")),
+    }
+}
+
+fn list(servers: &BTreeMap<String, McpServerConfig>, format: ListFormat) {
+    if format == ListFormat::Json {
+        println!("{}", serde_json::to_string_pretty(servers).unwrap_or_default());
+        return;
+    }
+    if servers.is_empty() {
+        println!("no MCP server configured (add one with `merlya mcp add NAME --command PROG` or `--url URL`)");
+    }
+    for (name, server) in servers {
+        let how = match (&server.command, &server.url) {
+            (Some(c), _) => format!("stdio  {c} {}", server.args.join(" ")),
+            (None, Some(u)) => format!("http   {u}"),
+            (None, None) => "?".into(),
+        };
+        let state = if server.enabled { "" } else { "  (disabled)" };
+        println!("{name:<16} {}{state}", how.trim_end());
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
