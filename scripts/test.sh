@@ -21,6 +21,9 @@ command -v fish >/dev/null || need+=(fish)
 # Ansible pipelines: the tests put ansible-core in a venv of their own (target/tmp/ansible-venv).
 command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+# MCP: the tests install the reference servers and the TypeScript SDK from npm (target/tmp/mcp-npm).
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq

@@ -220,25 +220,64 @@ pub fn one_trusted_host_with_passphrase(name: &str, passphrase: &str, extra: &[&
     (key, sshd, env)
 }
 
-/// A folder holding `ansible-playbook` (ansible-core in a venv under the build's temporary folder),
-/// made once and shared by every test binary; creation is serialised with a lock file.
-pub fn ansible_bin() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ansible-venv");
-    let bin = root.join("bin");
-    if bin.join("ansible-playbook").is_file() {
-        return bin;
+/// `CARGO_TARGET_TMPDIR/NAME`, made once by `make` and shared by every test binary (creation is
+/// serialised with a lock file); `ready` says whether a previous run already made it.
+fn made_once(name: &str, ready: impl Fn(&Path) -> bool, make: impl FnOnce(&Path)) -> PathBuf {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let root = tmp.join(name);
+    if ready(&root) {
+        return root;
     }
-    std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let lock = std::fs::File::create(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ansible-venv.lock")).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let lock = std::fs::File::create(tmp.join(format!("{name}.lock"))).unwrap();
     // SAFETY: flock on a file descriptor we own.
     assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) }, 0);
-    if !bin.join("ansible-playbook").is_file() {
-        let ok = Command::new("python3").args(["-m", "venv"]).arg(&root).status().unwrap().success();
-        assert!(ok, "python3 -m venv failed (install python3-venv)");
-        let ok = Command::new(bin.join("pip")).args(["install", "-q", "ansible-core"]).status().unwrap().success();
-        assert!(ok, "pip install ansible-core failed");
+    if !ready(&root) {
+        make(&root);
     }
-    bin
+    root
+}
+
+/// A folder holding `ansible-playbook` (ansible-core in a venv under the build's temporary folder).
+pub fn ansible_bin() -> PathBuf {
+    let root = made_once(
+        "ansible-venv",
+        |root| root.join("bin/ansible-playbook").is_file(),
+        |root| {
+            let ok = Command::new("python3").args(["-m", "venv"]).arg(root).status().unwrap().success();
+            assert!(ok, "python3 -m venv failed (install python3-venv)");
+            let pip = root.join("bin/pip");
+            let ok = Command::new(pip).args(["install", "-q", "ansible-core"]).status().unwrap().success();
+            assert!(ok, "pip install ansible-core failed");
+        },
+    );
+    root.join("bin")
+}
+
+/// The npm packages the MCP tests talk to: the reference servers and the official TypeScript SDK.
+pub const MCP_PACKAGES: [&str; 3] = [
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    "@modelcontextprotocol/sdk@1.32.2",
+];
+
+/// A folder whose `node_modules` holds [`MCP_PACKAGES`] (installed from npm once).
+pub fn mcp_packages() -> PathBuf {
+    made_once(
+        "mcp-npm",
+        |root| root.join("node_modules/@modelcontextprotocol/sdk/package.json").is_file(),
+        |root| {
+            std::fs::create_dir_all(root).unwrap();
+            let ok = Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+                .arg(root)
+                .args(MCP_PACKAGES)
+                .status()
+                .expect("npm (scripts/test.sh installs nodejs and npm)")
+                .success();
+            assert!(ok, "npm install of the MCP servers failed");
+        },
+    )
 }
 
 /// PATH with `dir` first.
