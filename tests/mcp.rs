@@ -283,3 +283,76 @@ async fn calls_time_out_and_are_cancelled_and_the_server_stays_usable() {
     use merlya::store::audit::AuditOutcome;
     assert!(outcomes.contains(&AuditOutcome::TimedOut) && outcomes.contains(&AuditOutcome::Cancelled), "{outcomes:?}");
 }
+
+/// The agent end to end: the scripted model calls `everything.echo` itself, then has the execution
+/// specialist try `fs.write_file`, which nobody can approve here.
+#[test]
+fn the_agent_calls_a_read_only_mcp_tool_and_its_write_is_refused_without_approval() {
+    use support::agent::{fleet, is_main, json_out, run};
+    use support::llm::{Recorded, ScriptedLlm, openai};
+
+    let root = tempfile::tempdir().unwrap();
+    let target = root.path().join("agent-note.txt");
+    let write = json!({"path": target, "content": "from the agent"});
+    let script = move |r: &Recorded| {
+        let results = r.tool_results();
+        if is_main(r) {
+            match results.len() {
+                0 => openai::tool_call("everything__echo", json!({"message": "ping"})),
+                1 => openai::tool_call("delegate_execution", json!({"target": "web01", "task": "write the note"})),
+                _ => openai::text(&format!("done: {}", results.join(" | ").replace('\n', " "))),
+            }
+        } else if results.is_empty() {
+            openai::tool_call("fs__write_file", write.clone())
+        } else {
+            openai::text(results[0].lines().next().unwrap_or(""))
+        }
+    };
+    let llm = ScriptedLlm::start(script);
+    let env = support::agent::configured(
+        &llm,
+        "openai",
+        &format!(
+            "  stream: false\nmcp:\n  servers:\n    everything:\n      command: {}\n    fs:\n      command: {}\n      args: [\"{}\"]\n",
+            bin("mcp-server-everything"),
+            bin("mcp-server-filesystem"),
+            root.path().display()
+        ),
+    );
+    let key = support::TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+
+    let out = run(&env, &["--format", "json", "echo ping, then write the note on web01"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = json_out(&out);
+    assert!(!target.exists(), "the write was not approved");
+
+    let requests = llm.requests();
+    let main = requests.iter().find(|r| is_main(r)).unwrap();
+    let tool = |r: &Recorded, name: &str| {
+        r.body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == name).cloned()
+    };
+    let echo = tool(main, "everything__echo").expect("the read-only MCP tool is offered to the main agent");
+    assert!(echo["function"]["description"].as_str().unwrap().starts_with("MCP tool everything.echo (read-only)"));
+    assert!(echo["function"]["parameters"]["properties"]["message"].is_object(), "the server's schema: {echo}");
+    assert!(tool(main, "fs__write_file").is_none(), "a change tool is not offered to the main agent");
+    let specialist = requests.iter().find(|r| !is_main(r)).unwrap();
+    assert!(tool(specialist, "fs__write_file").is_some(), "the execution specialist is offered it");
+
+    let main_results = requests.iter().rev().find(|r| is_main(r)).unwrap().tool_results();
+    assert_eq!(main_results[0], "MCP tool everything.echo answered:\nEcho: ping");
+    let refused = &requests.iter().rev().find(|r| !is_main(r)).unwrap().tool_results()[0];
+    assert!(refused.starts_with("REFUSED, not run: denied by nobody (no terminal)"), "{refused}");
+    let calls = report["tool_calls"].as_array().unwrap();
+    assert!(calls.iter().any(|c| c["host"] == "mcp:fs" && c["refused"].as_str().unwrap_or("").contains("denied")));
+
+    let audit = json_of(&env.ok(&["audit", "list", "--format", "json"]));
+    let rows = audit.as_array().unwrap();
+    assert!(
+        rows.iter().any(|e| e["host"] == "mcp:everything" && e["outcome"] == "ok" && e["requested_by"] == "agent@main")
+    );
+    assert!(
+        rows.iter()
+            .any(|e| e["host"] == "mcp:fs" && e["outcome"] == "denied" && e["requested_by"] == "agent@execution")
+    );
+}

@@ -9,6 +9,7 @@
 
 pub mod hosts;
 pub mod loop_detect;
+mod mcp_tools;
 mod pipeline_tools;
 pub mod prompts;
 pub mod specialists;
@@ -141,6 +142,8 @@ pub struct Agent {
     /// Fires when the operator cancels the turn: running commands are stopped
     /// on their hosts and no further model call or tool call starts.
     pub cancel: tokio_util::sync::CancellationToken,
+    /// External MCP servers whose tools are offered (none when `None`).
+    pub mcp: Option<Arc<crate::mcp::client::McpClients>>,
     state: Mutex<RunState>,
 }
 
@@ -202,6 +205,7 @@ impl Agent {
             exec_sink: None,
             history: Vec::new(),
             cancel: tokio_util::sync::CancellationToken::new(),
+            mcp: None,
             state: Mutex::new(RunState::default()),
         }
     }
@@ -217,6 +221,12 @@ impl Agent {
         self
     }
 
+    /// The same agent, offered the tools of these MCP servers.
+    pub fn with_mcp(mut self, clients: Arc<crate::mcp::client::McpClients>) -> Self {
+        self.mcp = Some(clients);
+        self
+    }
+
     /// The same agent, stopped by `cancel`.
     pub fn with_cancel(mut self, cancel: tokio_util::sync::CancellationToken) -> Self {
         self.cancel = cancel;
@@ -229,7 +239,8 @@ impl Agent {
         if let Some(context) = hosts::context_for(self, task).await {
             user = format!("{context}\n\n{task}");
         }
-        let outcome = self.react("main", prompts::MAIN.to_string(), user, &tools::MainTools).await;
+        let main = tools::MainTools { mcp: mcp_tools::offer(self, true).await };
+        let outcome = self.react("main", prompts::MAIN.to_string(), user, &main).await;
         let spend = self.llm.spend();
         let mut usage = Usage::default();
         let mut cost = 0.0;

@@ -85,7 +85,8 @@ pub async fn delegate(agent: &Agent, kind: Kind, target: &str, task: &str) -> St
         } else {
             super::pipeline_tools::Offer::default()
         };
-        let toolbox = HostTools { host: host.clone(), kind, offer };
+        let mcp = super::mcp_tools::offer(agent, kind != Kind::Execution).await;
+        let toolbox = HostTools { host: host.clone(), kind, offer, mcp };
         let agent_name = format!("{}@{}", kind.name(), host.name);
         match agent.react(&agent_name, system, user, &toolbox).await {
             Ok(answer) => format!("## {}\n{answer}", host.name),
@@ -109,6 +110,8 @@ struct HostTools {
     kind: Kind,
     /// The pipeline kinds this host can be changed with (execution only).
     offer: super::pipeline_tools::Offer,
+    /// External MCP tools offered (read-only ones, except to the execution specialist).
+    mcp: Vec<crate::mcp::ToolInfo>,
 }
 
 #[derive(Deserialize)]
@@ -164,10 +167,16 @@ impl ToolBox for HostTools {
             ));
             specs.extend(super::pipeline_tools::specs(&self.offer));
         }
+        specs.extend(super::mcp_tools::specs(&self.mcp));
         specs
     }
 
     async fn call(&self, agent: &Agent, name: &str, value: Value) -> Result<String, String> {
+        let asker = format!("agent@{}", self.kind.name());
+        let read_only = self.kind != Kind::Execution;
+        if let Some(result) = super::mcp_tools::call(agent, &self.mcp, name, value.clone(), &asker, read_only).await {
+            return result;
+        }
         match name {
             "run_command" => {
                 let a: RunArgs = args(name, value)?;

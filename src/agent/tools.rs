@@ -76,7 +76,10 @@ pub fn inventory_call(agent: &Agent, name: &str, value: &Value) -> Option<Result
 }
 
 /// The main agent's tools.
-pub struct MainTools;
+pub struct MainTools {
+    /// External MCP tools offered (read-only ones).
+    pub mcp: Vec<crate::mcp::ToolInfo>,
+}
 
 #[async_trait::async_trait]
 impl ToolBox for MainTools {
@@ -116,10 +119,14 @@ impl ToolBox for MainTools {
             ),
         ];
         specs.extend(inventory_specs());
+        specs.extend(super::mcp_tools::specs(&self.mcp));
         specs
     }
 
     async fn call(&self, agent: &Agent, name: &str, value: Value) -> Result<String, String> {
+        if let Some(result) = super::mcp_tools::call(agent, &self.mcp, name, value.clone(), "agent@main", true).await {
+            return result;
+        }
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Delegate {

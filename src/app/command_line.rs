@@ -76,6 +76,17 @@ pub enum SecretCommand {
     Remove(String),
 }
 
+/// `/mcp list | tools NAME | test NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpCommand {
+    /// The configured servers (none started).
+    List,
+    /// Start one and list its tools.
+    Tools(String),
+    /// Start one and check its handshake.
+    Test(String),
+}
+
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandLine {
@@ -95,8 +106,8 @@ pub enum CommandLine {
     ImportHosts(String),
     /// `/secret list|set NAME|rm NAME`.
     Secret(SecretCommand),
-    /// `/mcp`: the MCP servers configured.
-    Mcp,
+    /// `/mcp list|tools NAME|test NAME`: the external MCP servers.
+    Mcp(McpCommand),
     /// `/conv` (list) or `/conv ID` (show one).
     Conv(Option<String>),
     /// `/audit [N]`: the last N audit entries.
@@ -213,7 +224,14 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
         "/help" => return Ok(CommandLine::Help),
         "/exit" | "/quit" => return Ok(CommandLine::Quit),
         "/new" => return Ok(CommandLine::New),
-        "/mcp" => return Ok(CommandLine::Mcp),
+        "/mcp" => {
+            return match args.as_slice() {
+                [] | ["list"] => Ok(CommandLine::Mcp(McpCommand::List)),
+                ["tools", name] => Ok(CommandLine::Mcp(McpCommand::Tools(name.to_string()))),
+                ["test", name] => Ok(CommandLine::Mcp(McpCommand::Test(name.to_string()))),
+                _ => Err(Text::key("cmd.mcp_usage", &[])),
+            };
+        }
         "/conv" => return Ok(CommandLine::Conv(args.first().map(|s| s.to_string()))),
         "/audit" => {
             return match args.as_slice() {

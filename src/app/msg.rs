@@ -146,6 +146,6 @@ pub enum Effect {
     Conversations(Option<String>),
     /// `/new`: the next message starts a new conversation.
     NewConversation,
-    /// `/mcp`: show the configured MCP servers.
-    ShowMcp,
+    /// `/mcp list|tools|test`: ask the external MCP servers.
+    Mcp(super::command_line::McpCommand),
 }

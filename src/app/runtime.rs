@@ -92,6 +92,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             control: Default::default(),
             inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
             last_dashboard: Default::default(),
+            mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
         };
         super::highlight::warm_up();
 
@@ -108,6 +109,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
         // Nothing is left running on a host: runs in flight are cancelled and waited for.
         services.sender.close_output();
         services.control.shut_down().await;
+        services.mcp.shutdown().await;
         let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
         ratatui::restore();
         ctx.store.close().await;
@@ -235,7 +237,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::ShowAudit(count) => workers::show_audit(services, count),
         Effect::Conversations(id) => workers::conversations(services, id),
         Effect::NewConversation => workers::new_conversation(services),
-        Effect::ShowMcp => sender.send(Msg::Note(services.locale().t("mcp.none").to_string())),
+        Effect::Mcp(command) => workers::mcp(services, command),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }

@@ -123,6 +123,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     let mut failed = false;
     // SIGINT/SIGTERM cancel the turn: its commands are stopped on their hosts, the rest of the tasks skipped.
     let cancel = super::cancel_on_signals();
+    // External MCP servers start on the first use of their tools and stay up for every task.
+    let mcp = Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
     for (task, role) in tasks {
         if cancel.is_cancelled() {
             break;
@@ -146,7 +148,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
             ctx.config.command_timeout(),
             observer.clone(),
         )
-        .with_cancel(cancel.clone());
+        .with_cancel(cancel.clone())
+        .with_mcp(mcp.clone());
         let report = agent.run_task(&task).await;
         failed |= report.error.is_some();
         if text_mode {
@@ -157,6 +160,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         }
         reports.push(json_report(&task, llm.model(role), &report, started.elapsed()));
     }
+    mcp.shutdown().await;
     if !text_mode {
         let out = if reports.len() == 1 && args.file.is_none() {
             reports.remove(0)

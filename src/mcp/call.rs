@@ -104,7 +104,7 @@ pub async fn call(
     };
     let ticket = env
         .store
-        .audit_start(AuditRequest { approved_by, ..audit })
+        .audit_start(AuditRequest { approved_by: approved_by.clone(), ..audit })
         .await
         .map_err(|e| refuse(format!("the audit log cannot be written ({e})")))?;
     let result = env.clients.call_raw(server, tool, arguments, &env.cancel).await;
@@ -118,7 +118,7 @@ pub async fn call(
     if let Err(e) = ticket.finish(outcome, None, error).await {
         tracing::warn!(error = %e, "cannot finish an MCP audit entry");
     }
-    result
+    result.map(|r| CallResult { approved_by, ..r })
 }
 
 async fn record_refusal(env: &CallEnv, audit: &AuditRequest, outcome: AuditOutcome, why: &str) {

@@ -161,6 +161,7 @@ impl McpClients {
                     text: mask_values(&text.join("\n"), &live.secrets),
                     is_error: result.is_error.unwrap_or(false),
                     structured: result.structured_content.clone(),
+                    approved_by: String::new(),
                 })
             }
             Err(e) => Err(self.failure(server, tool, e).await),

@@ -87,6 +87,9 @@ pub struct CallResult {
     /// Structured content, when the tool gives it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<serde_json::Value>,
+    /// Who approved the call (`not required` for a read).
+    #[serde(skip)]
+    pub approved_by: String,
 }
 
 /// Splits `server.tool` (or the wire form `server__tool`, since model APIs refuse dots in tool names).

@@ -125,7 +125,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
             super::panes::clamp_cursor(model);
         }
         Ok(CommandLine::Secret(command)) => effects.push(Effect::Secret(command)),
-        Ok(CommandLine::Mcp) => effects.push(Effect::ShowMcp),
+        Ok(CommandLine::Mcp(command)) => effects.push(Effect::Mcp(command)),
         Ok(CommandLine::Conv(id)) => effects.push(Effect::Conversations(id)),
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {

@@ -113,7 +113,10 @@ fn palette_words_act_like_keys_and_slash_commands_become_effects() {
     };
     assert!(matches!(run("/audit 5").last(), Some(Effect::ShowAudit(5))));
     assert!(matches!(run("/conv c2").last(), Some(Effect::Conversations(Some(id))) if id == "c2"));
-    assert!(matches!(run("/mcp").last(), Some(Effect::ShowMcp)));
+    use crate::app::command_line::McpCommand;
+    assert!(matches!(run("/mcp").last(), Some(Effect::Mcp(McpCommand::List))));
+    assert!(matches!(run("/mcp tools fs").last(), Some(Effect::Mcp(McpCommand::Tools(n))) if n == "fs"));
+    assert!(matches!(run("/mcp test fs").last(), Some(Effect::Mcp(McpCommand::Test(n))) if n == "fs"));
     assert!(matches!(run("/secret set db_pw").last(), Some(Effect::Secret(_))));
     assert!(matches!(run("/new").last(), Some(Effect::NewConversation)));
     run("/exit");
