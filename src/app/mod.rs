@@ -27,6 +27,8 @@ pub mod keymap;
 pub mod layout;
 /// Markdown to terminal lines for the chat.
 pub mod markdown;
+/// `/mcp` in the console, answered by a worker.
+mod mcp_worker;
 /// All console state.
 pub mod model;
 /// Messages in, effects out.

@@ -237,7 +237,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::ShowAudit(count) => workers::show_audit(services, count),
         Effect::Conversations(id) => workers::conversations(services, id),
         Effect::NewConversation => workers::new_conversation(services),
-        Effect::Mcp(command) => workers::mcp(services, command),
+        Effect::Mcp(command) => super::mcp_worker::run(services, command),
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
