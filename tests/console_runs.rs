@@ -160,8 +160,8 @@ fn a_host_whose_key_changed_shows_the_reason_in_the_inventory() {
     let screen = tmux.wait_for("host key refused");
     assert!(screen.contains("Last error"), "the last-error column says why:\n{screen}");
     tmux.keys(&["Enter"]);
-    // "Last error" is already a column header: wait for the details themselves.
-    let screen = tmux.wait_for("CHANGED");
+    // "Last error" is already a column header and the toast also says CHANGED: wait for the details.
+    let screen = tmux.wait_for("host key refused ·");
     assert!(screen.contains("host key refused ·") && screen.contains("Last error"), "the details name it:\n{screen}");
     assert_eq!(real.accepted_logins(), 0, "nothing logged in to a server with a changed key");
     tmux.keys(&["q"]);

@@ -15,6 +15,8 @@ use crate::context::Context;
 use crate::home::MerlyaHome;
 use crate::mcp::call::{CallEnv, call};
 use crate::mcp::client::McpClients;
+use crate::mcp::http::serve_http;
+use crate::mcp::server::Served;
 use crate::mcp::{McpError, split_qualified};
 
 /// Exit code of a call that was refused (not approved, not read-only for the caller).
@@ -82,6 +84,18 @@ pub enum McpCommand {
     Remove {
         /// Server name.
         name: String,
+    },
+    /// Serve merlya's agent to MCP clients: stdio (headless), or streamable HTTP with --http.
+    Serve {
+        /// Streamable HTTP on this address (loopback; any other address needs --token-env).
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
+        /// Environment variable holding the bearer token HTTP clients must send.
+        #[arg(long)]
+        token_env: Option<String>,
+        /// Approve the served agent's changes without asking (otherwise they are refused).
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -186,6 +200,7 @@ async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> 
                 Err(e) => Err(e.into()),
             }
         }
+        McpCommand::Serve { http, token_env, yes } => serve(ctx, clients, http, token_env, yes).await,
         McpCommand::Add { .. } | McpCommand::Remove { .. } => Err(eyre!("not a server command")),
     }
 }
@@ -211,4 +226,55 @@ fn list(servers: &BTreeMap<String, McpServerConfig>, format: ListFormat) {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
+}
+
+/// `merlya mcp serve`: stdio until the client closes it, or HTTP until SIGINT/SIGTERM.
+async fn serve(
+    ctx: &Context,
+    clients: &Arc<McpClients>,
+    http: Option<std::net::SocketAddr>,
+    token_env: Option<String>,
+    yes: bool,
+) -> Result<u8> {
+    use rmcp::ServiceExt;
+    // stdio belongs to the MCP client: nobody can be asked, so a change is approved only with --yes.
+    let approver: Arc<dyn crate::approval::Approver> =
+        if yes { Arc::new(crate::approval::AutoApprove) } else { Arc::new(crate::approval::DenyAll) };
+    let inventory = ctx.store.list_hosts().await?;
+    let executor = Arc::new(ctx.executor(inventory, Arc::new(crate::prompt::NoPrompter), false)?);
+    // The served agent may use only the external servers mcp.serve.servers names.
+    let allowed = &ctx.config.mcp.serve.servers;
+    let servers =
+        ctx.config.mcp.servers.iter().filter(|(n, _)| allowed.contains(n)).map(|(n, s)| (n.clone(), s.clone()));
+    let served = Served {
+        config: Arc::new(ctx.config.clone()),
+        store: ctx.store.clone(),
+        session_id: ctx.session_id.clone(),
+        executor,
+        gate: ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all),
+        secrets: ctx.secrets(),
+        clients: if allowed.is_empty() {
+            clients.clone()
+        } else {
+            Arc::new(McpClients::new(servers.collect(), ctx.secrets()))
+        },
+    };
+    match http {
+        None => {
+            let running =
+                served.serve(rmcp::transport::stdio()).await.map_err(|e| eyre!("MCP handshake failed: {e}"))?;
+            running.waiting().await.map_err(|e| eyre!("the MCP session ended with an error: {e}"))?;
+        }
+        Some(addr) => {
+            let token = match token_env {
+                Some(var) => {
+                    Some(std::env::var(&var).map_err(|_| eyre!("--token-env {var}: the variable is not set"))?)
+                }
+                None => None,
+            };
+            let stop = super::cancel_on_signals();
+            serve_http(served, addr, token, stop, |bound| eprintln!("merlya MCP server on http://{bound}/mcp")).await?;
+        }
+    }
+    Ok(EXIT_OK)
 }

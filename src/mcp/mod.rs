@@ -10,7 +10,9 @@
 
 pub mod call;
 pub mod client;
+pub mod http;
 pub mod launch;
+pub mod server;
 
 use serde::Serialize;
 

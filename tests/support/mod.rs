@@ -61,9 +61,15 @@ impl TestEnv {
 
     /// A `merlya` command with this environment.
     pub fn merlya(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_merlya"));
-        cmd.args(args)
-            .env("MERLYA_HOME", self.merlya_home())
+        let mut cmd = self.command(env!("CARGO_BIN_EXE_merlya"));
+        cmd.args(args);
+        cmd
+    }
+
+    /// `program` with this environment (merlya's home, the test HOME, no agent or bus of the caller).
+    pub fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("MERLYA_HOME", self.merlya_home())
             .env("HOME", self.home())
             .env_remove("SSH_AUTH_SOCK")
             .env_remove("DBUS_SESSION_BUS_ADDRESS")

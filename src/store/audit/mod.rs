@@ -96,9 +96,12 @@ impl AuditOutcome {
 
     /// The outcome of a host result from the executor.
     pub fn of_result(result: &HostResult) -> Self {
-        match (&result.error, result.exit_code) {
-            (None, Some(0)) => Self::Ok,
-            (Some(e), _) if e.starts_with("timed out") => Self::TimedOut,
+        use crate::exec::HostFailure;
+        match (result.failure, &result.error, result.exit_code) {
+            (Some(HostFailure::Cancelled), _, _) => Self::Cancelled,
+            (Some(HostFailure::TimedOut), _, _) => Self::TimedOut,
+            (_, None, Some(0)) => Self::Ok,
+            (_, Some(e), _) if e.starts_with("timed out") => Self::TimedOut,
             _ => Self::Failed,
         }
     }
