@@ -24,6 +24,7 @@ python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 # MCP: the tests install the reference servers and the TypeScript SDK from npm (target/tmp/mcp-npm).
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+command -v curl >/dev/null || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq

@@ -39,7 +39,10 @@ fn json_of(out: &str) -> Value {
 #[test]
 fn merlya_serves_its_agent_to_its_own_mcp_client() {
     let llm = ScriptedLlm::start(script);
-    let server = configured(&llm, "openai", "  stream: false\n");
+    // Speelka's options: the tool's name and description, the system prompt, the tools it may use.
+    let serve = "mcp:\n  serve:\n    tool_name: ops_agent\n    tool_description: The on-call agent.\n    \
+                 system_prompt: You are merlya, an SRE answering another agent. Be brief.\n    tools: [list_hosts]\n";
+    let server = configured(&llm, "openai", &format!("  stream: false\n{serve}"));
     server.ok(&["hosts", "add", "web01", "--hostname", "192.0.2.10", "--tag", "web"]);
     let client = TestEnv::new();
     let home = format!("MERLYA_HOME={}", server.merlya_home().display());
@@ -69,7 +72,7 @@ fn merlya_serves_its_agent_to_its_own_mcp_client() {
         .collect();
     assert_eq!(
         flags,
-        [("ask".to_string(), false), ("list_hosts".to_string(), true), ("run_readonly".to_string(), true)]
+        [("ops_agent".to_string(), false), ("list_hosts".to_string(), true), ("run_readonly".to_string(), true)]
     );
     let hosts = json_of(&client.ok(&["mcp", "call", "merlya.list_hosts", "--args", r#"{"tag": "web"}"#]));
     assert_eq!(hosts[0]["name"], "web01");
@@ -86,12 +89,17 @@ fn merlya_serves_its_agent_to_its_own_mcp_client() {
     assert!(text(&out.stdout).starts_with("REFUSED by merlya's safety policy"), "{}", text(&out.stdout));
 
     // `ask` may change things, so merlya's client asks for it: refused without --yes, answered with it.
-    let out = client.run(&["mcp", "call", "merlya.ask", "--args", r#"{"task": "say hello"}"#]);
+    let out = client.run(&["mcp", "call", "merlya.ops_agent", "--args", r#"{"task": "say hello"}"#]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    let answer = client.ok(&["mcp", "call", "merlya.ask", "--args", r#"{"task": "say hello"}"#, "--yes"]);
+    let answer = client.ok(&["mcp", "call", "merlya.ops_agent", "--args", r#"{"task": "say hello"}"#, "--yes"]);
     assert_eq!(answer.trim(), "hello from the served agent");
-    let asked = llm.requests().iter().any(|r| r.body["messages"].to_string().contains("say hello"));
-    assert!(asked, "the task reached the served agent's model");
+    let requests = llm.requests();
+    let asked = requests.iter().find(|r| r.body["messages"].to_string().contains("say hello")).unwrap();
+    assert_eq!(asked.system(), "You are merlya, an SRE answering another agent. Be brief.");
+    let offered: Vec<&str> =
+        asked.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert_eq!(offered, ["list_hosts"], "only the tools mcp.serve.tools names");
+    assert_eq!(tools[0]["description"], "The on-call agent.");
 }
 
 #[test]
@@ -136,4 +144,61 @@ fn an_independent_typescript_client_lists_calls_and_cancels() {
     let sleep = audit.as_array().unwrap().iter().find(|e| e["command"] == "sleep 30").cloned();
     let sleep = sleep.unwrap_or_else(|| panic!("no audit row for the sleep: {audit}"));
     assert_eq!(sleep["outcome"], "cancelled", "{sleep}");
+}
+
+#[test]
+fn the_http_server_is_loopback_by_default_and_needs_a_token_elsewhere() {
+    use std::io::{BufRead, BufReader};
+    let llm = ScriptedLlm::start(script);
+    let server = configured(&llm, "openai", "  stream: false\n");
+    server.ok(&["hosts", "add", "web01", "--hostname", "192.0.2.10"]);
+
+    // Any address but loopback needs a token.
+    let out = server.run(&["mcp", "serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("is not a loopback address: set a bearer token"), "{}", text(&out.stderr));
+
+    // On loopback with a token: clients without it get 401, merlya's client with the header is served.
+    let port = support::sshd::free_port();
+    let mut child = server
+        .merlya(&["mcp", "serve", "--http", &format!("127.0.0.1:{port}"), "--token-env", "MCPTEST_TOKEN"])
+        .env("MCPTEST_TOKEN", "s3cret-token")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut banner).unwrap();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    assert!(banner.contains(&url), "{banner}");
+
+    let status = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "POST",
+            &url,
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .args(["-d", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(text(&status.stdout), "401");
+
+    let client = TestEnv::new();
+    client.ok(&["mcp", "add", "remote", "--url", &url, "--header", "Authorization=Bearer ${MCPTEST_TOKEN}"]);
+    let listed =
+        client.merlya(&["mcp", "call", "remote.list_hosts"]).env("MCPTEST_TOKEN", "s3cret-token").output().unwrap();
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(text(&listed.stdout).contains("web01"));
+    let wrong = client.merlya(&["mcp", "call", "remote.list_hosts"]).env("MCPTEST_TOKEN", "wrong").output().unwrap();
+    assert!(!wrong.status.success(), "a wrong token is refused");
+    // The token is a secret: masked wherever the client shows the server's words.
+    assert!(!text(&wrong.stderr).contains("s3cret-token"));
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -144,6 +144,11 @@ pub struct Agent {
     pub cancel: tokio_util::sync::CancellationToken,
     /// External MCP servers whose tools are offered (none when `None`).
     pub mcp: Option<Arc<crate::mcp::client::McpClients>>,
+    /// Replaces the main agent's system prompt (`mcp.serve.system_prompt`).
+    pub main_prompt: Option<String>,
+    /// merlya's own tools this agent may use (`mcp.serve.tools`; `None`: all). External MCP tools are
+    /// governed by which servers it is given.
+    pub allowed_tools: Option<Vec<String>>,
     state: Mutex<RunState>,
 }
 
@@ -206,6 +211,8 @@ impl Agent {
             history: Vec::new(),
             cancel: tokio_util::sync::CancellationToken::new(),
             mcp: None,
+            main_prompt: None,
+            allowed_tools: None,
             state: Mutex::new(RunState::default()),
         }
     }
@@ -240,7 +247,8 @@ impl Agent {
             user = format!("{context}\n\n{task}");
         }
         let main = tools::MainTools { mcp: mcp_tools::offer(self, true).await };
-        let outcome = self.react("main", prompts::MAIN.to_string(), user, &main).await;
+        let system = self.main_prompt.clone().unwrap_or_else(|| prompts::MAIN.to_string());
+        let outcome = self.react("main", system, user, &main).await;
         let spend = self.llm.spend();
         let mut usage = Usage::default();
         let mut cost = 0.0;
@@ -313,6 +321,12 @@ impl Agent {
         Ok(())
     }
 
+    /// Whether a tool may be offered: external MCP tools (`server__tool`) always (their servers were
+    /// chosen), merlya's own when no allow-list is set or it names them.
+    fn may_use(&self, tool: &str) -> bool {
+        tool.contains("__") || self.allowed_tools.as_ref().is_none_or(|allowed| allowed.iter().any(|a| a == tool))
+    }
+
     /// One ReAct loop: ask the model, run its tool calls, feed results back, until it answers.
     pub async fn react(
         &self,
@@ -321,7 +335,7 @@ impl Agent {
         user: String,
         toolbox: &dyn ToolBox,
     ) -> Result<String, AgentError> {
-        let specs = toolbox.specs();
+        let specs: Vec<ToolSpec> = toolbox.specs().into_iter().filter(|s| self.may_use(&s.name)).collect();
         let names: Vec<String> = specs.iter().map(|t| t.name.clone()).collect();
         let mut messages = vec![Message::system(system)];
         if agent == "main" {

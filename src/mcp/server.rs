@@ -187,6 +187,8 @@ impl Served {
             progress,
         )
         .with_cancel(context.ct.clone());
+        agent.main_prompt = self.serve().system_prompt.clone();
+        agent.allowed_tools = (!self.serve().tools.is_empty()).then(|| self.serve().tools.clone());
         if !self.serve().servers.is_empty() {
             agent = agent.with_mcp(self.clients.clone());
         }
