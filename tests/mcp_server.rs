@@ -11,24 +11,31 @@ use support::agent::{KEY, configured, fleet, is_main};
 use support::llm::{Recorded, ScriptedLlm, openai};
 use support::{TestEnv, TestKey, text};
 
-/// The served agent's model: says hello, or (for a task about sleeping) has a diagnostic specialist
-/// run `sleep 30` on web01.
-fn script(r: &Recorded) -> support::llm::Reply {
-    let results = r.tool_results();
-    if is_main(r) {
-        let asked = r.body["messages"]
-            .as_array()
-            .map(|m| m.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("sleep"))))
-            .unwrap_or(false);
-        match (asked, results.len()) {
-            (true, 0) => openai::tool_call("delegate_diagnostic", json!({"target": "web01", "task": "sleep"})),
-            (true, _) => openai::text("slept"),
-            (false, _) => openai::text("hello from the served agent"),
+/// The served agent's model: says hello; for a task about sleeping has a diagnostic specialist run
+/// `sleep 30` on web01; for a task about the marker has the execution specialist propose `touch MARKER`.
+fn script(marker: String) -> impl Fn(&Recorded) -> support::llm::Reply + Send + Sync {
+    move |r: &Recorded| {
+        let results = r.tool_results();
+        let said = |word: &str| r.body["messages"].to_string().contains(word);
+        if is_main(r) {
+            match (said("sleep"), said("marker"), results.len()) {
+                (true, _, 0) => openai::tool_call("delegate_diagnostic", json!({"target": "web01", "task": "sleep"})),
+                (_, true, 0) => {
+                    openai::tool_call("delegate_execution", json!({"target": "web01", "task": "create the marker"}))
+                }
+                (_, _, 0) => openai::text("hello from the served agent"),
+                _ => openai::text(&results[0].replace('\n', " ")),
+            }
+        } else if results.is_empty() && said("create the marker") {
+            openai::tool_call(
+                "propose_change",
+                json!({"summary": "create the marker", "command": format!("touch {marker}")}),
+            )
+        } else if results.is_empty() {
+            openai::tool_call("run_command", json!({"command": "sleep 30"}))
+        } else {
+            openai::text(&results[0])
         }
-    } else if results.is_empty() {
-        openai::tool_call("run_command", json!({"command": "sleep 30"}))
-    } else {
-        openai::text(&results[0])
     }
 }
 
@@ -38,7 +45,7 @@ fn json_of(out: &str) -> Value {
 
 #[test]
 fn merlya_serves_its_agent_to_its_own_mcp_client() {
-    let llm = ScriptedLlm::start(script);
+    let llm = ScriptedLlm::start(script(String::new()));
     // Speelka's options: the tool's name and description, the system prompt, the tools it may use.
     let serve = "mcp:\n  serve:\n    tool_name: ops_agent\n    tool_description: The on-call agent.\n    \
                  system_prompt: You are merlya, an SRE answering another agent. Be brief.\n    tools: [list_hosts]\n";
@@ -105,7 +112,10 @@ fn merlya_serves_its_agent_to_its_own_mcp_client() {
 #[test]
 fn an_independent_typescript_client_lists_calls_and_cancels() {
     let packages = support::mcp_packages();
-    let llm = ScriptedLlm::start(script);
+    let dir = tempfile::tempdir().unwrap();
+    support::give_to_test_user(dir.path());
+    let marker = dir.path().join("marker");
+    let llm = ScriptedLlm::start(script(marker.display().to_string()));
     let server = configured(&llm, "openai", "  stream: false\n");
     let key = TestKey::generate("");
     let _fleet = fleet(1, &key, &server);
@@ -144,12 +154,31 @@ fn an_independent_typescript_client_lists_calls_and_cancels() {
     let sleep = audit.as_array().unwrap().iter().find(|e| e["command"] == "sleep 30").cloned();
     let sleep = sleep.unwrap_or_else(|| panic!("no audit row for the sleep: {audit}"));
     assert_eq!(sleep["outcome"], "cancelled", "{sleep}");
+
+    // Elicitation: the client's person saw the change, refused it once (nothing ran), then approved it.
+    let asked = seen["elicitations"].as_array().unwrap();
+    assert_eq!(asked.len(), 2, "{seen}");
+    assert!(asked[0].as_str().unwrap().contains(&format!("touch {}", marker.display())), "{seen}");
+    assert!(seen["denied"].as_str().unwrap().contains("DENIED by the MCP client's user (elicitation)"), "{seen}");
+    assert!(marker.exists(), "the approved change ran on web01");
+    let audit = json_of(&server.ok(&["audit", "list", "--format", "json"]));
+    let touches: Vec<(&str, &str)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["command"].as_str().unwrap().starts_with("touch "))
+        .map(|e| (e["outcome"].as_str().unwrap(), e["approved_by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        touches,
+        [("denied", "the MCP client's user (elicitation)"), ("ok", "the MCP client's user (elicitation)")]
+    );
 }
 
 #[test]
 fn the_http_server_is_loopback_by_default_and_needs_a_token_elsewhere() {
     use std::io::{BufRead, BufReader};
-    let llm = ScriptedLlm::start(script);
+    let llm = ScriptedLlm::start(script(String::new()));
     let server = configured(&llm, "openai", "  stream: false\n");
     server.ok(&["hosts", "add", "web01", "--hostname", "192.0.2.10"]);
 

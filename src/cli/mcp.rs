@@ -237,9 +237,6 @@ async fn serve(
     yes: bool,
 ) -> Result<u8> {
     use rmcp::ServiceExt;
-    // stdio belongs to the MCP client: nobody can be asked, so a change is approved only with --yes.
-    let approver: Arc<dyn crate::approval::Approver> =
-        if yes { Arc::new(crate::approval::AutoApprove) } else { Arc::new(crate::approval::DenyAll) };
     let inventory = ctx.store.list_hosts().await?;
     let executor = Arc::new(ctx.executor(inventory, Arc::new(crate::prompt::NoPrompter), false)?);
     // The served agent may use only the external servers mcp.serve.servers names.
@@ -251,7 +248,7 @@ async fn serve(
         store: ctx.store.clone(),
         session_id: ctx.session_id.clone(),
         executor,
-        gate: ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all),
+        yes,
         secrets: ctx.secrets(),
         clients: if allowed.is_empty() {
             clients.clone()

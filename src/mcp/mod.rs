@@ -10,6 +10,7 @@
 
 pub mod call;
 pub mod client;
+pub mod elicit;
 pub mod http;
 pub mod launch;
 pub mod server;

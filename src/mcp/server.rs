@@ -42,8 +42,9 @@ pub struct Served {
     pub session_id: String,
     /// Runs commands on hosts.
     pub executor: Arc<Executor>,
-    /// The one approval gate (`--yes`: approves; otherwise nobody can, so changes are refused).
-    pub gate: ApprovalGate,
+    /// Approves the served agent's changes without asking (`--yes`); otherwise the MCP client's person
+    /// is asked through elicitation, and a client that cannot be asked approves nothing.
+    pub yes: bool,
     /// Where API keys and secret references are read.
     pub secrets: Arc<dyn SecretSource>,
     /// The external MCP servers the served agent may use (`mcp.serve.servers`).
@@ -133,7 +134,8 @@ impl Served {
         let env = Env {
             store: self.store.clone(),
             executor: self.executor.clone(),
-            gate: self.gate.clone(),
+            // Read-only: cleared by the classifier, never asked.
+            gate: ApprovalGate::new(Arc::new(crate::approval::DenyAll), self.store.clone(), false),
             session_id: self.session_id.clone(),
             requested_by: "mcp client".into(),
             retention_days: self.config.policy.raw_log_retention_days,
@@ -172,10 +174,12 @@ impl Served {
         let progress = progress_reporter(context);
         let limits =
             Limits { max_tool_calls: self.serve().max_tool_calls as usize, ..Limits::from_policy(&self.config.policy) };
+        let approver = Arc::new(super::elicit::ElicitingApprover::new(context.peer.clone(), self.yes));
+        let gate = ApprovalGate::new(approver, self.store.clone(), self.config.policy.confirm_all);
         let mut agent = Agent::new(
             llm,
             self.executor.clone(),
-            self.gate.clone(),
+            gate,
             self.store.clone(),
             self.session_id.clone(),
             self.config.policy.raw_log_retention_days,

@@ -3,11 +3,18 @@
 // Prints one JSON object: what each step saw.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const merlya = process.argv[2];
 const out = {};
 const transport = new StdioClientTransport({ command: merlya, args: ["mcp", "serve"], env: process.env, stderr: "pipe" });
-const client = new Client({ name: "ts-sdk-test", version: "1.0.0" });
+const client = new Client({ name: "ts-sdk-test", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+// The person behind this client: refuses the first change it is asked about, approves the second.
+const asked = [];
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  asked.push(request.params.message);
+  return { action: "accept", content: { approve: asked.length > 1 } };
+});
 await client.connect(transport);
 out.server = client.getServerVersion();
 const { tools } = await client.listTools();
@@ -42,5 +49,11 @@ out.progress = progress;
 // The server is still there after the cancellation.
 const again = await client.callTool({ name: "list_hosts", arguments: { tag: "web" } });
 out.afterCancel = JSON.parse(again.content[0].text).map((h) => h.name);
+// A change proposed by the served agent, approved (or not) through elicitation.
+const denied = await client.callTool({ name: "ask", arguments: { task: "create the marker on web01" } });
+out.denied = denied.content[0].text;
+const approved = await client.callTool({ name: "ask", arguments: { task: "create the marker on web01" } });
+out.approved = approved.content[0].text;
+out.elicitations = asked;
 await client.close();
 console.log(JSON.stringify(out));
