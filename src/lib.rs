@@ -18,6 +18,7 @@ pub mod inventory;
 pub mod llm;
 pub mod logging;
 pub mod mcp;
+pub mod mcp_serve;
 pub mod pipeline;
 pub mod prompt;
 pub mod redact;

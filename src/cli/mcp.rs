@@ -15,9 +15,9 @@ use crate::context::Context;
 use crate::home::MerlyaHome;
 use crate::mcp::call::{CallEnv, call};
 use crate::mcp::client::McpClients;
-use crate::mcp::http::serve_http;
-use crate::mcp::server::Served;
 use crate::mcp::{McpError, split_qualified};
+use crate::mcp_serve::http::serve_http;
+use crate::mcp_serve::server::Served;
 
 /// Exit code of a call that was refused (not approved, not read-only for the caller).
 const EXIT_REFUSED: u8 = 3;

@@ -1,4 +1,4 @@
-//! MCP both ways, on the official SDK (rmcp).
+//! merlya as an MCP client, on the official SDK (rmcp).
 //!
 //! - [`client`]: the external servers configured under `mcp.servers` — started
 //!   on first use, their stderr drained into merlya's log, every call bounded
@@ -7,13 +7,12 @@
 //!   annotated read-only runs at once; any other is a change, asked through the
 //!   approval gate and written to the audit log with its outcome.
 //! - [`launch`]: `${VAR}` and secret references resolved when a server starts.
+//!
+//! merlya as an MCP server is [`crate::mcp_serve`], a layer above the agent.
 
 pub mod call;
 pub mod client;
-pub mod elicit;
-pub mod http;
 pub mod launch;
-pub mod server;
 
 use serde::Serialize;
 

@@ -29,7 +29,7 @@ use crate::safety::clearance::Clearance;
 use crate::secrets::SecretSource;
 use crate::store::Store;
 
-use super::client::McpClients;
+use crate::mcp::client::McpClients;
 
 /// What the served tools run with.
 #[derive(Clone)]
