@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod exec;
+pub mod health;
 pub mod home;
 pub mod i18n;
 pub mod inventory;

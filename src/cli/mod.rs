@@ -24,6 +24,7 @@ mod approvals;
 mod audit;
 mod completions;
 mod config_cmd;
+mod doctor;
 mod exec;
 mod hosts;
 mod mcp;
@@ -120,6 +121,8 @@ pub enum Command {
     /// See how the safety policy judges a command.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
+    Doctor(doctor::DoctorArgs),
     /// Show or create the configuration.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
@@ -169,6 +172,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         None => return crate::app::run_console(&runtime, home),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Policy(cmd)) => return policy::run(cmd),
+        Some(Command::Doctor(args)) => return doctor::run(&runtime, home, args),
         Some(Command::Mcp(cmd)) if cmd.edits_config() => return mcp::edit(&home, cmd),
         Some(Command::Completions { shell }) => {
             clap_complete::generate(shell, &mut Cli::command(), "merlya", &mut out::Output);
@@ -188,7 +192,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,
             Command::Pipeline(cmd) => pipeline::run(&ctx, cmd).await,
             Command::Mcp(cmd) => mcp::run(&ctx, cmd).await,
-            Command::Config(_) | Command::Policy(_) | Command::Completions { .. } => Ok(EXIT_OK),
+            Command::Config(_) | Command::Policy(_) | Command::Doctor(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.
         ctx.store.close().await;

@@ -201,6 +201,15 @@ impl Provider for Anthropic {
         "anthropic"
     }
 
+    async fn probe(&self) -> Result<usize, LlmError> {
+        let url = format!("{}/v1/models", self.base_url.trim_end_matches('/'));
+        let mut builder = self.http.get(&url).header("anthropic-version", API_VERSION);
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        super::client::probe_models("anthropic", builder).await
+    }
+
     async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
         let url = format!("{}/v1/messages", self.base_url.trim_end_matches('/'));
         let mut builder =

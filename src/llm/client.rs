@@ -60,6 +60,17 @@ pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
     LlmError::Transport { provider: provider.to_string(), detail: e.to_string(), timeout: e.is_timeout() }
 }
 
+/// Sends a model-list request and counts the `data` entries (both wire formats list models there).
+pub(crate) async fn probe_models(provider: &str, request: reqwest::RequestBuilder) -> Result<usize, LlmError> {
+    let response = request.send().await.map_err(|e| transport(provider, e))?;
+    let response = check_status(provider, response).await?;
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .map_err(|e| LlmError::Malformed { provider: provider.to_string(), detail: e.to_string() })?;
+    Ok(body["data"].as_array().map_or(0, Vec::len))
+}
+
 /// Turns a non-2xx response into [`LlmError::Status`] with its `Retry-After`.
 pub(crate) async fn check_status(provider: &str, response: reqwest::Response) -> Result<reqwest::Response, LlmError> {
     let status = response.status();
@@ -200,6 +211,16 @@ impl LlmClient {
             breaker: Breaker::new(config.breaker_threshold, Duration::from_secs(config.breaker_cooldown_secs)),
             spend: Mutex::new(BTreeMap::new()),
         })
+    }
+
+    /// Whether the provider of `role` answers with this key (lists its models; no tokens spent).
+    pub async fn probe(&self, role: ModelRole) -> Result<usize, LlmError> {
+        self.endpoint(role).provider.probe().await
+    }
+
+    /// The provider name of `role` (`openai`, `anthropic`, …).
+    pub fn provider_name(&self, role: ModelRole) -> &str {
+        self.endpoint(role).provider.name()
     }
 
     /// The model name used for `role`.

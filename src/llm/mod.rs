@@ -190,4 +190,7 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     /// One attempt (no retries: [`LlmClient`] adds them).
     async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError>;
+    /// Lists the provider's models (`GET …/models`): reachability and key check for `merlya doctor`,
+    /// at no token cost. Returns how many models it offers.
+    async fn probe(&self) -> Result<usize, LlmError>;
 }

@@ -175,6 +175,15 @@ impl Provider for OpenAi {
         &self.name
     }
 
+    async fn probe(&self) -> Result<usize, LlmError> {
+        let url = format!("{}/models", self.base_url.trim_end_matches('/'));
+        let mut builder = self.http.get(&url);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        super::client::probe_models(&self.name, builder).await
+    }
+
     async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
         let url = format!("{}/chat/completions", self.base_url.trim_end_matches('/'));
         let mut builder = self.http.post(&url).json(&body(request, self.stream));

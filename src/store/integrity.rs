@@ -92,11 +92,35 @@ pub(super) async fn check_version(conn: &mut SqliteConnection, path: &Path) -> R
         .map_err(corrupt)?
         .try_get("v")
         .map_err(corrupt)?;
-    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    let known = known_version();
     match found.filter(|f| *f > known) {
         Some(found) => Err(StoreError::TooNew { path: path.to_path_buf(), found, known }),
         None => Ok(()),
     }
+}
+
+/// `merlya doctor`: the full integrity read, the schema at this merlya's version, and a write that is
+/// rolled back (the file is writable and not locked). Returns the schema version.
+pub(super) async fn check_live(pool: &sqlx::SqlitePool, path: &Path) -> Result<i64, StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
+    let mut conn = pool.acquire().await.map_err(corrupt)?;
+    let check: String = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut *conn).await.map_err(corrupt)?;
+    if check != "ok" {
+        return Err(StoreError::Corrupt { path: path.to_path_buf(), detail: check });
+    }
+    let version: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(corrupt)?;
+    let write = |e: sqlx::Error| StoreError::Sql { context: format!("cannot write {}", path.display()), source: e };
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await.map_err(write)?;
+    sqlx::query("ROLLBACK").execute(&mut *conn).await.map_err(write)?;
+    Ok(version)
+}
+
+/// The newest schema version this merlya knows.
+pub(super) fn known_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -143,6 +143,17 @@ impl Store {
         Ok(Self { pool, path: Arc::from(path), audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
     }
 
+    /// The full health check (`merlya doctor`): integrity, writability, and the schema version found
+    /// with the one this merlya knows.
+    pub async fn check_health(&self) -> Result<(i64, i64), StoreError> {
+        Ok((integrity::check_live(&self.pool, &self.path).await?, integrity::known_version()))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Where change pipelines keep plan files and copies of configurations: beside the database.
     pub fn pipelines_dir(&self) -> PathBuf {
         self.path.parent().map_or_else(|| PathBuf::from("pipelines"), |dir| dir.join("pipelines"))
