@@ -113,7 +113,7 @@ fn free_bytes(path: &Path) -> Option<u64> {
     // SAFETY: statvfs writes a plain struct for a NUL-terminated path we own.
     let ok = unsafe { libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) } == 0;
     // SAFETY: initialised by the successful call above.
-    ok.then(|| unsafe { stats.assume_init() }).map(|s| u64::from(s.f_bavail) * u64::from(s.f_frsize))
+    ok.then(|| unsafe { stats.assume_init() }).map(|s| s.f_bavail * s.f_frsize)
 }
 
 /// Memory available now (`MemAvailable`).
