@@ -90,6 +90,20 @@ pub async fn run_all(home: &MerlyaHome) -> Vec<Check> {
     checks
 }
 
+/// The console's start-up check: what can be known cheaply and without starting anything (no full
+/// database read, no MCP server started, the model probed only when one is configured). A missing
+/// model is not reported: the console's banner already says how to add one.
+pub async fn start_up(home: &MerlyaHome, config: &Config, secrets: &Secrets) -> Vec<Check> {
+    let mut checks = vec![disk(home.root()), memory(), ssh_agent(), keyring(secrets)];
+    if config.has_model() {
+        checks.push(model(config, secrets).await);
+    }
+    for (tool, pipeline) in [("ansible-playbook", "Ansible"), ("terraform", "Terraform"), ("kubectl", "Kubernetes")] {
+        checks.push(tool_on_path(tool, pipeline));
+    }
+    checks
+}
+
 /// Free space where merlya keeps its files.
 fn disk(dir: &Path) -> Check {
     let probe = if dir.exists() { dir } else { dir.parent().unwrap_or(Path::new("/")) };

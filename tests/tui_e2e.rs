@@ -23,6 +23,9 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     let tmux = Tmux::start("main", &env, 120, 34);
     let screen = tmux.wait_for("Inventory · 3");
     assert!(screen.contains("No model is configured"), "the no-model banner is shown:\n{screen}");
+    // The start-up check names what is not ready (this test has no ssh-agent) and where the fixes are.
+    let screen = tmux.wait_for("Start-up check:");
+    assert!(screen.contains("WARN ssh-agent"), "{screen}");
 
     // !CMD on the host under the cursor (localhost).
     tmux.command("!echo hello-from-the-console");

@@ -95,6 +95,7 @@ pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Resul
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
         };
         super::highlight::warm_up();
+        start_up_check(&services);
 
         // ratatui::try_init installs a panic hook that restores the terminal before the report.
         let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;
@@ -314,6 +315,23 @@ fn suspend(terminal: &mut DefaultTerminal) -> Result<()> {
     .wrap_err("cannot resume the terminal")?;
     terminal.clear().wrap_err("cannot redraw")?;
     Ok(())
+}
+
+/// The start-up check on a worker: one line in the chat when something is not OK, naming the checks
+/// and pointing at `merlya doctor` for the details and fixes.
+fn start_up_check(services: &Services) {
+    let (ctx, sender, locale) = (services.ctx.clone(), services.sender.clone(), services.locale());
+    tokio::spawn(async move {
+        let checks = crate::health::start_up(&ctx.home, &ctx.config, &ctx.secrets()).await;
+        let flagged: Vec<String> = checks
+            .iter()
+            .filter(|c| c.status != crate::health::Status::Ok)
+            .map(|c| format!("{} {}", c.status.as_str(), c.name))
+            .collect();
+        if !flagged.is_empty() {
+            sender.send(Msg::Note(locale.tf("startup.check", &[("checks", &flagged.join(", "))])));
+        }
+    });
 }
 
 #[cfg(test)]
