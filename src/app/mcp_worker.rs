@@ -30,8 +30,10 @@ pub(super) fn run(services: &Services, command: McpCommand) {
                         vec![locale.tf("mcp.tools", &[("server", &name), ("count", &tools.len().to_string())])];
                     for tool in tools {
                         let risk = if tool.read_only { locale.t("mcp.read_only") } else { locale.t("mcp.change") };
-                        let about = tool.description.lines().next().unwrap_or_default().to_string();
-                        lines.push(format!("  {}  [{risk}]  {about}", tool.qualified()));
+                        // The server's words: control characters made visible before the screen sees them.
+                        let about = crate::term_safe::visible_line(tool.description.lines().next().unwrap_or_default());
+                        let name = crate::term_safe::visible_line(&tool.qualified()).into_owned();
+                        lines.push(format!("  {name}  [{risk}]  {about}"));
                     }
                     lines.join("\n")
                 }

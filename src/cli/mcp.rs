@@ -155,7 +155,9 @@ async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> 
             } else {
                 for tool in &tools {
                     let mark = if tool.read_only { "read-only" } else { "change" };
-                    println!("{:<40} {:<9} {}", tool.qualified(), mark, first_line(&tool.description));
+                    // Names and descriptions are the server's words: shown, never interpreted, by the terminal.
+                    let name = crate::term_safe::visible_line(&tool.qualified()).into_owned();
+                    println!("{name:<40} {mark:<9} {}", crate::term_safe::visible_line(first_line(&tool.description)));
                 }
             }
             Ok(EXIT_OK)

@@ -184,9 +184,11 @@ impl McpClients {
                 tracing::warn!(target: "merlya::mcp", server, "the server's connection ended during a call");
                 McpError::Died { server: server.into(), detail: "its connection closed".into() }
             }
-            ServiceError::McpError(data) => {
-                McpError::Failed { server: server.into(), tool: tool.into(), detail: data.message.to_string() }
-            }
+            ServiceError::McpError(data) => McpError::Failed {
+                server: server.into(),
+                tool: tool.into(),
+                detail: crate::term_safe::visible_line(&data.message).into_owned(),
+            },
             other => McpError::Failed { server: server.into(), tool: tool.into(), detail: other.to_string() },
         }
     }

@@ -66,7 +66,8 @@ pub async fn serve_http(
                 let (mut service, expected) = (service.clone(), expected.clone());
                 async move {
                     let authorised = expected.as_deref().is_none_or(|want| {
-                        request.headers().get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) == Some(want)
+                        let given = request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+                        given.is_some_and(|given| same_bytes(given, want.as_bytes()))
                     });
                     if !authorised {
                         let body = Full::new(Bytes::from_static(b"a bearer token is required\n"))
@@ -85,4 +86,9 @@ pub async fn serve_http(
             }
         });
     }
+}
+
+/// Compares in time that depends on the length only, not on where the first difference is.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
