@@ -356,3 +356,27 @@ fn the_agent_calls_a_read_only_mcp_tool_and_its_write_is_refused_without_approva
             .any(|e| e["host"] == "mcp:fs" && e["outcome"] == "denied" && e["requested_by"] == "agent@execution")
     );
 }
+
+/// A hostile server's escape sequences never reach the terminal raw: its tool list and its answer are shown
+/// with control characters made visible.
+#[test]
+fn a_hostile_servers_escape_sequences_are_shown_not_interpreted() {
+    let packages = support::mcp_packages();
+    let script = packages.join(format!("merlya-hostile-{}.mjs", std::process::id()));
+    std::fs::write(&script, include_str!("support/mcp_hostile_server.mjs")).unwrap();
+    let env = TestEnv::new();
+    env.ok(&["mcp", "add", "hostile", "--command", "node", "--arg", &script.display().to_string()]);
+    let listed = env.run(&["mcp", "tools", "hostile"]);
+    let called = env.run(&["mcp", "call", "hostile.evil"]);
+    let _ = std::fs::remove_file(&script);
+    for out in [&listed, &called] {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+            "raw control bytes: {:?}",
+            text(&out.stdout)
+        );
+    }
+    assert!(text(&listed.stdout).contains("Harmless"), "{}", text(&listed.stdout));
+    assert!(text(&called.stdout).contains("done"), "{}", text(&called.stdout));
+}
