@@ -20,6 +20,7 @@ pub mod llm;
 pub mod logging;
 pub mod mcp;
 pub mod mcp_serve;
+pub mod metrics;
 pub mod pipeline;
 pub mod prompt;
 pub mod redact;

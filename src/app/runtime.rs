@@ -31,10 +31,19 @@ use crate::llm::LlmClient;
 const MAX_BATCH: usize = 4096;
 
 /// Opens the console and runs it until the user quits.
-pub fn run_console(runtime: &tokio::runtime::Runtime, home: MerlyaHome) -> Result<u8> {
+pub fn run_console(
+    runtime: &tokio::runtime::Runtime,
+    home: MerlyaHome,
+    metrics_addr: Option<std::net::SocketAddr>,
+) -> Result<u8> {
     runtime.block_on(async move {
         let (ctx, config_problem) = Context::open_forgiving(home, "console").await?;
         let ctx = Arc::new(ctx);
+        // Before the terminal is taken: a bad address is an error on the shell, not a broken screen.
+        if let Some(addr) = metrics_addr {
+            ctx.store.seed_metrics().await?;
+            crate::metrics::serve(addr, tokio_util::sync::CancellationToken::new()).await?;
+        }
         let hosts = ctx.store.list_hosts().await?;
         let (tx, rx) = unbounded_channel();
         let sender = AppSender::new(tx);

@@ -89,6 +89,9 @@ pub struct Cli {
     /// merlya's folder (config.yaml, merlya.db, logs/); default ~/.merlya.
     #[arg(long, global = true, env = "MERLYA_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// Serve Prometheus metrics on this loopback address (`/metrics`) while the console or `mcp serve` runs.
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -121,6 +124,8 @@ pub enum Command {
     /// See how the safety policy judges a command.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Print the metrics (Prometheus text format): this home's commands, pipelines, model and MCP calls.
+    Metrics,
     /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
     Doctor(doctor::DoctorArgs),
     /// Show or create the configuration.
@@ -169,7 +174,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("cannot start the async runtime")?;
     let command = match cli.command {
-        None => return crate::app::run_console(&runtime, home),
+        None => return crate::app::run_console(&runtime, home, cli.metrics_addr),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Policy(cmd)) => return policy::run(cmd),
         Some(Command::Doctor(args)) => return doctor::run(&runtime, home, args),
@@ -191,13 +196,31 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
             Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,
             Command::Pipeline(cmd) => pipeline::run(&ctx, cmd).await,
-            Command::Mcp(cmd) => mcp::run(&ctx, cmd).await,
+            Command::Mcp(cmd) => {
+                if let Some(addr) = cli.metrics_addr {
+                    serve_metrics(&ctx, addr).await?;
+                }
+                mcp::run(&ctx, cmd).await
+            }
+            Command::Metrics => {
+                ctx.store.seed_metrics().await?;
+                print!("{}", crate::metrics::render());
+                Ok(EXIT_OK)
+            }
             Command::Config(_) | Command::Policy(_) | Command::Doctor(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
         // A clean close checkpoints the WAL into the database file.
         ctx.store.close().await;
         outcome
     })
+}
+
+/// Seeds the registry with the home's history and serves it on `addr` for the life of the process.
+async fn serve_metrics(ctx: &Context, addr: std::net::SocketAddr) -> Result<()> {
+    ctx.store.seed_metrics().await?;
+    let bound = crate::metrics::serve(addr, tokio_util::sync::CancellationToken::new()).await?;
+    eprintln!("metrics on http://{bound}/metrics");
+    Ok(())
 }
 
 /// Output formats shared by listing commands.

@@ -278,11 +278,13 @@ impl LlmClient {
             };
             match endpoint.provider.chat(&request, &sink).await {
                 Ok(answer) => {
+                    crate::metrics::llm_call(&name, "ok");
                     self.breaker.success();
                     self.account(&endpoint.model, answer.usage);
                     return Ok(answer);
                 }
                 Err(e) if e.retryable() || matches!(e, LlmError::Malformed { .. }) => {
+                    crate::metrics::llm_call(&name, e.status_label());
                     self.breaker.failure();
                     tracing::warn!(provider = %name, attempt, error = %e, "LLM call failed");
                     if shown.load(Ordering::Relaxed) {
@@ -294,6 +296,7 @@ impl LlmClient {
                     if attempt >= self.config.max_retries {
                         return Err(e);
                     }
+                    crate::metrics::retry();
                     let (wait, capped) = self.retry_wait(&e, attempt);
                     let capped = capped
                         .map(|asked| format!("; Retry-After asked for {asked} s, model.max_retry_wait caps it"))
@@ -307,7 +310,10 @@ impl LlmClient {
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    crate::metrics::llm_call(&name, e.status_label());
+                    return Err(e);
+                }
             }
         }
     }

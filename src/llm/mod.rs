@@ -163,6 +163,23 @@ impl LlmError {
         }
     }
 
+    /// The `status` label of a failed call in the metrics: the HTTP status, or the kind of failure.
+    pub fn status_label(&self) -> &'static str {
+        match self {
+            LlmError::Status { status, .. } => match status {
+                401 | 403 => "unauthorized",
+                429 => "rate_limited",
+                s if *s >= 500 => "server_error",
+                _ => "client_error",
+            },
+            LlmError::Transport { timeout: true, .. } | LlmError::TurnTimeout { .. } => "timeout",
+            LlmError::Transport { .. } => "transport",
+            LlmError::Malformed { .. } | LlmError::Incomplete { .. } | LlmError::AfterPartialAnswer(_) => "malformed",
+            LlmError::CircuitOpen { .. } => "circuit_open",
+            LlmError::NoKey(_) | LlmError::Config(_) => "config",
+        }
+    }
+
     /// A few words on what went wrong, for retry notices.
     pub fn short(&self) -> String {
         match self {

@@ -115,6 +115,7 @@ pub async fn call(
         Err(McpError::TimedOut { secs, .. }) => (AuditOutcome::TimedOut, Some(format!("timed out after {secs} s"))),
         Err(e) => (AuditOutcome::Failed, Some(e.to_string())),
     };
+    crate::metrics::mcp_call(server, outcome.as_str());
     if let Err(e) = ticket.finish(outcome, None, error).await {
         tracing::warn!(error = %e, "cannot finish an MCP audit entry");
     }

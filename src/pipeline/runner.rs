@@ -75,6 +75,7 @@ impl Recorder<'_> {
 
     /// The run is over: the owner is cleared so no later start marks it interrupted.
     async fn finish(mut self, status: PipelineStatus) -> Result<PipelineRun, PipelineError> {
+        crate::metrics::pipeline(self.run.kind.as_str(), status.as_str());
         self.run.status = status;
         self.run.owner_pid = 0;
         self.save().await?;

@@ -397,6 +397,7 @@ impl Change for TerraformChange {
             Ok(Some(plan)) => {
                 self.plan_hash = sha256_file(&file);
                 let diff = plan.render();
+                crate::metrics::drift(plan.drift.len() as u64);
                 let detail = if plan.drift.is_empty() {
                     plan.line()
                 } else {

@@ -20,6 +20,48 @@ pub struct CommandStats {
 }
 
 impl Store {
+    /// Seeds the process's metrics registry with this home's history (once per process).
+    pub async fn seed_metrics(&self) -> Result<(), StoreError> {
+        if crate::metrics::seeded() {
+            return Ok(());
+        }
+        let (commands, pipelines) = self.history_totals().await?;
+        let commands: Vec<(&str, u64)> = commands.iter().map(|(o, n)| (o.as_str(), *n)).collect();
+        crate::metrics::seed(&commands, &pipelines);
+        Ok(())
+    }
+
+    /// Totals this home recorded, for seeding the metrics registry: command outcomes (as the audit log
+    /// names them) and pipeline ends by kind and status.
+    pub async fn history_totals(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String, u64)>), StoreError> {
+        let commands: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT CASE WHEN exit_code = 0 AND error IS NULL THEN 'ok' \
+                    WHEN error LIKE 'timed out%' THEN 'timed_out' \
+                    WHEN error = 'cancelled' THEN 'cancelled' ELSE 'failed' END AS outcome, COUNT(*) \
+             FROM command_history GROUP BY outcome",
+        )
+        .fetch_all(self.pool())
+        .await
+        .ctx("cannot count commands")?;
+        let pipelines: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT kind, status, COUNT(*) FROM pipeline_runs GROUP BY kind, status")
+                .fetch_all(self.pool())
+                .await
+                .ctx("cannot count pipeline runs")?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok((
+            commands.into_iter().map(|(o, n)| (o, count(n))).collect(),
+            // Runs still in flight have not ended: they are counted when they do.
+            pipelines
+                .into_iter()
+                .filter(|(_, status, _)| {
+                    super::pipelines::PipelineStatus::ALL.iter().any(|s| s.as_str() == status && !s.in_flight())
+                })
+                .map(|(k, s, n)| (k, s, count(n)))
+                .collect(),
+        ))
+    }
+
     /// Statistics over the newest 10,000 commands and every pipeline run.
     pub async fn command_stats(&self) -> Result<CommandStats, StoreError> {
         let rows: Vec<(Option<i64>, Option<String>, i64)> =

@@ -260,6 +260,23 @@ pub fn ansible_bin() -> PathBuf {
     root.join("bin")
 }
 
+/// A Python with the official Prometheus client library, whose OpenMetrics parser reads merlya's output.
+pub fn prometheus_python() -> PathBuf {
+    let root = made_once(
+        "prometheus-venv",
+        |root| root.join("lib").is_dir() && root.join("bin/prometheus-ok").is_file(),
+        |root| {
+            let ok = Command::new("python3").args(["-m", "venv"]).arg(root).status().unwrap().success();
+            assert!(ok, "python3 -m venv failed (install python3-venv)");
+            let pip = root.join("bin/pip");
+            let ok = Command::new(pip).args(["install", "-q", "prometheus-client==0.21.1"]).status().unwrap().success();
+            assert!(ok, "pip install prometheus-client failed");
+            std::fs::write(root.join("bin/prometheus-ok"), "").unwrap();
+        },
+    );
+    root.join("bin/python")
+}
+
 /// The npm packages the MCP tests talk to: the reference servers and the official TypeScript SDK.
 pub const MCP_PACKAGES: [&str; 3] = [
     "@modelcontextprotocol/server-everything@2026.8.31",

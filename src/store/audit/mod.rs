@@ -326,7 +326,9 @@ impl AuditTicket {
 
     /// Finishes with what the executor reported for the host.
     pub async fn finish_result(self, result: &HostResult) -> Result<AuditEntry, StoreError> {
-        self.finish(AuditOutcome::of_result(result), result.exit_code, result.error.clone()).await
+        let outcome = AuditOutcome::of_result(result);
+        crate::metrics::command(outcome.as_str(), result.duration_ms as f64 / 1000.0);
+        self.finish(outcome, result.exit_code, result.error.clone()).await
     }
 }
 
