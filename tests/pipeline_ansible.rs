@@ -76,7 +76,7 @@ fn ansible_dry_run_per_host_then_deny_approve_check_and_roll_back() {
         dir.path(),
         "site.yml",
         &format!(
-            "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: write the motd\n      copy:\n        dest: \"{{{{ dir }}}}/{{{{ inventory_hostname }}}}.txt\"\n        content: \"managed by merlya\\n\"\n    - name: a file only root may write\n      become: true\n      copy:\n        dest: {root_file}\n        content: \"x\\n\"\n      when: inventory_hostname == 'web02'\n"
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: write the motd\n      copy:\n        dest: \"{{{{ dir }}}}/{{{{ inventory_hostname }}}}.txt\"\n        content: \"managed by merlya\\n\"\n    - name: a file only root may write\n      become: true\n      copy:\n        dest: {root_file}\n        content: \"x\\n\"\n      when: inventory_hostname == 'web02'\n    - name: a secret file\n      no_log: true\n      copy:\n        dest: \"{{{{ dir }}}}/{{{{ inventory_hostname }}}}.secret\"\n        content: \"nolog-s3cret-value\\n\"\n"
         ),
     );
     let targets = "web01,web02,web03";
@@ -102,6 +102,7 @@ fn ansible_dry_run_per_host_then_deny_approve_check_and_roll_back() {
         assert!(diff.contains(&format!("+++ b/{host}:{d}/{host}.txt")), "{host} in:\n{diff}");
     }
     assert!(diff.contains("+managed by merlya"), "{diff}");
+    assert!(!diff.contains("nolog-s3cret-value"), "a no_log task's diff is never shown: {diff}");
     assert!(diff.contains(&format!("+++ b/web02:{root_file}")), "{diff}");
     assert!(!dir.path().join("web01.txt").exists() && !Path::new(&root_file).exists(), "check mode changed nothing");
     assert!((fleet.bastion_logins)() >= 1, "web03 was reached through the bastion");
@@ -137,6 +138,7 @@ fn ansible_dry_run_per_host_then_deny_approve_check_and_roll_back() {
         [("database", fleet.env.database_text()), ("output", text(&out.stdout) + &text(&out.stderr))]
     {
         assert!(!haystack.contains(TEST_PASSWORD), "the become password reached the {what}");
+        assert!(!haystack.contains("nolog-s3cret-value"), "a no_log task's content reached the {what}");
     }
     let leftovers = support::walk(&fleet.env.merlya_home());
     assert!(

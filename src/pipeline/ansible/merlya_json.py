@@ -35,6 +35,9 @@ class CallbackModule(CallbackBase):
 
     def _result(self, status, result):
         res = result._result if hasattr(result, "_result") else {}
+        if res.get("_ansible_no_log") or getattr(result._task, "no_log", False):
+            # no_log: nothing of the task's data leaves Ansible (ansible-core censors it too).
+            res = {"changed": res.get("changed", False), "msg": "(hidden: no_log)"}
         diffs = res.get("diff", [])
         if isinstance(diffs, dict):
             diffs = [diffs]
