@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod pipeline;
 pub mod prompt;
 pub mod redact;
+pub mod report;
 pub mod safety;
 pub mod secrets;
 pub mod ssh;

@@ -30,6 +30,7 @@ mod hosts;
 mod mcp;
 mod pipeline;
 mod policy;
+mod report;
 mod run;
 mod secret;
 mod table;
@@ -124,6 +125,8 @@ pub enum Command {
     /// See how the safety policy judges a command.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// The incident report of a session (or since a time): Markdown for a postmortem, or JSON.
+    Report(report::ReportArgs),
     /// Print the metrics (Prometheus text format): this home's commands, pipelines, model and MCP calls.
     Metrics,
     /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
@@ -202,6 +205,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                 }
                 mcp::run(&ctx, cmd).await
             }
+            Command::Report(args) => report::run(&ctx, args).await,
             Command::Metrics => {
                 ctx.store.seed_metrics().await?;
                 print!("{}", crate::metrics::render());

@@ -103,4 +103,21 @@ impl Store {
                 .ctx("cannot read conversation")?;
         Ok(Some(rows))
     }
+
+    /// Questions and answers of a session (or since a time), oldest first, as (time, role, content).
+    pub async fn session_messages(
+        &self,
+        session: Option<&str>,
+        since: Option<&str>,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        sqlx::query_as(
+            "SELECT created_at, role, content FROM session_messages \
+             WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR created_at >= ?2) ORDER BY id",
+        )
+        .bind(session)
+        .bind(since)
+        .fetch_all(self.pool())
+        .await
+        .ctx("cannot read the session's messages")
+    }
 }

@@ -1,0 +1,212 @@
+//! The incident report: what happened in a session (or since a time), as
+//! Markdown an operator pastes into a postmortem, or as JSON.
+//!
+//! Built only from what the store recorded — the operator's questions and the
+//! agent's answers, every audited command per host with its outcome and who
+//! approved or refused it, and the change pipelines with their stages and
+//! diffs. Everything in it was masked before it was stored; it is masked again
+//! here, and control characters are made visible.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::redact::redact_command;
+use crate::store::audit::{AuditFilter, AuditOutcome, AuditRecord};
+use crate::store::pipelines::PipelineRun;
+use crate::store::{Store, StoreError};
+use crate::term_safe::visible;
+
+/// What the report covers.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// One session (a `merlya exec` run, a console session).
+    pub session: Option<String>,
+    /// Everything at or after this RFC 3339 time.
+    pub since: Option<String>,
+}
+
+/// One line of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    /// When (RFC 3339).
+    pub at: String,
+    /// `question`, `answer`, `command`, `refused`, `denied`, `change`.
+    pub kind: &'static str,
+    /// Who asked or answered.
+    pub who: String,
+    /// The host (commands), empty otherwise.
+    pub host: String,
+    /// The text: a question, a command, a change's summary.
+    pub text: String,
+    /// How it ended: `exit 0`, `failed: …`, `approved by alice`, `denied by nobody`.
+    pub outcome: String,
+}
+
+/// A change pipeline as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub id: String,
+    pub kind: String,
+    pub status: String,
+    pub targets: String,
+    pub summary: String,
+    pub decision: String,
+    pub diff: String,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// What it covers, in words.
+    pub scope: String,
+    /// Every event, oldest first.
+    pub timeline: Vec<Event>,
+    /// Commands per host: (total, failed, refused or denied).
+    pub hosts: BTreeMap<String, (usize, usize, usize)>,
+    /// The changes.
+    pub changes: Vec<Change>,
+}
+
+fn clean(text: &str) -> String {
+    visible(&redact_command(text)).into_owned()
+}
+
+/// Builds the report of `scope` from the store.
+pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
+    let filter = AuditFilter { session: scope.session.clone(), since: scope.since.clone(), ..AuditFilter::default() };
+    let records = store.list_audit(&filter).await?;
+    let messages = store.session_messages(scope.session.as_deref(), scope.since.as_deref()).await?;
+    let runs: Vec<PipelineRun> = store
+        .list_pipeline_runs()
+        .await?
+        .into_iter()
+        .filter(|r| scope.since.as_deref().is_none_or(|since| r.created_at.as_str() >= since))
+        .filter(|r| {
+            scope.session.is_none()
+                || records.iter().any(|a| a.approval_ref.as_deref().is_some_and(|x| x.contains(&r.id)))
+        })
+        .collect();
+    let mut timeline: Vec<Event> = messages
+        .into_iter()
+        .map(|(at, role, content)| Event {
+            at,
+            kind: if role == "user" { "question" } else { "answer" },
+            who: if role == "user" { "operator".into() } else { "agent".into() },
+            host: String::new(),
+            text: clean(&content),
+            outcome: String::new(),
+        })
+        .collect();
+    let mut hosts: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    for record in &records {
+        timeline.push(command_event(record));
+        let counts = hosts.entry(record.host.clone()).or_default();
+        counts.0 += 1;
+        match record.outcome {
+            AuditOutcome::Ok => {}
+            AuditOutcome::Refused | AuditOutcome::Denied => counts.2 += 1,
+            _ => counts.1 += 1,
+        }
+    }
+    let changes: Vec<Change> = runs
+        .iter()
+        .map(|r| Change {
+            id: r.id.clone(),
+            kind: r.kind.as_str().into(),
+            status: r.status.as_str().into(),
+            targets: clean(&r.targets),
+            summary: clean(&r.summary),
+            decision: clean(&r.decision),
+            diff: clean(&r.diff),
+        })
+        .collect();
+    for run in &runs {
+        timeline.push(Event {
+            at: run.created_at.clone(),
+            kind: "change",
+            who: run.requested_by.clone(),
+            host: String::new(),
+            text: format!("{} change {} on {}", run.kind.as_str(), run.id, clean(&run.targets)),
+            outcome: run.status.as_str().into(),
+        });
+    }
+    // At the same instant a change comes first: it was created before anything its stages did.
+    timeline.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| (b.kind == "change").cmp(&(a.kind == "change"))));
+    let scope = match (&scope.session, &scope.since) {
+        (Some(session), _) => format!("session {session}"),
+        (None, Some(since)) => format!("since {since}"),
+        (None, None) => "everything recorded".into(),
+    };
+    Ok(Report { scope, timeline, hosts, changes })
+}
+
+fn command_event(record: &AuditRecord) -> Event {
+    let (kind, outcome) = match record.outcome {
+        AuditOutcome::Refused => ("refused", format!("refused: {}", record.reason.clone().unwrap_or_default())),
+        AuditOutcome::Denied => ("denied", format!("denied by {}", record.approved_by)),
+        AuditOutcome::Ok => {
+            ("command", format!("exit {} · approved: {}", record.exit_code.unwrap_or(0), record.approved_by))
+        }
+        other => (
+            "command",
+            format!(
+                "{}{} · approved: {}",
+                other.as_str(),
+                record.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default(),
+                record.approved_by
+            ),
+        ),
+    };
+    Event {
+        at: record.ts.clone(),
+        kind,
+        who: record.requested_by.clone(),
+        host: record.host.clone(),
+        text: clean(&record.command),
+        outcome: clean(&outcome),
+    }
+}
+
+/// The report as Markdown.
+pub fn markdown(report: &Report) -> String {
+    let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+    let mut out = format!("# Incident report — {}\n\n", report.scope);
+    let commands: usize = report.hosts.values().map(|c| c.0).sum();
+    let failed: usize = report.hosts.values().map(|c| c.1).sum();
+    let refused: usize = report.hosts.values().map(|c| c.2).sum();
+    out.push_str(&format!(
+        "{commands} command(s) on {} host(s): {failed} failed, {refused} refused or denied; {} change(s).\n\n",
+        report.hosts.len(),
+        report.changes.len()
+    ));
+    out.push_str("## Timeline\n\n| time | what | who | host | detail | outcome |\n|---|---|---|---|---|---|\n");
+    for e in &report.timeline {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            e.at,
+            e.kind,
+            cell(&e.who),
+            cell(&e.host),
+            cell(&e.text),
+            cell(&e.outcome)
+        ));
+    }
+    out.push_str("\n## Hosts involved\n\n| host | commands | failed | refused or denied |\n|---|---:|---:|---:|\n");
+    for (host, (total, failed, refused)) in &report.hosts {
+        out.push_str(&format!("| {} | {total} | {failed} | {refused} |\n", cell(host)));
+    }
+    if !report.changes.is_empty() {
+        out.push_str("\n## Changes\n");
+        for c in &report.changes {
+            out.push_str(&format!(
+                "\n### {} change {} — {}\n\n- targets: {}\n- summary: {}\n- decision: {}\n",
+                c.kind, c.id, c.status, c.targets, c.summary, c.decision
+            ));
+            if !c.diff.is_empty() {
+                out.push_str(&format!("\n```diff\n{}\n```\n", c.diff.trim_end()));
+            }
+        }
+    }
+    out
+}
