@@ -93,6 +93,19 @@ impl MerlyaHome {
     pub fn audit_checkpoint(&self) -> PathBuf {
         audit_checkpoint_beside(&self.database())
     }
+
+    /// The bearer token `mcp serve --http` generated when none was given (0600).
+    pub fn mcp_token(&self) -> PathBuf {
+        self.root.join("mcp-http.token")
+    }
+}
+
+/// `len` bytes from the kernel's random source: the seed of keys and tokens.
+pub fn random_bytes(len: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = vec![0u8; len];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// `audit.key` in the folder of `database` (the store only knows its file).

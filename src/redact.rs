@@ -44,6 +44,16 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     rules.into_iter().filter_map(|(pattern, replacement)| Regex::new(pattern).ok().map(|r| (r, replacement))).collect()
 });
 
+static SECRET_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)passw|passphrase|token|secret|api[_-]?key|access[_-]?key|private[_-]?key|credential|authori[sz]ation|(^|[_-])auth([_-]|$)|cookie|session[_-]?id|bearer").ok()
+});
+
+/// Whether a variable, header, field or argument called `name` usually holds a secret
+/// (`DB_PASSWORD`, `Authorization`, `api_key`, `x-auth-token`): its value is masked.
+pub fn is_secret_name(name: &str) -> bool {
+    SECRET_NAME.as_ref().is_none_or(|r| r.is_match(name))
+}
+
 /// Compiles the rules now (a few milliseconds): a short-lived process about to audit something calls
 /// it on a spare thread, so its first audit entry does not wait for the compile.
 pub fn warm() {
@@ -106,6 +116,17 @@ mod tests {
         assert_eq!(redact_command("echo token=@api:web:token; id"), "echo token=@api:web:token; id");
         assert_eq!(redact_command("tool --password=@db:h:password"), "tool --password=@db:h:password");
         assert_eq!(redact_command("TOKEN=abc; id && X_SECRET=y|cat"), "TOKEN=***; id && X_SECRET=***|cat");
+    }
+
+    #[test]
+    fn secret_names_are_recognised_and_ordinary_ones_are_not() {
+        for name in ["DB_PASSWORD", "Authorization", "api_key", "x-auth-token", "GITHUB_TOKEN", "client_secret", "AUTH"]
+        {
+            assert!(super::is_secret_name(name), "{name}");
+        }
+        for name in ["REGION", "Accept", "path", "author", "LOG_LEVEL", "keyboard"] {
+            assert!(!super::is_secret_name(name), "{name}");
+        }
     }
 
     #[test]

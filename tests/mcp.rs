@@ -380,3 +380,38 @@ fn a_hostile_servers_escape_sequences_are_shown_not_interpreted() {
     assert!(text(&listed.stdout).contains("Harmless"), "{}", text(&listed.stdout));
     assert!(text(&called.stdout).contains("done"), "{}", text(&called.stdout));
 }
+
+/// A server given a token in its environment (from a variable with a secret-like name) cannot show it:
+/// its answer and structured content are masked; a password passed as an argument never reaches the
+/// audit log.
+#[test]
+fn a_servers_token_and_secret_arguments_are_masked_in_answers_and_the_audit_log() {
+    let packages = support::mcp_packages();
+    let script = packages.join(format!("merlya-leaky-{}.mjs", std::process::id()));
+    std::fs::write(&script, include_str!("support/mcp_hostile_server.mjs")).unwrap();
+    let env = TestEnv::new();
+    let add = ["mcp", "add", "leaky", "--command", "node", "--arg", &script.display().to_string()];
+    env.ok(&[&add[..], &["--env", "HOSTILE_TOKEN=${LEAKY_API_TOKEN}"]].concat());
+    let called = env
+        .merlya(&[
+            "mcp",
+            "call",
+            "leaky.leak",
+            "--format",
+            "json",
+            "--args",
+            r#"{"repo":"ops","password":"hunter2-pw"}"#,
+        ])
+        .env("LEAKY_API_TOKEN", "tok-9f8e7d6c5b")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&script);
+    assert!(called.status.success(), "{}", text(&called.stderr));
+    let shown = text(&called.stdout);
+    assert!(shown.contains("the token is ***"), "{shown}");
+    assert!(!shown.contains("tok-9f8e7d6c5b"), "{shown}");
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(audit.contains("leaky.leak") && audit.contains("ops"), "{audit}");
+    assert!(!audit.contains("hunter2-pw"), "{audit}");
+    assert!(!env.database_text().contains("hunter2-pw"));
+}

@@ -175,59 +175,87 @@ fn an_independent_typescript_client_lists_calls_and_cancels() {
     );
 }
 
-#[test]
-fn the_http_server_is_loopback_by_default_and_needs_a_token_elsewhere() {
+/// Starts `mcp serve --http` on a free loopback port; returns the child and the URL once it listens.
+fn serve_http(server: &TestEnv, token: Option<&str>) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
+    let port = support::sshd::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = vec!["mcp", "serve", "--http", &addr];
+    let mut command = server.merlya(&[]);
+    if let Some(token) = token {
+        args.extend(["--token-env", "MCPTEST_TOKEN"]);
+        command.env("MCPTEST_TOKEN", token);
+    }
+    let mut child = command.args(&args).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let url = format!("http://{addr}/mcp");
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains(&url) {
+        let before = said.len();
+        reader.read_line(&mut said).unwrap();
+        assert!(said.len() > before, "the server ended before listening: {said}");
+    }
+    (child, url)
+}
+
+/// The HTTP status curl gets for a ping with these extra arguments.
+fn curl_status(url: &str, extra: &[&str]) -> String {
+    let status = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", url])
+        .args(["-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream"])
+        .args(extra)
+        .args(["-d", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#])
+        .output()
+        .unwrap();
+    text(&status.stdout)
+}
+
+#[test]
+fn the_http_server_always_needs_a_bearer_token() {
     let llm = ScriptedLlm::start(script(String::new()));
     let server = configured(&llm, "openai", "  stream: false\n");
     server.ok(&["hosts", "add", "web01", "--hostname", "192.0.2.10"]);
 
-    // Any address but loopback needs a token.
-    let out = server.run(&["mcp", "serve", "--http", "0.0.0.0:0"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("is not a loopback address: set a bearer token"), "{}", text(&out.stderr));
-
-    // On loopback with a token: clients without it get 401, merlya's client with the header is served.
-    let port = support::sshd::free_port();
-    let mut child = server
-        .merlya(&["mcp", "serve", "--http", &format!("127.0.0.1:{port}"), "--token-env", "MCPTEST_TOKEN"])
-        .env("MCPTEST_TOKEN", "s3cret-token")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    BufReader::new(child.stderr.take().unwrap()).read_line(&mut banner).unwrap();
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    assert!(banner.contains(&url), "{banner}");
-
-    let status = std::process::Command::new("curl")
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "-X",
-            "POST",
-            &url,
-            "-H",
-            "Content-Type: application/json",
-        ])
-        .args(["-d", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#])
+    // A guessable token is refused before anything listens.
+    let out = server
+        .merlya(&["mcp", "serve", "--http", "127.0.0.1:0", "--token-env", "T"])
+        .env("T", "short")
         .output()
         .unwrap();
-    assert_eq!(text(&status.stdout), "401");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("use at least 16"), "{}", text(&out.stderr));
 
+    // No token given, on loopback too: one is generated into a 0600 file, never printed.
+    let (mut child, url) = serve_http(&server, None);
+    let token_file = server.merlya_home().join("mcp-http.token");
+    let generated = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
+    assert_eq!(generated.len(), 64);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(curl_status(&url, &[]), "401", "a local process without the token is refused");
+    assert_eq!(curl_status(&url, &["-H", "Authorization: Bearer wrong-token-0123456789"]), "401");
     let client = TestEnv::new();
     client.ok(&["mcp", "add", "remote", "--url", &url, "--header", "Authorization=Bearer ${MCPTEST_TOKEN}"]);
     let listed =
-        client.merlya(&["mcp", "call", "remote.list_hosts"]).env("MCPTEST_TOKEN", "s3cret-token").output().unwrap();
+        client.merlya(&["mcp", "call", "remote.list_hosts"]).env("MCPTEST_TOKEN", &generated).output().unwrap();
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    assert!(text(&listed.stdout).contains("web01"));
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // A chosen token: clients without it get 401, merlya's client with the header is served.
+    let token = "s3cret-token-0123456789";
+    let (mut child, url) = serve_http(&server, Some(token));
+    assert_eq!(curl_status(&url, &[]), "401");
+    client.ok(&["mcp", "remove", "remote"]);
+    client.ok(&["mcp", "add", "remote", "--url", &url, "--header", "Authorization=Bearer ${MCPTEST_TOKEN}"]);
+    let listed = client.merlya(&["mcp", "call", "remote.list_hosts"]).env("MCPTEST_TOKEN", token).output().unwrap();
     assert!(listed.status.success(), "{}", text(&listed.stderr));
     assert!(text(&listed.stdout).contains("web01"));
     let wrong = client.merlya(&["mcp", "call", "remote.list_hosts"]).env("MCPTEST_TOKEN", "wrong").output().unwrap();
     assert!(!wrong.status.success(), "a wrong token is refused");
     // The token is a secret: masked wherever the client shows the server's words.
-    assert!(!text(&wrong.stderr).contains("s3cret-token"));
+    assert!(!text(&wrong.stderr).contains(token));
     let _ = child.kill();
     let _ = child.wait();
 }

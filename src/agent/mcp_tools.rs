@@ -23,8 +23,18 @@ pub async fn offer(agent: &Agent, read_only: bool) -> Vec<ToolInfo> {
     for e in errors {
         (agent.observer)(super::AgentEvent::Notice(e.to_string()));
     }
-    tools.into_iter().filter(|t| !read_only || t.read_only).filter(|t| wire_name(t).is_some()).collect()
+    let mut seen = std::collections::HashSet::new();
+    tools
+        .into_iter()
+        .filter(|t| !read_only || t.read_only)
+        // A name listed twice is ambiguous: only its first listing is offered.
+        .filter(|t| wire_name(t).is_some_and(|name| seen.insert(name)))
+        .collect()
 }
+
+/// Longest tool description the model is given (a server's words are not a place to hide a prompt
+/// the size of a book).
+const MAX_DESCRIPTION: usize = 1000;
 
 /// `server__tool`, when it is a name model APIs accept.
 pub fn wire_name(tool: &ToolInfo) -> Option<String> {
@@ -44,7 +54,11 @@ pub fn specs(tools: &[ToolInfo]) -> Vec<ToolSpec> {
             let risk = if tool.read_only { "read-only" } else { "a change: a person approves or denies each call" };
             Some(ToolSpec {
                 name: wire_name(tool)?,
-                description: format!("MCP tool {} ({risk}). {}", tool.qualified(), tool.description),
+                description: format!(
+                    "MCP tool {} ({risk}). {}",
+                    tool.qualified(),
+                    tool.description.chars().take(MAX_DESCRIPTION).collect::<String>()
+                ),
                 parameters: tool.input_schema.clone(),
             })
         })
@@ -94,8 +108,10 @@ pub async fn call(
         approved_by,
     });
     Some(Ok(match outcome {
-        Ok(result) if result.is_error => format!("MCP tool {} reported an error:\n{}", tool.qualified(), result.text),
-        Ok(result) => format!("MCP tool {} answered:\n{}", tool.qualified(), result.text),
+        Ok(result) if result.is_error => {
+            format!("MCP tool {} reported an error:\n{}", tool.qualified(), super::specialists::tail(&result.text))
+        }
+        Ok(result) => format!("MCP tool {} answered:\n{}", tool.qualified(), super::specialists::tail(&result.text)),
         Err(McpError::Refused { why, .. }) => format!("REFUSED, not run: {why}"),
         Err(e) => format!("ERROR: {e}"),
     }))

@@ -324,7 +324,10 @@ impl Agent {
     /// Whether a tool may be offered: external MCP tools (`server__tool`) always (their servers were
     /// chosen), merlya's own when no allow-list is set or it names them.
     fn may_use(&self, tool: &str) -> bool {
-        tool.contains("__") || self.allowed_tools.as_ref().is_none_or(|allowed| allowed.iter().any(|a| a == tool))
+        let external = self.mcp.as_ref().is_some_and(|clients| {
+            crate::mcp::split_qualified(tool).is_some_and(|(server, _)| clients.configured().contains_key(server))
+        });
+        external || self.allowed_tools.as_ref().is_none_or(|allowed| allowed.iter().any(|a| a == tool))
     }
 
     /// One ReAct loop: ask the model, run its tool calls, feed results back, until it answers.

@@ -48,7 +48,8 @@ impl Kind {
 /// Most output characters returned to the model per stream (the tail is kept).
 const OUTPUT_FOR_MODEL: usize = 4000;
 
-fn tail(text: &str) -> String {
+/// The last [`OUTPUT_FOR_MODEL`] bytes of `text`, saying how much was cut before them.
+pub(super) fn tail(text: &str) -> String {
     if text.len() <= OUTPUT_FOR_MODEL {
         return text.to_string();
     }

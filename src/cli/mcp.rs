@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Subcommand;
-use color_eyre::eyre::{Result, eyre};
+use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::pipeline::key_value;
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
@@ -87,7 +87,7 @@ pub enum McpCommand {
     },
     /// Serve merlya's agent to MCP clients: stdio (headless), or streamable HTTP with --http.
     Serve {
-        /// Streamable HTTP on this address (loopback; any other address needs --token-env).
+        /// Streamable HTTP on this address; clients send a bearer token (--token-env, or one generated into MERLYA_HOME/mcp-http.token).
         #[arg(long)]
         http: Option<std::net::SocketAddr>,
         /// Environment variable holding the bearer token HTTP clients must send.
@@ -230,6 +230,17 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
+/// A fresh random bearer token, written to `MERLYA_HOME/mcp-http.token` (0600) for
+/// the operator's client to read; never printed, so it stays out of terminal logs.
+fn generated_token(home: &MerlyaHome) -> Result<String> {
+    let token = hex::encode(crate::home::random_bytes(32).wrap_err("cannot read random bytes for a token")?);
+    let path = home.mcp_token();
+    crate::home::write_private_atomic(&path, format!("{token}\n").as_bytes())
+        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
+    eprintln!("bearer token for HTTP clients: {} (set --token-env VAR to choose one)", path.display());
+    Ok(token)
+}
+
 /// `merlya mcp serve`: stdio until the client closes it, or HTTP until SIGINT/SIGTERM.
 async fn serve(
     ctx: &Context,
@@ -266,10 +277,8 @@ async fn serve(
         }
         Some(addr) => {
             let token = match token_env {
-                Some(var) => {
-                    Some(std::env::var(&var).map_err(|_| eyre!("--token-env {var}: the variable is not set"))?)
-                }
-                None => None,
+                Some(var) => std::env::var(&var).map_err(|_| eyre!("--token-env {var}: the variable is not set"))?,
+                None => generated_token(&ctx.home)?,
             };
             let stop = super::cancel_on_signals();
             serve_http(served, addr, token, stop, |bound| eprintln!("merlya MCP server on http://{bound}/mcp")).await?;

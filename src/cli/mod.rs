@@ -155,7 +155,7 @@ pub fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("Error: {report:?}");
+            eprintln!("{}", error_text(&report));
             EXIT_ERROR
         }
     };
@@ -166,6 +166,21 @@ pub fn main() -> ExitCode {
         }
         None => ExitCode::from(code),
     }
+}
+
+/// An error and its causes for the terminal. Causes can carry words of a host, an MCP server or the
+/// model, so every one is made visible first (an escape sequence in them is shown, not obeyed).
+fn error_text(report: &color_eyre::Report) -> String {
+    let mut out = format!("Error: {}", crate::term_safe::visible(&report.to_string()));
+    let causes: Vec<String> =
+        report.chain().skip(1).map(|c| crate::term_safe::visible(&c.to_string()).into_owned()).collect();
+    if !causes.is_empty() {
+        out.push_str("\n\nCaused by:");
+        for (i, cause) in causes.iter().enumerate() {
+            out.push_str(&format!("\n   {i}: {cause}"));
+        }
+    }
+    out
 }
 
 /// Runs a parsed command line; returns the exit code.
@@ -277,5 +292,19 @@ impl Asking {
             Arc::new(DenyAll)
         };
         Self { interactive, prompter, approver }
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use color_eyre::eyre::{WrapErr, eyre};
+
+    #[test]
+    fn an_error_is_shown_with_its_causes_and_no_escape_reaches_the_terminal() {
+        let report =
+            Err::<(), _>(eyre!("server said \u{1b}]52;c;ZXZpbA==\u{7}")).wrap_err("cannot call remote.x").unwrap_err();
+        let text = super::error_text(&report);
+        assert!(text.starts_with("Error: cannot call remote.x\n\nCaused by:\n   0: server said ^[]52;c;"), "{text}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'));
     }
 }

@@ -107,9 +107,14 @@ pub fn check_server(name: &str, server: &McpServerConfig) -> Option<(String, &'s
     let field = |key: &str| format!("mcp.servers.{name}{key}");
     if name.is_empty()
         || name.contains("__")
+        || name.starts_with('_')
+        || name.ends_with('_')
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Some((field(""), "expected a name of letters, digits, - and single _ (it prefixes tool names)"));
+        return Some((
+            field(""),
+            "expected a name of letters, digits, - and single inner _ (it prefixes tool names as NAME__TOOL)",
+        ));
     }
     match (&server.command, &server.url) {
         (Some(_), Some(_)) => return Some((field(".url"), "expected either command (stdio) or url (HTTP), not both")),

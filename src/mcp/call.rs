@@ -37,9 +37,10 @@ pub struct CallEnv {
     pub cancel: CancellationToken,
 }
 
-/// How a call is shown in the approval and the audit log: `server.tool {arguments}`, secrets masked.
+/// How a call is shown in the approval and the audit log: `server.tool {arguments}`, secrets masked
+/// (values under secret-like keys, and secret shapes inside strings).
 pub fn describe(tool: &ToolInfo, arguments: &serde_json::Map<String, serde_json::Value>) -> String {
-    let args = serde_json::Value::Object(arguments.clone()).to_string();
+    let args = super::mask_json(&serde_json::Value::Object(arguments.clone()), &[], true).to_string();
     redact_command(&format!("{} {args}", tool.qualified()))
 }
 

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation, ProgressNotificationParam,
-    ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -33,6 +33,18 @@ use crate::secrets::reference::mask_values;
 
 /// How long a server may take to start and answer `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// After a failed start, how long the failure is given back before trying again (a server that
+/// does not start would otherwise cost every host of a run its own 30 s).
+const RETRY_AFTER: Duration = Duration::from_secs(15);
+
+/// At most this many `tools/list` pages and tools: a server cannot grow the tool list without end.
+const MAX_PAGES: usize = 20;
+const MAX_TOOLS: usize = 500;
+
+/// A stderr line longer than this is cut; past [`MAX_STDERR_LINES`] lines the rest is dropped.
+const MAX_STDERR_LINE: usize = 4096;
+const MAX_STDERR_LINES: usize = 10_000;
 
 /// Receives what a server says on its own: log messages, progress, a changed tool list.
 struct Notified {
@@ -75,17 +87,25 @@ struct Live {
     secrets: Vec<String>,
 }
 
+/// One server's state: running, or the last failed start (kept for [`RETRY_AFTER`]).
+#[derive(Default)]
+struct Slot {
+    live: Option<Arc<Live>>,
+    failed: Option<(std::time::Instant, McpError)>,
+}
+
 /// The configured servers and the ones running; cheap to share behind an `Arc`.
+/// Each server has its own lock: one slow to start never holds up the others.
 pub struct McpClients {
     servers: BTreeMap<String, McpServerConfig>,
     secrets: Arc<dyn SecretSource>,
-    live: Mutex<HashMap<String, Arc<Live>>>,
+    slots: Mutex<HashMap<String, Arc<Mutex<Slot>>>>,
 }
 
 impl McpClients {
     /// The servers of `mcp.servers`, none started yet; `secrets` resolves references when one starts.
     pub fn new(servers: BTreeMap<String, McpServerConfig>, secrets: Arc<dyn SecretSource>) -> Self {
-        Self { servers, secrets, live: Mutex::new(HashMap::new()) }
+        Self { servers, secrets, slots: Mutex::new(HashMap::new()) }
     }
 
     /// The configured servers, by name.
@@ -95,15 +115,25 @@ impl McpClients {
 
     /// Whether `name` is running now.
     pub async fn is_running(&self, name: &str) -> bool {
-        self.live.lock().await.get(name).is_some_and(|l| !l.service.is_closed())
+        let slot = self.slot(name).await;
+        let slot = slot.lock().await;
+        slot.live.as_ref().is_some_and(|l| !l.service.is_closed())
     }
 
-    /// The tools of `name`, starting it if needed (listed again after a `tools/list_changed`).
+    /// The tools of `name`, starting it if needed (listed again after a `tools/list_changed`,
+    /// within the start timeout; on failure the list held before stays).
     pub async fn tools(&self, name: &str) -> Result<Vec<ToolInfo>, McpError> {
         let live = self.connect(name).await?;
         if live.tools_changed.swap(false, Ordering::Relaxed) {
-            let fresh = list_tools(name, &live.service).await?;
-            *live.tools.lock().await = fresh;
+            match tokio::time::timeout(START_TIMEOUT, list_tools(name, &live.service, &live.secrets)).await {
+                Ok(Ok(fresh)) => *live.tools.lock().await = fresh,
+                Ok(Err(e)) => {
+                    tracing::warn!(target: "merlya::mcp", server = name, error = %e, "cannot list the changed tools")
+                }
+                Err(_) => {
+                    tracing::warn!(target: "merlya::mcp", server = name, "the changed tools were not listed within 30 s")
+                }
+            }
         }
         Ok(live.tools.lock().await.clone())
     }
@@ -160,36 +190,51 @@ impl McpClients {
                 Ok(CallResult {
                     text: mask_values(&text.join("\n"), &live.secrets),
                     is_error: result.is_error.unwrap_or(false),
-                    structured: result.structured_content.clone(),
+                    structured: result.structured_content.as_ref().map(|v| super::mask_json(v, &live.secrets, false)),
                     approved_by: String::new(),
                 })
             }
-            Err(e) => Err(self.failure(server, tool, e).await),
+            Err(e) => Err(self.failure(server, tool, e, &live.secrets).await),
         }
     }
 
-    /// Stops every running server.
+    /// Stops every running server and waits (a few seconds at most) until each has closed: a stdio
+    /// server's process group is killed when its transport drops.
     pub async fn shutdown(&self) {
-        let live: Vec<Arc<Live>> = self.live.lock().await.drain().map(|(_, l)| l).collect();
-        for server in live {
-            server.service.cancellation_token().cancel();
+        let slots: Vec<Arc<Mutex<Slot>>> = self.slots.lock().await.drain().map(|(_, s)| s).collect();
+        for slot in slots {
+            let Some(live) = slot.lock().await.live.take() else { continue };
+            live.service.cancellation_token().cancel();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+            while !live.service.is_closed() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
         }
+    }
+
+    /// The lock of server `name`'s state.
+    async fn slot(&self, name: &str) -> Arc<Mutex<Slot>> {
+        self.slots.lock().await.entry(name.to_string()).or_default().clone()
     }
 
     /// A failed request: a closed transport forgets the server, so that the next use starts it again.
-    async fn failure(&self, server: &str, tool: &str, e: ServiceError) -> McpError {
+    async fn failure(&self, server: &str, tool: &str, e: ServiceError, secrets: &[String]) -> McpError {
         match e {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.live.lock().await.remove(server);
+                self.slot(server).await.lock().await.live = None;
                 tracing::warn!(target: "merlya::mcp", server, "the server's connection ended during a call");
                 McpError::Died { server: server.into(), detail: "its connection closed".into() }
             }
             ServiceError::McpError(data) => McpError::Failed {
                 server: server.into(),
                 tool: tool.into(),
-                detail: crate::term_safe::visible_line(&data.message).into_owned(),
+                detail: crate::term_safe::visible_line(&mask_values(&data.message, secrets)).into_owned(),
             },
-            other => McpError::Failed { server: server.into(), tool: tool.into(), detail: other.to_string() },
+            other => McpError::Failed {
+                server: server.into(),
+                tool: tool.into(),
+                detail: crate::term_safe::visible_line(&mask_values(&other.to_string(), secrets)).into_owned(),
+            },
         }
     }
 
@@ -199,21 +244,36 @@ impl McpClients {
         if !config.enabled {
             return Err(McpError::Disabled(name.into()));
         }
-        let mut live = self.live.lock().await;
-        if let Some(running) = live.get(name) {
+        let slot = self.slot(name).await;
+        let mut slot = slot.lock().await;
+        if let Some(running) = &slot.live {
             if !running.service.is_closed() {
                 return Ok(running.clone());
             }
             tracing::warn!(target: "merlya::mcp", server = name, "the server had stopped; starting it again");
-            live.remove(name);
+            slot.live = None;
+        }
+        if let Some((when, error)) = &slot.failed
+            && when.elapsed() < RETRY_AFTER
+        {
+            return Err(error.clone());
         }
         let lookup = |var: &str| std::env::var(var).ok();
         let launch = resolve(name, config, &lookup, self.secrets.as_ref())?;
-        let started = tokio::time::timeout(START_TIMEOUT, start(name, config, &launch)).await.map_err(|_| {
-            McpError::Start { server: name.into(), detail: "no answer to initialize within 30 s".into() }
-        })??;
-        let started = Arc::new(started);
-        live.insert(name.to_string(), started.clone());
+        let started = match tokio::time::timeout(START_TIMEOUT, start(name, config, &launch)).await {
+            Ok(Ok(started)) => Arc::new(started),
+            Ok(Err(e)) => {
+                slot.failed = Some((std::time::Instant::now(), e.clone()));
+                return Err(e);
+            }
+            Err(_) => {
+                let e = McpError::Start { server: name.into(), detail: "no answer to initialize within 30 s".into() };
+                slot.failed = Some((std::time::Instant::now(), e.clone()));
+                return Err(e);
+            }
+        };
+        slot.failed = None;
+        slot.live = Some(started.clone());
         Ok(started)
     }
 }
@@ -259,17 +319,35 @@ async fn start(name: &str, config: &McpServerConfig, launch: &Launch) -> Result<
         }
         (None, None) => return Err(failed("neither command nor url is set".into())),
     };
-    let tools = list_tools(name, &service).await?;
+    let tools = list_tools(name, &service, &launch.secrets).await?;
     tracing::info!(target: "merlya::mcp", server = name, tools = tools.len(), "MCP server started");
     Ok(Live { service, tools: Mutex::new(tools), tools_changed, secrets: launch.secrets.clone() })
 }
 
 /// `tools/list`, every page, as merlya describes tools.
-async fn list_tools(name: &str, service: &RunningService<RoleClient, Notified>) -> Result<Vec<ToolInfo>, McpError> {
-    let tools = service
-        .list_all_tools()
-        .await
-        .map_err(|e| McpError::Start { server: name.into(), detail: format!("tools/list failed: {e}") })?;
+async fn list_tools(
+    name: &str,
+    service: &RunningService<RoleClient, Notified>,
+    secrets: &[String],
+) -> Result<Vec<ToolInfo>, McpError> {
+    let failed = |e: ServiceError| McpError::Start {
+        server: name.into(),
+        detail: crate::term_safe::visible_line(&mask_values(&format!("tools/list failed: {e}"), secrets)).into_owned(),
+    };
+    let (mut tools, mut cursor) = (Vec::new(), None);
+    for _ in 0..MAX_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = service.peer().list_tools(Some(params)).await.map_err(failed)?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() || tools.len() >= MAX_TOOLS {
+            break;
+        }
+    }
+    if cursor.is_some() || tools.len() > MAX_TOOLS {
+        tracing::warn!(target: "merlya::mcp", server = name, "the tool list is cut at {MAX_TOOLS} tools / {MAX_PAGES} pages");
+        tools.truncate(MAX_TOOLS);
+    }
     Ok(tools
         .into_iter()
         .map(|tool| {
@@ -288,12 +366,29 @@ async fn list_tools(name: &str, service: &RunningService<RoleClient, Notified>) 
         .collect())
 }
 
-/// Reads a stdio server's stderr into the log, line by line, secrets masked.
+/// Reads a stdio server's stderr into the log, line by line (bytes that are not UTF-8 replaced,
+/// long lines cut, past a count dropped), secrets masked. It keeps reading to the end, so the
+/// server never blocks on a full pipe.
 fn drain_stderr(server: String, stderr: tokio::process::ChildStderr, secrets: Vec<String>) {
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::info!(target: "merlya::mcp::stderr", server = %server, "{}", mask_values(&line, &secrets));
+        let mut reader = tokio::io::BufReader::new(stderr);
+        let (mut line, mut logged) = (Vec::new(), 0usize);
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            logged += 1;
+            if logged > MAX_STDERR_LINES {
+                if logged == MAX_STDERR_LINES + 1 {
+                    tracing::warn!(target: "merlya::mcp::stderr", server = %server, "more stderr than {MAX_STDERR_LINES} lines: the rest is not logged");
+                }
+                continue;
+            }
+            let text = String::from_utf8_lossy(&line[..line.len().min(MAX_STDERR_LINE)]);
+            let text = text.trim_end_matches(['\n', '\r']);
+            tracing::info!(target: "merlya::mcp::stderr", server = %server, "{}", mask_values(text, &secrets));
         }
     });
 }

@@ -1,6 +1,9 @@
 //! From a server's configuration to what starts it: `${VAR}` and
 //! `${VAR:-default}` expanded in `env` and `headers`, `@service:host:field`
 //! references read from the secret store — only now, when the server starts.
+//! What came from a secret reference, a variable with a secret-like name, or
+//! went into a field with one (`Authorization`, `GITHUB_TOKEN`) is remembered
+//! as a secret, masked wherever the server's words are shown or logged.
 
 use std::collections::BTreeMap;
 
@@ -31,7 +34,15 @@ pub fn resolve(
 ) -> Result<Launch, McpError> {
     let mut used = Vec::new();
     let mut one = |field: &str, key: &str, value: &str| -> Result<String, McpError> {
-        let expanded = expand_value(value, lookup).map_err(|e| match e {
+        let substituted = std::cell::RefCell::new(Vec::new());
+        let recording = |var: &str| {
+            let found = lookup(var);
+            if let Some(v) = &found {
+                substituted.borrow_mut().push((var.to_string(), v.clone()));
+            }
+            found
+        };
+        let expanded = expand_value(value, &recording).map_err(|e| match e {
             ExpandError::Unset { var, .. } => McpError::UnsetVar { server: name.into(), var },
             ExpandError::Malformed { detail, .. } => {
                 McpError::Config { server: name.into(), detail: format!("{field}.{key}: {detail}") }
@@ -40,6 +51,15 @@ pub fn resolve(
         let resolved = reference::resolve(&expanded, secrets)
             .map_err(|missing| McpError::MissingSecret { server: name.into(), secrets: missing.join(", ") })?;
         used.extend(resolved.values);
+        let secret_field = crate::redact::is_secret_name(key);
+        for (var, v) in substituted.into_inner() {
+            if secret_field || crate::redact::is_secret_name(&var) {
+                used.push(v);
+            }
+        }
+        if secret_field && resolved.text != value {
+            used.push(resolved.text.clone());
+        }
         Ok(resolved.text)
     };
     let mut env = BTreeMap::new();
@@ -87,7 +107,26 @@ mod tests {
         assert_eq!(launch.env["REGION"], "eu-west-1");
         assert_eq!(launch.env["LEVEL"], "info");
         assert_eq!(launch.headers["Authorization"], "Bearer ghp-secret");
-        assert_eq!(launch.secrets, ["ghp-secret"]);
+        assert_eq!(launch.secrets, ["ghp-secret", "Bearer ghp-secret"]);
+    }
+
+    #[test]
+    fn variables_that_carry_secrets_are_masked_and_ordinary_ones_are_not() {
+        let lookup = |name: &str| match name {
+            "REGION" => Some("eu-west-1".to_string()),
+            "GH_TOKEN" => Some("ghp-from-env".to_string()),
+            "PLAIN" => Some("plain-but-sent-as-auth".to_string()),
+            _ => None,
+        };
+        let s = server(
+            &[("REGION", "${REGION}"), ("TOKEN_FOR_TOOL", "${GH_TOKEN}")],
+            &[("Authorization", "Bearer ${PLAIN}"), ("Accept", "application/json")],
+        );
+        let launch = resolve("gh", &s, &lookup, &Vault).unwrap();
+        for secret in ["ghp-from-env", "plain-but-sent-as-auth", "Bearer plain-but-sent-as-auth"] {
+            assert!(launch.secrets.iter().any(|v| v == secret), "{secret} is masked: {:?}", launch.secrets);
+        }
+        assert!(!launch.secrets.iter().any(|v| v.contains("eu-west-1") || v.contains("application/json")));
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub mod call;
 pub mod client;
 pub mod launch;
 
+#[cfg(test)]
+mod tests;
+
 use serde::Serialize;
 
 /// What can go wrong talking to an external MCP server; every variant names the server.
@@ -92,6 +95,31 @@ pub struct CallResult {
     /// Who approved the call (`not required` for a read).
     #[serde(skip)]
     pub approved_by: String,
+}
+
+/// `value` with secrets hidden: in every string (keys too) the values of `secrets` masked, and with
+/// `by_name` everything under a key with a secret-like name (`password`, `token`, `Authorization`)
+/// replaced by `***` — tool arguments shown in an approval or written to the audit log.
+pub fn mask_json(value: &serde_json::Value, secrets: &[String], by_name: bool) -> serde_json::Value {
+    use crate::secrets::reference::mask_values;
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(mask_values(s, secrets)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| mask_json(v, secrets, by_name)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let masked = if by_name && crate::redact::is_secret_name(k) && !v.is_null() {
+                        Value::String(crate::redact::MASK.into())
+                    } else {
+                        mask_json(v, secrets, by_name)
+                    };
+                    (mask_values(k, secrets), masked)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Splits `server.tool` (or the wire form `server__tool`, since model APIs refuse dots in tool names).

@@ -1,6 +1,7 @@
 //! `merlya mcp serve --http ADDR`: the served tools over streamable HTTP
-//! (rmcp's tower service on hyper). Loopback by default; any other address
-//! needs a bearer token, checked on every request before rmcp sees it.
+//! (rmcp's tower service on hyper). Every request carries a bearer token,
+//! checked before rmcp sees it, on loopback too: any local process could
+//! otherwise run commands as the operator.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,37 +19,42 @@ use super::server::Served;
 /// Why the HTTP server cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A non-loopback address without a token.
-    #[error("{0} is not a loopback address: set a bearer token (--token-env VAR) to serve on it")]
-    TokenRequired(SocketAddr),
+    /// A token too short to resist guessing.
+    #[error("the bearer token has {0} characters; use at least {MIN_TOKEN_LEN}")]
+    WeakToken(usize),
     /// Binding failed.
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
 
+/// The shortest bearer token accepted.
+pub const MIN_TOKEN_LEN: usize = 16;
+
 /// Serves `served` on `addr` until `stop` fires; `token` is the bearer token clients must send.
 pub async fn serve_http(
     served: Served,
     addr: SocketAddr,
-    token: Option<String>,
+    token: String,
     stop: CancellationToken,
     bound: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    if !addr.ip().is_loopback() && token.is_none() {
-        return Err(ServeError::TokenRequired(addr));
+    if token.chars().count() < MIN_TOKEN_LEN {
+        return Err(ServeError::WeakToken(token.chars().count()));
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
     let local = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
     bound(local);
     let mut config = StreamableHttpServerConfig::default();
-    if !addr.ip().is_loopback() {
-        // Behind a token, any Host header is accepted (the default allows loopback names only).
+    if addr.ip().is_loopback() {
+        config.allowed_hosts.push(local.to_string());
+    } else {
+        // Off loopback any Host header is accepted (the default allows loopback names only):
+        // the token is the guard.
         config.allowed_hosts = Vec::new();
     }
-    config.allowed_hosts.push(local.to_string());
     let service =
         StreamableHttpService::new(move || Ok(served.clone()), Arc::new(LocalSessionManager::default()), config);
-    let expected = token.map(|t| format!("Bearer {t}"));
+    let expected = format!("Bearer {token}");
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -65,10 +71,8 @@ pub async fn serve_http(
             let handler = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
                 let (mut service, expected) = (service.clone(), expected.clone());
                 async move {
-                    let authorised = expected.as_deref().is_none_or(|want| {
-                        let given = request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
-                        given.is_some_and(|given| same_bytes(given, want.as_bytes()))
-                    });
+                    let given = request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes());
+                    let authorised = given.is_some_and(|given| same_bytes(given, expected.as_bytes()));
                     if !authorised {
                         let body = Full::new(Bytes::from_static(b"a bearer token is required\n"))
                             .map_err(|never| match never {})

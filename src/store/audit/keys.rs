@@ -6,7 +6,6 @@
 //! the chain (they lack the key) and cannot hide a wipe or a truncation (the
 //! checkpoint still names the newest entry). See ADR 0015.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -171,7 +170,7 @@ impl AuditFiles {
     pub fn create_key(&self) -> Result<AuditKey, KeyFileError> {
         let io = |source| KeyFileError::Io { path: self.key_path.clone(), source };
         let mut bytes = [0u8; KEY_LEN];
-        std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).map_err(io)?;
+        bytes.copy_from_slice(&crate::home::random_bytes(KEY_LEN).map_err(io)?);
         // Written in full to a private temporary file, then hard-linked into
         // place: linking fails if a key exists, and a concurrent reader never
         // sees a half-written key.
