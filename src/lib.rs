@@ -27,6 +27,7 @@ pub mod redact;
 pub mod report;
 pub mod safety;
 pub mod secrets;
+pub mod skills;
 pub mod ssh;
 pub mod store;
 pub mod term_safe;

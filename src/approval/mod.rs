@@ -239,6 +239,12 @@ impl ApprovalGate {
         Self { approver, store, confirm_all }
     }
 
+    /// The same gate, asking even for a read-only command (a runbook step its author marked
+    /// `require_confirmation_for`).
+    pub fn asking_always(&self) -> Self {
+        Self { confirm_all: true, ..self.clone() }
+    }
+
     /// Decides whether `request` may run.
     pub async fn check(&self, request: &ApprovalRequest) -> GateOutcome {
         if request.class == Class::ReadOnly && !self.confirm_all {

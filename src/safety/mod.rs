@@ -96,6 +96,12 @@ fn examples_hold() -> &'static Result<(), String> {
     })
 }
 
+/// The programs `command` runs: the first word of every simple command the parser finds (a skill's
+/// `tools_allowed` is checked against these).
+pub fn programs(command: &str) -> Vec<String> {
+    parse::parse(command).commands.iter().filter_map(|c| c.words.first().map(|w| w.text.clone())).collect()
+}
+
 fn analyze_depth(command: &str, depth: usize) -> Analysis {
     let mut analysis =
         Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_keys: Some(Vec::new()) };
@@ -534,8 +540,8 @@ fn exact_key(words: &[Word]) -> String {
     format!("= {}", quoted.join(" "))
 }
 
-/// Quotes `s` for display when it holds anything but plain characters.
-fn shell_quote(s: &str) -> String {
+/// Quotes `s` for a shell (and for display) when it holds anything but plain characters.
+pub fn shell_quote(s: &str) -> String {
     let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
     if plain { s.to_string() } else { format!("'{}'", s.replace('\'', "'\\''")) }
 }

@@ -32,6 +32,11 @@ pub struct SshdOptions {
     pub root_password: Option<String>,
     /// An /etc/doas.conf seen only by this daemon's sessions (same mount namespace).
     pub doas_conf: Option<String>,
+    /// Files this daemon's sessions see instead of the machine's (`(target, content)`, e.g. a
+    /// `/proc/loadavg` of a loaded host): bind-mounted in the daemon's own mount namespace.
+    pub files: Vec<(String, String)>,
+    /// `SetEnv NAME=VALUE` lines: an environment of this host only (a PATH with shims first).
+    pub set_env: Vec<String>,
 }
 
 impl SshdOptions {
@@ -44,6 +49,8 @@ impl SshdOptions {
             mfa: false,
             root_password: None,
             doas_conf: None,
+            files: Vec::new(),
+            set_env: Vec::new(),
         }
     }
 }
@@ -116,7 +123,7 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}/sshd.pid\n\
                  AuthorizedKeysFile {}\nStrictModes no\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
                  PermitRootLogin no\nAllowTcpForwarding {}\n\
-                 LogLevel VERBOSE\nMaxStartups 200\nMaxSessions 50\nSubsystem sftp internal-sftp\n{}",
+                 LogLevel VERBOSE\nMaxStartups 200\nMaxSessions 50\nSubsystem sftp internal-sftp\n{}{}",
                 host_key.display(),
                 dir.path().display(),
                 auth.display(),
@@ -126,38 +133,46 @@ impl Sshd {
                 } else {
                     "UsePAM no\nKbdInteractiveAuthentication no\n"
                 },
+                options.set_env.iter().map(|e| format!("SetEnv {e}\n")).collect::<String>(),
             )
             .unwrap();
             drop(f);
-            let mut command = if options.root_password.is_none() && options.doas_conf.is_none() {
-                Command::new("/usr/sbin/sshd")
-            } else {
-                // A private view of /etc for this daemon's sessions only: the machine is not changed
-                // (beyond an empty /etc/doas.conf, which denies everything, as a bind target).
-                let mut script = String::from("set -e; ");
-                if options.root_password.is_some() {
-                    let shadow = dir.path().join("shadow");
-                    script.push_str(&format!(
-                        "cp /etc/shadow '{0}'; hash=$(openssl passwd -6 \"$ROOT_PW\"); \
+            let mut command =
+                if options.root_password.is_none() && options.doas_conf.is_none() && options.files.is_empty() {
+                    Command::new("/usr/sbin/sshd")
+                } else {
+                    // A private view of /etc for this daemon's sessions only: the machine is not changed
+                    // (beyond an empty /etc/doas.conf, which denies everything, as a bind target).
+                    let mut script = String::from("set -e; ");
+                    if options.root_password.is_some() {
+                        let shadow = dir.path().join("shadow");
+                        script.push_str(&format!(
+                            "cp /etc/shadow '{0}'; hash=$(openssl passwd -6 \"$ROOT_PW\"); \
                          sed -i \"s|^root:[^:]*:|root:$hash:|\" '{0}'; mount --bind '{0}' /etc/shadow; ",
-                        shadow.display()
-                    ));
-                }
-                if let Some(conf) = &options.doas_conf {
-                    let file = dir.path().join("doas.conf");
-                    std::fs::write(&file, conf).unwrap();
-                    super::set_mode(&file, 0o600);
-                    if !std::path::Path::new("/etc/doas.conf").exists() {
-                        let _ = std::fs::write("/etc/doas.conf", "");
+                            shadow.display()
+                        ));
                     }
-                    script.push_str(&format!("mount --bind '{}' /etc/doas.conf; ", file.display()));
-                }
-                script.push_str("exec /usr/sbin/sshd \"$@\"");
-                let mut c = Command::new("unshare");
-                c.args(["--mount", "--propagation", "private", "sh", "-c", &script, "sshd"])
-                    .env("ROOT_PW", options.root_password.clone().unwrap_or_default());
-                c
-            };
+                    if let Some(conf) = &options.doas_conf {
+                        let file = dir.path().join("doas.conf");
+                        std::fs::write(&file, conf).unwrap();
+                        super::set_mode(&file, 0o600);
+                        if !std::path::Path::new("/etc/doas.conf").exists() {
+                            let _ = std::fs::write("/etc/doas.conf", "");
+                        }
+                        script.push_str(&format!("mount --bind '{}' /etc/doas.conf; ", file.display()));
+                    }
+                    for (n, (target, content)) in options.files.iter().enumerate() {
+                        let file = dir.path().join(format!("file{n}"));
+                        std::fs::write(&file, content).unwrap();
+                        super::set_mode(&file, 0o644);
+                        script.push_str(&format!("mount --bind '{}' '{target}'; ", file.display()));
+                    }
+                    script.push_str("exec /usr/sbin/sshd \"$@\"");
+                    let mut c = Command::new("unshare");
+                    c.args(["--mount", "--propagation", "private", "sh", "-c", &script, "sshd"])
+                        .env("ROOT_PW", options.root_password.clone().unwrap_or_default());
+                    c
+                };
             let mut child = command
                 .args(["-D", "-e", "-f"])
                 .arg(&config)

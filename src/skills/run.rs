@@ -1,0 +1,269 @@
+//! Running a skill: each step on every target host at once, through the same
+//! classifier, approval gate and audit log as any command. A step proven
+//! read-only runs as a read (audited); any other step, and every step the
+//! skill lists under `require_confirmation_for`, goes through the one change
+//! path (plan → approval → apply → audit) and runs only if approved.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::spec::Skill;
+use super::verdict::{Finding, Verdict, judge};
+use crate::exec::HostResult;
+use crate::inventory::Host;
+use crate::pipeline::bash::{BashChange, BashSpec};
+use crate::pipeline::fanout::audited_fan_out;
+use crate::pipeline::{Env, StageName, runner};
+use crate::safety::analyze;
+use crate::safety::clearance::Clearance;
+
+/// Why a skill cannot run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkillRunError {
+    /// A parameter is missing, unknown or does not match its pattern.
+    #[error("skill {skill}: {message}")]
+    Param { skill: String, message: String },
+    /// More targets than the skill or the policy allows.
+    #[error("skill {skill} runs on at most {max} hosts ({why}); {given} were named")]
+    TooManyHosts { skill: String, max: usize, given: usize, why: &'static str },
+    /// No target.
+    #[error("skill {0}: no target host")]
+    NoHosts(String),
+    /// A command could not be rendered.
+    #[error("skill {skill}, step {check}: {message}")]
+    Render { skill: String, check: String, message: String },
+    /// The run's record or the audit log could not be written.
+    #[error("skill {skill}: {message}")]
+    Store { skill: String, message: String },
+}
+
+/// How a run is bounded beyond the skill's own limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `policy.max_hosts_per_skill`.
+    pub max_hosts: usize,
+    /// `policy.confirm_all`: every step asks.
+    pub confirm_all: bool,
+}
+
+/// What a run found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkillOutcome {
+    /// The skill.
+    pub skill: String,
+    /// Its version.
+    pub version: String,
+    /// The parameters it ran with.
+    pub params: BTreeMap<String, String>,
+    /// Every finding, worst first (then by host and step order).
+    pub findings: Vec<Finding>,
+    /// Hosts with a warning or worse, worst first, each with why.
+    pub culprits: Vec<Culprit>,
+    /// Steps that did not run: not approved, or cancelled.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A host that needs attention.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Culprit {
+    /// The host.
+    pub host: String,
+    /// Its worst verdict.
+    pub verdict: Verdict,
+    /// One line per finding past a threshold (`disk 97% /var (critical at ≥ 95%)`).
+    pub why: Vec<String>,
+}
+
+/// A step that did not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The check.
+    pub check: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Binds the given parameters to `skill`'s: defaults filled in, patterns checked, unknown names refused.
+pub fn bind(skill: &Skill, given: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, SkillRunError> {
+    let fail = |message: String| SkillRunError::Param { skill: skill.name.clone(), message };
+    if let Some(unknown) = given.keys().find(|k| !skill.params.contains_key(*k)) {
+        let known: Vec<&str> = skill.params.keys().map(String::as_str).collect();
+        return Err(fail(format!("no parameter {unknown} (it takes: {})", known.join(", "))));
+    }
+    let mut bound = BTreeMap::new();
+    for (name, param) in &skill.params {
+        let value = match (given.get(name), &param.default) {
+            (Some(v), _) => v.clone(),
+            (None, Some(d)) => d.clone(),
+            (None, None) => return Err(fail(format!("parameter {name} is required ({})", param.description))),
+        };
+        if let Some(pattern) = &param.pattern {
+            let full = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| fail(e.to_string()))?;
+            if !full.is_match(&value) {
+                return Err(fail(format!("{name}={value:?} does not match {pattern}")));
+            }
+        }
+        bound.insert(name.clone(), value);
+    }
+    Ok(bound)
+}
+
+/// The command of a step with the parameters put in, each shell-quoted (a value is one word, never code).
+pub fn render(command: &str, params: &BTreeMap<String, String>) -> Result<String, String> {
+    let env = minijinja::Environment::new();
+    let quoted: BTreeMap<&str, String> =
+        params.iter().map(|(k, v)| (k.as_str(), crate::safety::shell_quote(v))).collect();
+    env.render_str(command, quoted).map_err(|e| e.to_string())
+}
+
+/// Runs `skill` on `hosts` with `params` (already [`bind`]-checked or not: they are checked here).
+pub async fn run(
+    env: &Env,
+    skill: &Skill,
+    params: &BTreeMap<String, String>,
+    hosts: &[Host],
+    limits: Limits,
+) -> Result<SkillOutcome, SkillRunError> {
+    let params = bind(skill, params)?;
+    if hosts.is_empty() {
+        return Err(SkillRunError::NoHosts(skill.name.clone()));
+    }
+    let (max, why) = if limits.max_hosts < skill.max_hosts {
+        (limits.max_hosts, "policy.max_hosts_per_skill")
+    } else {
+        (skill.max_hosts, "the skill's max_hosts")
+    };
+    if hosts.len() > max {
+        return Err(SkillRunError::TooManyHosts { skill: skill.name.clone(), max, given: hosts.len(), why });
+    }
+    let mut step_env = env.clone();
+    step_env.timeout = Duration::from_secs(skill.timeout_seconds).min(env.timeout.max(Duration::from_secs(1)));
+    let mut findings = Vec::new();
+    let mut skipped = Vec::new();
+    for (order, step) in skill.steps.iter().enumerate() {
+        if env.cancel.is_cancelled() {
+            skipped.push(Skipped { check: step.check.clone(), why: "cancelled".into() });
+            continue;
+        }
+        let command = render(&step.command, &params).map_err(|message| SkillRunError::Render {
+            skill: skill.name.clone(),
+            check: step.check.clone(),
+            message,
+        })?;
+        let must_ask = limits.confirm_all || skill.require_confirmation_for.contains(&step.check);
+        let read = Clearance::read_only(&command).filter(|_| !must_ask && analyze(&command).is_read_only());
+        let store_error = |e: String| SkillRunError::Store { skill: skill.name.clone(), message: e };
+        let results: Vec<HostResult> = match read {
+            Some(clearance) => {
+                audited_fan_out(&step_env, hosts, clearance, None).await.map_err(|e| store_error(e.to_string()))?
+            }
+            None => match change(&step_env, skill, &step.check, &command, hosts, must_ask).await {
+                Ok(results) => results,
+                Err(why) => {
+                    skipped.push(Skipped { check: step.check.clone(), why });
+                    continue;
+                }
+            },
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_default();
+        for result in &results {
+            findings.push((order, judge(step, result, now)));
+        }
+    }
+    findings.sort_by(|(a_order, a), (b_order, b)| {
+        b.verdict.cmp(&a.verdict).then_with(|| a.host.cmp(&b.host)).then_with(|| a_order.cmp(b_order))
+    });
+    let findings: Vec<Finding> = findings.into_iter().map(|(_, f)| f).collect();
+    Ok(SkillOutcome {
+        skill: skill.name.clone(),
+        version: skill.version.clone(),
+        params,
+        culprits: culprits(&findings),
+        findings,
+        skipped,
+    })
+}
+
+/// A step that is not a proven read: the one change path, asked for every target host at once.
+async fn change(
+    env: &Env,
+    skill: &Skill,
+    check: &str,
+    command: &str,
+    hosts: &[Host],
+    always_ask: bool,
+) -> Result<Vec<HostResult>, String> {
+    let mut env = env.clone();
+    if always_ask {
+        env.gate = env.gate.asking_always();
+    }
+    let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+    let summary = Some(format!("skill {} step {check} on {} host(s)", skill.name, names.len()));
+    let spec = BashSpec { hosts: names, command: command.to_string(), summary, ..BashSpec::default() };
+    let mut bash = BashChange::new(spec, hosts.to_vec());
+    let record = runner::record_of(&env, &bash);
+    let done = runner::run(&env, &mut bash, record, &|_| {}).await.map_err(|e| e.to_string())?;
+    if done.stage(StageName::Apply).is_some() {
+        Ok(std::mem::take(&mut bash.applied))
+    } else {
+        Err(format!("not run: change {} {}", done.id, done.status.as_str()))
+    }
+}
+
+/// Hosts with a warning or worse, worst first (most critical findings, then most warnings).
+fn culprits(findings: &[Finding]) -> Vec<Culprit> {
+    let mut by_host: BTreeMap<&str, Culprit> = BTreeMap::new();
+    for f in findings.iter().filter(|f| f.verdict >= Verdict::Warn) {
+        let entry = by_host.entry(&f.host).or_insert_with(|| Culprit {
+            host: f.host.clone(),
+            verdict: f.verdict,
+            why: Vec::new(),
+        });
+        entry.verdict = entry.verdict.max(f.verdict);
+        entry.why.push(format!("{} {} ({})", f.check, f.value, f.detail));
+    }
+    let score = |c: &Culprit| {
+        let crit = findings.iter().filter(|f| f.host == c.host && f.verdict == Verdict::Crit).count();
+        (c.verdict, crit, c.why.len())
+    };
+    let mut list: Vec<Culprit> = by_host.into_values().collect();
+    list.sort_by(|a, b| score(b).cmp(&score(a)).then_with(|| a.host.cmp(&b.host)));
+    list
+}
+
+impl SkillOutcome {
+    /// The findings as a table (host, check, value, verdict, why), worst first, then the culprits.
+    pub fn to_text(&self) -> String {
+        let mut rows = vec![["HOST".to_string(), "CHECK".into(), "VALUE".into(), "VERDICT".into(), "WHY".into()]];
+        for f in &self.findings {
+            // Values and reasons come from hosts: shown, never obeyed.
+            let safe = |s: &str| crate::term_safe::visible_line(s).into_owned();
+            rows.push([safe(&f.host), safe(&f.check), safe(&f.value), f.verdict.as_str().to_string(), safe(&f.detail)]);
+        }
+        let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        let mut out = format!("{} {} — {} finding(s)\n", self.skill, self.version, self.findings.len());
+        for row in &rows {
+            let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}", w = *w)).collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        if self.culprits.is_empty() {
+            out.push_str("\nno host past a threshold\n");
+        } else {
+            out.push_str("\nculprits:\n");
+            for c in &self.culprits {
+                let why = crate::term_safe::visible_line(&c.why.join("; ")).into_owned();
+                out.push_str(&format!("  {} ({}): {why}\n", c.host, c.verdict.as_str()));
+            }
+        }
+        for s in &self.skipped {
+            out.push_str(&format!("skipped {}: {}\n", s.check, crate::term_safe::visible_line(&s.why)));
+        }
+        out
+    }
+}
