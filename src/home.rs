@@ -74,6 +74,11 @@ impl MerlyaHome {
         self.root.join("keymaps")
     }
 
+    /// User skills (runbooks), beside the built-in ones.
+    pub fn skills_dir(&self) -> PathBuf {
+        self.root.join("skills")
+    }
+
     /// User theme overrides.
     pub fn themes_dir(&self) -> PathBuf {
         self.root.join("themes")

@@ -31,3 +31,4 @@ pub mod skills;
 pub mod ssh;
 pub mod store;
 pub mod term_safe;
+pub mod text_table;

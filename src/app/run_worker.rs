@@ -39,7 +39,9 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
             })
         };
         let env = Env::from_context(&ctx, executor, gate, cancel, tx);
-        let read_only = analyze(&command).is_read_only() && !ctx.config.policy.confirm_all;
+        let read_only = analyze(&command).is_read_only()
+            && !ctx.config.policy.confirm_all
+            && env.gate.blocked_by(&command).is_none();
         let results = match Clearance::read_only(&command).filter(|_| read_only) {
             Some(clearance) => {
                 sender.send(Msg::RunStarted { run });

@@ -49,7 +49,7 @@ pub fn run_console(
         let sender = AppSender::new(tx);
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
         let executor = Arc::new(ctx.executor(hosts.clone(), prompter.clone(), true)?);
-        let gate = ApprovalGate::new(prompter.clone(), ctx.store.clone(), ctx.config.policy.confirm_all);
+        let gate = ApprovalGate::with_policy(prompter.clone(), ctx.store.clone(), &ctx.config.policy);
         let theme = Theme::load(&ctx.config.ui.theme, &ctx.home.themes_dir(), ColorDepth::detect())?;
         let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
         model.input.history = load_history(&ctx.home);

@@ -225,18 +225,52 @@ impl GateOutcome {
     }
 }
 
-/// Stored rules plus a person.
+/// Stored rules plus a person, after the operator's blocked commands.
 #[derive(Clone)]
 pub struct ApprovalGate {
     approver: Arc<dyn Approver>,
     store: Store,
     confirm_all: bool,
+    blocked: Arc<Vec<Vec<String>>>,
 }
 
 impl ApprovalGate {
     /// A gate asking `approver`, with rules in `store`; `confirm_all` is paranoid mode.
     pub fn new(approver: Arc<dyn Approver>, store: Store, confirm_all: bool) -> Self {
-        Self { approver, store, confirm_all }
+        Self { approver, store, confirm_all, blocked: Arc::new(Vec::new()) }
+    }
+
+    /// The gate of `policy`: its paranoid mode and its `blocked_commands`.
+    pub fn with_policy(approver: Arc<dyn Approver>, store: Store, policy: &crate::config::PolicyConfig) -> Self {
+        let blocked = policy
+            .blocked_commands
+            .iter()
+            .map(|b| b.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .filter(|words| !words.is_empty())
+            .collect();
+        Self { blocked: Arc::new(blocked), ..Self::new(approver, store, policy.confirm_all) }
+    }
+
+    /// The blocked prefix one of `command`'s simple commands starts with (program by its base name).
+    /// Paths that run a proven read without asking check it too, so a blocked read goes to the gate.
+    pub fn blocked_by(&self, command: &str) -> Option<String> {
+        if self.blocked.is_empty() {
+            return None;
+        }
+        let analysis = crate::safety::analyze(command);
+        analysis.commands.iter().find_map(|simple| {
+            let words: Vec<&str> = simple.split_whitespace().collect();
+            self.blocked
+                .iter()
+                .find(|prefix| {
+                    prefix.len() <= words.len()
+                        && prefix.iter().zip(&words).enumerate().all(|(i, (want, have))| {
+                            let have = if i == 0 { have.rsplit('/').next().unwrap_or(have) } else { have };
+                            want == have
+                        })
+                })
+                .map(|prefix| prefix.join(" "))
+        })
     }
 
     /// The same gate, asking even for a read-only command (a runbook step its author marked
@@ -247,6 +281,9 @@ impl ApprovalGate {
 
     /// Decides whether `request` may run.
     pub async fn check(&self, request: &ApprovalRequest) -> GateOutcome {
+        if let Some(prefix) = self.blocked_by(&request.command) {
+            return GateOutcome::Denied(format!("policy.blocked_commands ({prefix})"));
+        }
         if request.class == Class::ReadOnly && !self.confirm_all {
             return GateOutcome::NotRequired;
         }
@@ -292,6 +329,27 @@ mod tests {
         fn who(&self) -> String {
             "alice".into()
         }
+    }
+
+    #[tokio::test]
+    async fn blocked_commands_are_refused_before_anyone_is_asked() {
+        let (_dir, store) = store().await;
+        let person = Arc::new(Person(Decision::Once, AtomicUsize::new(0)));
+        let policy = crate::config::PolicyConfig {
+            blocked_commands: vec!["iptables -F".into(), "tcpdump".into()],
+            ..Default::default()
+        };
+        let gate = ApprovalGate::with_policy(person.clone(), store, &policy);
+        for command in ["sudo true; /usr/sbin/iptables -F INPUT", "tcpdump -i any", "ls | tcpdump"] {
+            let outcome = gate.check(&request(command, &["web01"])).await;
+            assert!(
+                matches!(&outcome, GateOutcome::Denied(why) if why.starts_with("policy.blocked_commands")),
+                "{command}: {outcome:?}"
+            );
+        }
+        assert_eq!(person.1.load(Ordering::SeqCst), 0, "nobody was asked");
+        assert!(gate.blocked_by("iptables -L").is_none());
+        assert_eq!(gate.check(&request("iptables -L -n", &["web01"])).await, GateOutcome::NotRequired);
     }
 
     fn request(command: &str, hosts: &[&str]) -> ApprovalRequest {

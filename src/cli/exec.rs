@@ -56,7 +56,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let hosts = resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
-    let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
     let analysis = analyze(&command);
     let (tx, mut rx) = crate::exec::event_channel();
     let cancel = super::cancel_on_signals();
@@ -64,7 +64,8 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     env.parallel = args.parallel.unwrap_or(env.parallel).max(1);
     env.timeout = Duration::from_secs_f64(args.timeout.unwrap_or(env.timeout.as_secs_f64()).max(0.001));
     env.stop_before_approval = !interactive && !args.yes;
-    let read_only = analysis.is_read_only() && !ctx.config.policy.confirm_all;
+    let read_only =
+        analysis.is_read_only() && !ctx.config.policy.confirm_all && env.gate.blocked_by(&command).is_none();
     let cleared = Clearance::read_only(&command).filter(|_| read_only);
     let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
     let work = {

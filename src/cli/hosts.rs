@@ -257,7 +257,7 @@ async fn host_capabilities(
     let inventory = ctx.store.list_hosts().await.map_err(|e| e.to_string())?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(false);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive).map_err(|e| format!("{e:#}"))?);
-    let gate = crate::approval::ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
     let cancel = super::cancel_on_signals();
     let env = crate::pipeline::Env::from_context(ctx, executor, gate, cancel, crate::exec::no_events());
     let ttl = std::time::Duration::from_secs(u64::from(ctx.config.policy.capability_ttl_hours) * 3600);

@@ -179,7 +179,7 @@ async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> 
             let super::Asking { approver, .. } = super::Asking::detect(yes);
             let env = CallEnv {
                 clients: clients.clone(),
-                gate: ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all),
+                gate: ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy),
                 store: ctx.store.clone(),
                 session_id: ctx.session_id.clone(),
                 requested_by: crate::ssh::target::local_user(),

@@ -33,6 +33,7 @@ mod policy;
 mod report;
 mod run;
 mod secret;
+mod skill;
 mod table;
 
 use std::path::PathBuf;
@@ -127,6 +128,9 @@ pub enum Command {
     Policy(policy::PolicyCommand),
     /// The incident report of a session (or since a time): Markdown for a postmortem, or JSON.
     Report(report::ReportArgs),
+    /// Runbooks that work with or without a model: list, show, run NAME --targets T.
+    #[command(subcommand)]
+    Skill(skill::SkillCommand),
     /// Print the metrics (Prometheus text format): this home's commands, pipelines, model and MCP calls.
     Metrics,
     /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
@@ -221,6 +225,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                 mcp::run(&ctx, cmd).await
             }
             Command::Report(args) => report::run(&ctx, args).await,
+            Command::Skill(cmd) => skill::run(&ctx, cmd).await,
             Command::Metrics => {
                 ctx.store.seed_metrics().await?;
                 print!("{}", crate::metrics::render());

@@ -224,7 +224,7 @@ async fn drive(
     let inventory = ctx.store.list_hosts().await?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(opts.yes);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
-    let gate = ApprovalGate::new(approver, ctx.store.clone(), ctx.config.policy.confirm_all);
+    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
     let (tx, mut rx) = crate::exec::event_channel();
     let cancel = super::cancel_on_signals();
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);

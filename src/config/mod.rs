@@ -233,6 +233,36 @@ pub struct PolicyConfig {
     /// Hours a host's detected pipeline tools (ansible-playbook, terraform, kubectl, git, python) are
     /// trusted before they are probed again.
     pub capability_ttl_hours: u32,
+    /// How much conversation the model is given: `auto` (from available RAM), `minimal`,
+    /// `standard` or `extended`.
+    pub context_tier: ContextTier,
+    /// Most tokens one model answer may use (caps `model.max_tokens`); unset: no extra cap.
+    pub max_tokens_per_call: Option<u32>,
+    /// Most hosts one skill run may target (a skill's own `max_hosts` may be lower).
+    pub max_hosts_per_skill: usize,
+    /// A change is approved before it runs. Only `true` is accepted: the key exists so a
+    /// configuration carried over from the seed system that sets it says what it expects.
+    pub require_confirmation_for_write: bool,
+    /// The tamper-evident audit log. Only `true` is accepted: approvals and refusals are recorded.
+    pub audit_logging: bool,
+    /// Commands refused outright, before any approval (word prefixes of a simple command:
+    /// `iptables -F`, `shutdown`), in addition to what the classifier proves dangerous.
+    pub blocked_commands: Vec<String>,
+}
+
+/// How much of a conversation the model sees (ADR 0022).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextTier {
+    /// Chosen from available memory at start.
+    #[default]
+    Auto,
+    /// ~10 messages / 2,000 tokens.
+    Minimal,
+    /// ~30 messages / 4,000 tokens.
+    Standard,
+    /// ~100 messages / 8,000 tokens.
+    Extended,
 }
 
 impl Default for PolicyConfig {
@@ -245,6 +275,12 @@ impl Default for PolicyConfig {
             agent_localhost: false,
             command_timeout: None,
             capability_ttl_hours: 24,
+            context_tier: ContextTier::Auto,
+            max_tokens_per_call: None,
+            max_hosts_per_skill: 100,
+            require_confirmation_for_write: true,
+            audit_logging: true,
+            blocked_commands: Vec::new(),
         }
     }
 }
@@ -325,8 +361,11 @@ impl Config {
         } else {
             yaml_serde::from_str(&expanded).map_err(|e| yaml_error(path, &e))?
         };
-        let config = apply_env_overrides(parsed, env)?;
+        let mut config = apply_env_overrides(parsed, env)?;
         config.validate(path, &expanded, env)?;
+        if let Some(cap) = config.policy.max_tokens_per_call {
+            config.model.max_tokens = config.model.max_tokens.min(cap);
+        }
         Ok(config)
     }
 
@@ -347,7 +386,24 @@ impl Config {
         const COUNT: &str = "expected a whole number of at least 1";
         const SECONDS: &str = "expected a number of seconds of at least 1";
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
-        let checks: [(&str, bool, &str); 15] = [
+        let checks: [(&str, bool, &str); 20] = [
+            ("policy.max_hosts_per_skill", p.max_hosts_per_skill > 0, COUNT),
+            ("policy.max_tokens_per_call", p.max_tokens_per_call != Some(0), COUNT),
+            (
+                "policy.require_confirmation_for_write",
+                p.require_confirmation_for_write,
+                "expected true: merlya never changes a host without an approval (use approval rules to skip asking)",
+            ),
+            (
+                "policy.audit_logging",
+                p.audit_logging,
+                "expected true: every command and decision is written to the audit log",
+            ),
+            (
+                "policy.blocked_commands",
+                p.blocked_commands.iter().all(|b| !b.trim().is_empty()),
+                "expected non-empty command prefixes such as \"iptables -F\"",
+            ),
             ("policy.command_timeout", p.command_timeout != Some(0), SECONDS),
             ("policy.capability_ttl_hours", p.capability_ttl_hours > 0, "expected a number of hours of at least 1"),
             ("model.turn_timeout_secs", m.turn_timeout_secs > 0, SECONDS),

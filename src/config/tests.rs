@@ -116,3 +116,24 @@ fn set_value_validates_and_writes() {
     let reloaded = Config::load_with_env(&path, &[]).unwrap();
     assert_eq!(reloaded.model.brain.as_deref(), Some("anthropic/claude-x"), "a refused value is not written");
 }
+
+#[test]
+fn the_policy_section_is_validated_with_file_and_line() {
+    let e = parse("policy:\n  max_parallel: 4\n  context_teir: minimal\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:3:") && e.contains("unknown field `context_teir`"), "{e}");
+    let e = parse("policy:\n  context_tier: huge\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:2:") && e.contains("minimal"), "{e}");
+    let e = parse("policy:\n  blocked_commands: shutdown\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:2:") && e.contains("sequence"), "{e}");
+    let e =
+        parse("policy:\n  max_parallel: 4\n  require_confirmation_for_write: false\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:3: policy.require_confirmation_for_write: expected true"), "{e}");
+    let e = parse("policy:\n  audit_logging: false\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:2: policy.audit_logging: expected true"), "{e}");
+    let e = parse("policy:\n  max_hosts_per_skill: 0\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("policy.max_hosts_per_skill: expected a whole number"), "{e}");
+    let ok = parse("model:\n  max_tokens: 4096\npolicy:\n  max_tokens_per_call: 512\n  context_tier: extended\n  blocked_commands: [\"iptables -F\"]\n", &[]).unwrap();
+    assert_eq!(ok.model.max_tokens, 512, "the policy caps every call");
+    assert_eq!(ok.policy.context_tier, ContextTier::Extended);
+    assert_eq!(ok.policy.blocked_commands, ["iptables -F"]);
+}

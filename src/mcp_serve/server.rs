@@ -135,7 +135,11 @@ impl Served {
             store: self.store.clone(),
             executor: self.executor.clone(),
             // Read-only: cleared by the classifier, never asked.
-            gate: ApprovalGate::new(Arc::new(crate::approval::DenyAll), self.store.clone(), false),
+            gate: ApprovalGate::with_policy(
+                Arc::new(crate::approval::DenyAll),
+                self.store.clone(),
+                &self.config.policy,
+            ),
             session_id: self.session_id.clone(),
             requested_by: "mcp client".into(),
             retention_days: self.config.policy.raw_log_retention_days,
@@ -146,6 +150,10 @@ impl Served {
             stop_before_approval: true,
             ask_before_dry_run: true,
         };
+        if let Some(prefix) = env.gate.blocked_by(command) {
+            let why = format!("REFUSED by policy.blocked_commands ({prefix}), not executed");
+            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
+        }
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
         let results = audited_fan_out(&env, &hosts, clearance, None).await.map_err(|e| e.to_string())?;
         drop(env);
@@ -175,7 +183,7 @@ impl Served {
         let limits =
             Limits { max_tool_calls: self.serve().max_tool_calls as usize, ..Limits::from_policy(&self.config.policy) };
         let approver = Arc::new(super::elicit::ElicitingApprover::new(context.peer.clone(), self.yes));
-        let gate = ApprovalGate::new(approver, self.store.clone(), self.config.policy.confirm_all);
+        let gate = ApprovalGate::with_policy(approver, self.store.clone(), &self.config.policy);
         let mut agent = Agent::new(
             llm,
             self.executor.clone(),

@@ -11,6 +11,7 @@
 
 pub mod run;
 pub mod spec;
+pub mod summary;
 pub mod verdict;
 
 use std::collections::BTreeMap;

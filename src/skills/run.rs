@@ -153,7 +153,8 @@ pub async fn run(
             message,
         })?;
         let must_ask = limits.confirm_all || skill.require_confirmation_for.contains(&step.check);
-        let read = Clearance::read_only(&command).filter(|_| !must_ask && analyze(&command).is_read_only());
+        let read = Clearance::read_only(&command)
+            .filter(|_| !must_ask && analyze(&command).is_read_only() && env.gate.blocked_by(&command).is_none());
         let store_error = |e: String| SkillRunError::Store { skill: skill.name.clone(), message: e };
         let results: Vec<HostResult> = match read {
             Some(clearance) => {
@@ -239,19 +240,15 @@ fn culprits(findings: &[Finding]) -> Vec<Culprit> {
 impl SkillOutcome {
     /// The findings as a table (host, check, value, verdict, why), worst first, then the culprits.
     pub fn to_text(&self) -> String {
-        let mut rows = vec![["HOST".to_string(), "CHECK".into(), "VALUE".into(), "VERDICT".into(), "WHY".into()]];
-        for f in &self.findings {
-            // Values and reasons come from hosts: shown, never obeyed.
-            let safe = |s: &str| crate::term_safe::visible_line(s).into_owned();
-            rows.push([safe(&f.host), safe(&f.check), safe(&f.value), f.verdict.as_str().to_string(), safe(&f.detail)]);
-        }
-        let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        // Values and reasons come from hosts: shown, never obeyed.
+        let safe = |s: &str| crate::term_safe::visible_line(s).into_owned();
+        let rows: Vec<Vec<String>> = self
+            .findings
+            .iter()
+            .map(|f| vec![safe(&f.host), safe(&f.check), safe(&f.value), f.verdict.as_str().into(), safe(&f.detail)])
+            .collect();
         let mut out = format!("{} {} — {} finding(s)\n", self.skill, self.version, self.findings.len());
-        for row in &rows {
-            let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}", w = *w)).collect();
-            out.push_str(cells.join("  ").trim_end());
-            out.push('\n');
-        }
+        out.push_str(&crate::text_table::render(&["HOST", "CHECK", "VALUE", "VERDICT", "WHY"], &rows));
         if self.culprits.is_empty() {
             out.push_str("\nno host past a threshold\n");
         } else {

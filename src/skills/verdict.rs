@@ -81,8 +81,10 @@ pub fn judge(step: &Step, result: &HostResult, now: f64) -> Finding {
     match read {
         Reading::Number { value, label } => {
             finding.number = Some(value);
-            finding.value = shown(value, &step.unit, label.as_deref());
             (finding.verdict, finding.detail) = threshold(step, value);
+            // A counted line is shown as an example only when the count is a problem.
+            let label = label.filter(|_| !matches!(step.parse, Parse::Lines { .. }) || finding.verdict > Verdict::Ok);
+            finding.value = shown(value, &step.unit, label.as_deref());
         }
         Reading::Text(text) => {
             finding.value = text.clone();
