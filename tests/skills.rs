@@ -133,6 +133,13 @@ fn incident_triage_without_a_model_names_the_culprit_hosts_and_why() {
     assert!(shown.contains("culprits:\n  web01 (CRIT)"), "{shown}");
     assert!(shown.lines().any(|l| l.starts_with("db01") && l.contains("disk") && l.contains("CRIT")), "{shown}");
 
+    // `merlya run` routes a request a skill answers to it: no model is configured here.
+    let routed = env.run(&["run", "something is wrong with web01 and db01, triage them"]);
+    assert!(routed.status.success(), "{}", text(&routed.stderr));
+    assert!(text(&routed.stderr).contains("skill incident_triage on web01,db01"), "{}", text(&routed.stderr));
+    assert!(text(&routed.stdout).contains("culprits:\n  web01 (CRIT)"), "{}", text(&routed.stdout));
+    assert!(!text(&routed.stdout).contains("app01"), "only the named hosts");
+
     // Every step went through the audited fan-out.
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     for command in ["cat /proc/loadavg; nproc", "date +%s", "df -P -x tmpfs -x devtmpfs -x squashfs"] {

@@ -80,6 +80,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         (Some(_), Some(_)) => bail!("give a task or --file, not both"),
         (None, None) => bail!("give a task, e.g. merlya run \"why is web01 slow?\", or --file tasks.yml"),
     };
+    if let (Some(task), None) = (&args.task, &args.file)
+        && let Some(code) = routed_to_skill(ctx, task, &args).await?
+    {
+        return Ok(code);
+    }
     if !ctx.config.has_model() {
         bail!(
             "no model is configured: set model.brain in {} (e.g. openai/gpt-4o) and the API key variable named by model.api_key_env",
@@ -176,6 +181,34 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     } else {
         EXIT_OK
     })
+}
+
+/// A task a skill's intent pattern matches, naming its hosts, runs the skill: no model needed (one
+/// configured summarises the findings). `None` when no skill answers it or it names no host.
+async fn routed_to_skill(ctx: &Context, task: &str, args: &RunArgs) -> Result<Option<u8>> {
+    let library = crate::skills::Library::load(&ctx.home.skills_dir());
+    let Some((skill, params)) = library.route(task) else { return Ok(None) };
+    let inventory = ctx.store.list_hosts().await?;
+    let Some(targets) = crate::skills::targets_named_in(task, &inventory) else { return Ok(None) };
+    eprintln!("→ skill {} on {targets} (merlya skill show {})", skill.name, skill.name);
+    let outcome = super::skill::execute(ctx, skill, &params, &targets, args.yes).await?;
+    let summary = super::skill::summarise(ctx, &outcome).await;
+    match args.format {
+        RunFormat::Json => {
+            let mut value = serde_json::to_value(&outcome)?;
+            if let (Some(text), Some(map)) = (&summary, value.as_object_mut()) {
+                map.insert("summary".into(), text.clone().into());
+            }
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        RunFormat::Text => {
+            print!("{}", outcome.to_text());
+            if let Some(text) = &summary {
+                println!("\n{}", visible(text));
+            }
+        }
+    }
+    Ok(Some(EXIT_OK))
 }
 
 /// After a cancel: each command the agent ran, per host, with how it ended.

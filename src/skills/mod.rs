@@ -94,6 +94,23 @@ impl Library {
     }
 }
 
+/// The targets a request names, as a target expression (`web01,@prod`): words that are inventory
+/// host names, and `@tag` words whose tag some host has. `None` when it names none.
+pub fn targets_named_in(request: &str, inventory: &[crate::inventory::Host]) -> Option<String> {
+    let mut named: Vec<String> = Vec::new();
+    for word in request.split(|c: char| c.is_whitespace() || ",;?!()\"'".contains(c)) {
+        let word = word.trim_end_matches(['.', ':']);
+        let known = match word.strip_prefix('@') {
+            Some(tag) => inventory.iter().any(|h| h.tags.iter().any(|t| t == tag)),
+            None => inventory.iter().any(|h| h.name == word),
+        };
+        if known && !word.is_empty() && !named.iter().any(|n| n == word) {
+            named.push(word.to_string());
+        }
+    }
+    (!named.is_empty()).then(|| named.join(","))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +128,17 @@ mod tests {
         let (name, params) = routed("is nginx running on web01").unwrap();
         assert_eq!((name.as_str(), params["service"].as_str()), ("service_status", "nginx"));
         assert_eq!(routed("write a haiku"), None);
+    }
+
+    #[test]
+    fn targets_are_the_inventory_names_and_tags_a_request_names() {
+        let host = |name: &str, tag: &str| crate::inventory::Host {
+            tags: vec![tag.into()],
+            ..crate::inventory::Host::new(name, "192.0.2.1")
+        };
+        let inventory = [host("web01", "web"), host("db01", "db")];
+        assert_eq!(targets_named_in("triage web01, db01 and @web.", &inventory).as_deref(), Some("web01,db01,@web"));
+        assert_eq!(targets_named_in("triage web02 and @nope", &inventory), None);
     }
 
     #[test]
