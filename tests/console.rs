@@ -221,3 +221,36 @@ fn a_line_selection_reaches_the_clipboard_through_osc52() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+/// Runbooks in the console without a model: `/skill NAME TARGETS`, and a chat message a skill answers
+/// (naming a host of the inventory) runs it too; the findings table lands in the chat.
+#[test]
+fn skills_run_from_the_console_and_from_a_chat_message_without_a_model() {
+    let env = TestEnv::new();
+    let tmux = Tmux::start("skills", &env, 150, 45);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("/skill");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("incident_triage");
+    assert!(screen.contains("service_status"), "{screen}");
+
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("/skill disk_usage localhost");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("disk_usage 1.0");
+    assert!(screen.contains("localhost") && screen.contains("inodes"), "{screen}");
+
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("/new");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("New conversation.");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("how full are the disks on localhost?");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("disk_usage 1.0");
+    assert!(!screen.contains("no model is configured"), "routed to the skill, not the agent: {screen}");
+    tmux.escape();
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

@@ -5,7 +5,7 @@
 //! - `!CMD` runs CMD on the marked hosts (or the one under the cursor).
 //! - `:exec TARGETS -- CMD` runs CMD on targets (names, @tags, globs, lists, all).
 //! - `:` palette words ([`PALETTE`]): panes, host actions, `:reload`, `:clear`, `:q`.
-//! - `/` slash commands ([`SLASH`]): `/hosts`, `/model`, `/metrics`, `/secret`, `/mcp`,
+//! - `/` slash commands ([`SLASH`]): `/hosts`, `/model`, `/metrics`, `/secret`, `/mcp`, `/skill`,
 //!   `/conv`, `/audit`, `/language`, `/help`, `/new`, `/exit`.
 //! - Anything else is a message to the agent.
 
@@ -13,12 +13,13 @@ use super::keymap::Action;
 use crate::i18n::Text;
 
 /// Slash commands: the word, whether it takes arguments, and its locale help key.
-pub const SLASH: [(&str, bool, &str); 11] = [
+pub const SLASH: [(&str, bool, &str); 12] = [
     ("/hosts", true, "slash.hosts"),
     ("/model", true, "slash.model"),
     ("/metrics", false, "slash.metrics"),
     ("/secret", true, "slash.secret"),
     ("/mcp", false, "slash.mcp"),
+    ("/skill", true, "slash.skill"),
     ("/conv", true, "slash.conv"),
     ("/audit", true, "slash.audit"),
     ("/language", true, "slash.language"),
@@ -87,6 +88,15 @@ pub enum McpCommand {
     Test(String),
 }
 
+/// `/skill` (the list) or `/skill NAME [VALUE|KEY=VALUE…] TARGETS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillLine {
+    /// The skills this home has.
+    List,
+    /// Run one on targets (the last word); the words between are its parameters.
+    Run { name: String, values: Vec<String>, targets: String },
+}
+
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandLine {
@@ -108,6 +118,8 @@ pub enum CommandLine {
     Secret(SecretCommand),
     /// `/mcp list|tools NAME|test NAME`: the external MCP servers.
     Mcp(McpCommand),
+    /// `/skill [NAME [VALUE…] TARGETS]`: a runbook.
+    Skill(SkillLine),
     /// `/conv` (list) or `/conv ID` (show one).
     Conv(Option<String>),
     /// `/audit [N]`: the last N audit entries.
@@ -230,6 +242,17 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
                 ["tools", name] => Ok(CommandLine::Mcp(McpCommand::Tools(name.to_string()))),
                 ["test", name] => Ok(CommandLine::Mcp(McpCommand::Test(name.to_string()))),
                 _ => Err(Text::key("cmd.mcp_usage", &[])),
+            };
+        }
+        "/skill" => {
+            return match args.as_slice() {
+                [] => Ok(CommandLine::Skill(SkillLine::List)),
+                [name, values @ .., targets] => Ok(CommandLine::Skill(SkillLine::Run {
+                    name: name.to_string(),
+                    values: values.iter().map(|v| v.to_string()).collect(),
+                    targets: targets.to_string(),
+                })),
+                [_] => Err(Text::key("cmd.skill_usage", &[])),
             };
         }
         "/conv" => return Ok(CommandLine::Conv(args.first().map(|s| s.to_string()))),

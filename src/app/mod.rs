@@ -47,6 +47,8 @@ mod run_worker;
 pub mod runtime;
 /// The channel workers report on.
 pub mod sender;
+/// `/skill` and chat messages a runbook answers, run on a worker.
+mod skill_worker;
 /// Colours from YAML themes.
 pub mod theme;
 /// The pure state transition.

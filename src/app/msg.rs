@@ -148,4 +148,8 @@ pub enum Effect {
     NewConversation,
     /// `/mcp list|tools|test`: ask the external MCP servers.
     Mcp(super::command_line::McpCommand),
+    /// A chat message with no model configured: run the runbook that answers it, if any.
+    Runbook(String),
+    /// `/skill`: list the runbooks, or run one.
+    Skill(super::command_line::SkillLine),
 }

@@ -248,6 +248,12 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Conversations(id) => workers::conversations(services, id),
         Effect::NewConversation => workers::new_conversation(services),
         Effect::Mcp(command) => super::mcp_worker::run(services, command),
+        Effect::Skill(line) => super::skill_worker::run(services, line),
+        Effect::Runbook(text) => {
+            if !super::skill_worker::routed(services, &text, false) {
+                services.sender.send(Msg::Note(services.locale().t("chat.no_answer").to_string()));
+            }
+        }
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }

@@ -62,7 +62,7 @@ pub async fn run(ctx: &Context, cmd: SkillCommand) -> Result<u8> {
         }
         SkillCommand::Run { name, values, targets, params, yes, no_summary, format } => {
             let skill = find(&library, &name)?.clone();
-            let given = positional(&skill, values, params)?;
+            let given = crate::skills::run::with_positional(&skill, values, params)?;
             let outcome = execute(ctx, &skill, &given, &targets, yes).await?;
             let summary = if no_summary { None } else { summarise(ctx, &outcome).await };
             match format {
@@ -139,19 +139,6 @@ fn list(library: &Library, format: ListFormat) -> Result<u8> {
         }
     }
     Ok(if library.errors.is_empty() { EXIT_OK } else { EXIT_ERROR })
-}
-
-/// `--param` values, and positional values filling the required parameters in order.
-fn positional(skill: &Skill, values: Vec<String>, params: Vec<(String, String)>) -> Result<BTreeMap<String, String>> {
-    let mut given: BTreeMap<String, String> = params.into_iter().collect();
-    let mut required = skill.params.iter().filter(|(_, p)| p.default.is_none()).map(|(n, _)| n.clone());
-    for value in values {
-        let name = required.by_ref().find(|n| !given.contains_key(n)).ok_or_else(|| {
-            eyre!("{} takes no more positional values ({value:?}); use --param NAME=VALUE", skill.name)
-        })?;
-        given.insert(name, value);
-    }
-    Ok(given)
 }
 
 /// Runs `skill` on the `targets` expression through this process's gate and audit log.

@@ -201,6 +201,11 @@ impl Executor {
         host
     }
 
+    /// The inventory it resolves hosts with (the console keeps it current).
+    pub fn inventory(&self) -> Vec<Host> {
+        self.resolve.read().map(|r| r.inventory.clone()).unwrap_or_default()
+    }
+
     /// Replaces the inventory used to resolve jump hosts (after the console reloads it).
     pub fn set_inventory(&self, hosts: Vec<Host>) {
         if let Ok(mut resolve) = self.resolve.write() {

@@ -110,6 +110,25 @@ pub fn bind(skill: &Skill, given: &BTreeMap<String, String>) -> Result<BTreeMap<
     Ok(bound)
 }
 
+/// Named `params`, then positional `values` filling the required parameters in order
+/// (`service_status nginx`).
+pub fn with_positional(
+    skill: &Skill,
+    values: Vec<String>,
+    params: Vec<(String, String)>,
+) -> Result<BTreeMap<String, String>, SkillRunError> {
+    let mut given: BTreeMap<String, String> = params.into_iter().collect();
+    let mut required = skill.params.iter().filter(|(_, p)| p.default.is_none()).map(|(n, _)| n.clone());
+    for value in values {
+        let name = required.by_ref().find(|n| !given.contains_key(n)).ok_or_else(|| SkillRunError::Param {
+            skill: skill.name.clone(),
+            message: format!("no more positional values are taken ({value:?}); name it: NAME=VALUE"),
+        })?;
+        given.insert(name, value);
+    }
+    Ok(given)
+}
+
 /// The command of a step with the parameters put in, each shell-quoted (a value is one word, never code).
 pub fn render(command: &str, params: &BTreeMap<String, String>) -> Result<String, String> {
     let env = minijinja::Environment::new();

@@ -126,6 +126,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         }
         Ok(CommandLine::Secret(command)) => effects.push(Effect::Secret(command)),
         Ok(CommandLine::Mcp(command)) => effects.push(Effect::Mcp(command)),
+        Ok(CommandLine::Skill(line)) => effects.push(Effect::Skill(line)),
         Ok(CommandLine::Conv(id)) => effects.push(Effect::Conversations(id)),
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {
@@ -188,7 +189,8 @@ fn submit(model: &mut Model) -> Vec<Effect> {
                 super::runs::start_agent_run(model, &text);
                 effects.push(Effect::AgentTurn(text));
             } else {
-                model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("chat.no_answer")));
+                // No model: a runbook may still answer it (a worker says so, or that nobody can).
+                effects.push(Effect::Runbook(text));
             }
             model.focus = Pane::Chat;
         }

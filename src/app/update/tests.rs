@@ -337,9 +337,13 @@ fn chat_without_model_explains_and_history_browses() {
     update(&mut m, key(KeyCode::Char('3')));
     update(&mut m, key(KeyCode::Char('i')));
     type_text(&mut m, "why is web01 slow?");
-    update(&mut m, key(KeyCode::Enter));
-    assert_eq!(m.chat.len(), 3);
+    let effects = update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.chat.len(), 2);
     assert_eq!(m.chat[1].role, ChatRole::User);
+    // A worker runs the runbook that answers it, or says nobody can.
+    assert!(matches!(effects.last(), Some(Effect::Runbook(t)) if t == "why is web01 slow?"));
+    let note = m.locale.t("chat.no_answer").to_string();
+    update(&mut m, Msg::Note(note));
     assert!(m.chat[2].text.contains("No model is configured"));
     update(&mut m, key(KeyCode::Char('i')));
     update(&mut m, key(KeyCode::Up));

@@ -117,6 +117,13 @@ fn palette_words_act_like_keys_and_slash_commands_become_effects() {
     assert!(matches!(run("/mcp").last(), Some(Effect::Mcp(McpCommand::List))));
     assert!(matches!(run("/mcp tools fs").last(), Some(Effect::Mcp(McpCommand::Tools(n))) if n == "fs"));
     assert!(matches!(run("/mcp test fs").last(), Some(Effect::Mcp(McpCommand::Test(n))) if n == "fs"));
+    use crate::app::command_line::SkillLine;
+    assert!(matches!(run("/skill").last(), Some(Effect::Skill(SkillLine::List))));
+    assert!(matches!(
+        run("/skill service_status nginx since=2h @web").last(),
+        Some(Effect::Skill(SkillLine::Run { name, values, targets }))
+            if name == "service_status" && values == &["nginx", "since=2h"] && targets == "@web"
+    ));
     assert!(matches!(run("/secret set db_pw").last(), Some(Effect::Secret(_))));
     assert!(matches!(run("/new").last(), Some(Effect::NewConversation)));
     run("/exit");
