@@ -403,6 +403,20 @@ fn kubernetes_manifests_and_kustomize_are_checked_and_an_unreachable_cluster_cha
         .output()
         .unwrap();
     assert!(json(&out)["stages"][0]["detail"].as_str().unwrap().starts_with("kubectl was not found"));
+
+    // A Secret's data never reaches the record, and the current context is pinned at plan time (a
+    // context switched after the approval cannot move the change to another cluster).
+    let secret = env.dir.path().join("secret.yaml");
+    std::fs::write(
+        &secret,
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: k8s-s3cret-val\n",
+    )
+    .unwrap();
+    let run = json(&k(&["pipeline", "run", "kubernetes", &secret.display().to_string(), "--yes", "--format", "json"]));
+    assert!(run["stages"][0]["detail"].as_str().unwrap().ends_with(": 1 object(s): Secret/db"), "{run}");
+    assert!(!run.to_string().contains("k8s-s3cret-val"), "{run}");
+    assert!(!env.database_text().contains("k8s-s3cret-val"));
+    assert!(run["stages"][0]["detail"].as_str().unwrap().contains("(context staging)"), "{run}");
 }
 
 #[test]

@@ -262,4 +262,42 @@ fn ansible_names_unreachable_hosts_missing_passwords_and_bad_playbooks() {
     assert!(diff["output"].as_str().unwrap().contains("broken.yml"), "the error names the file: {run}");
     assert_eq!(run["stages"].as_array().unwrap().len(), 2, "nothing after the failed dry run: {run}");
     assert!(!Path::new("/tmp/merlya-never").exists());
+
+    // A model (or a hurried person) cannot move the play: Ansible's own variables and templated values
+    // are refused before anything runs.
+    let ran = |extra: &str| {
+        json(&fleet.merlya(&[
+            "pipeline",
+            "run",
+            "ansible",
+            &play,
+            "--targets",
+            "web01",
+            "-e",
+            extra,
+            "--yes",
+            "--format",
+            "json",
+        ]))
+    };
+    for extra in ["ansible_connection=local", "ansible_ssh_common_args=-o ProxyCommand=sh", "hostvars=x"] {
+        let run = ran(extra);
+        assert_eq!(run["status"], "failed", "{extra}: {run}");
+        assert!(run["stages"][0]["detail"].as_str().unwrap().contains("is not allowed"), "{run}");
+    }
+    let run = ran("path={{ lookup('pipe', 'touch /tmp/merlya-never') }}");
+    assert!(run["stages"][0]["detail"].as_str().unwrap().contains("may not hold a template"), "{run}");
+    // A play aimed elsewhere (`hosts: localhost`) reaches only the approved hosts (--limit): nothing here.
+    let marker = dir.path().join("local-marker");
+    let local = write(
+        dir.path(),
+        "local.yml",
+        &format!(
+            "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - file:\n        path: {}\n        state: touch\n",
+            marker.display()
+        ),
+    );
+    let _ = fleet.merlya(&["pipeline", "run", "ansible", &local, "--targets", "web01", "--yes", "--format", "json"]);
+    assert!(!marker.exists(), "a play for localhost ran on the operator's machine");
+    assert!(!Path::new("/tmp/merlya-never").exists());
 }

@@ -262,6 +262,15 @@ impl Change for KubernetesChange {
         self.work = env.store.pipelines_dir().join(&run.id);
         private_dir(&self.work)
             .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
+        if self.spec.context.is_none() {
+            // Pinned now: switching the kubeconfig's current context after the approval must not move
+            // the change to another cluster.
+            let out = tool::run(env, &ToolCall::new("kubectl", &["config", "current-context"], &self.work)).await;
+            let current = out.stdout.trim();
+            if out.code == Some(0) && !current.is_empty() && !current.contains(char::is_whitespace) {
+                self.spec.context = Some(current.to_string());
+            }
+        }
         if let Some(context) = &self.spec.context {
             let out =
                 tool::run(env, &ToolCall::new("kubectl", &["config", "get-contexts", "-o", "name"], &self.work)).await;
@@ -278,7 +287,14 @@ impl Change for KubernetesChange {
         std::fs::write(self.manifest(), &manifest)
             .map_err(|e| PipelineError::Invalid(format!("cannot write {}: {e}", self.manifest().display())))?;
         let names: Vec<String> = self.objects.iter().map(Object::reference).collect();
-        Ok(StageOutcome::ok(format!("{}: {} object(s): {}", source, names.len(), names.join(", ")), manifest))
+        // A Secret's data never reaches the record: the manifest is kept only without one.
+        let kept = if self.objects.iter().any(|o| o.kind == "Secret") {
+            format!("(the manifest holds a Secret: not kept here; it is in {})", self.manifest().display())
+        } else {
+            manifest
+        };
+        let on = self.spec.context.as_deref().map(|c| format!(" (context {c})")).unwrap_or_default();
+        Ok(StageOutcome::ok(format!("{}{on}: {} object(s): {}", source, names.len(), names.join(", ")), kept))
     }
 
     fn dry_run_command(&self) -> Option<String> {

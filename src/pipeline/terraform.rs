@@ -77,7 +77,14 @@ impl TerraformChange {
         for (name, value) in self.spec.vars.iter() {
             call.env.insert(format!("TF_VAR_{name}"), value.to_string());
         }
+        call.secrets = self.spec.vars.secret_values();
         call
+    }
+
+    /// The plan as shown and kept: Terraform masks what the configuration declares sensitive, and
+    /// merlya the values of secret-named `--var`s it may not have.
+    fn shown(&self, plan: &PlanSummary) -> String {
+        crate::secrets::reference::mask_values(&plan.render(), &self.spec.vars.secret_values())
     }
 
     fn plan_file(&self, name: &str) -> PathBuf {
@@ -246,7 +253,7 @@ impl TerraformChange {
         let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let call = self.call(&arg_refs, &cwd);
         let summary = format!("roll back terraform {} (change {}): {}", self.dir(), run.id, plan.line());
-        let request = self.request(summary, call.display(), &plan, plan.render());
+        let request = self.request(summary, call.display(), &plan, self.shown(&plan));
         let decision = env.gate.check(&request).await;
         if decision.approved_by().is_none() {
             let by = decision.decided_by();
@@ -396,7 +403,7 @@ impl Change for TerraformChange {
             },
             Ok(Some(plan)) => {
                 self.plan_hash = sha256_file(&file);
-                let diff = plan.render();
+                let diff = self.shown(&plan);
                 crate::metrics::drift(plan.drift.len() as u64);
                 let detail = if plan.drift.is_empty() {
                     plan.line()
@@ -417,7 +424,7 @@ impl Change for TerraformChange {
         if !destroys.is_empty() {
             summary.push_str(&format!(" — DESTROYS {}", destroys.join(", ")));
         }
-        let mut request = self.request(summary, self.apply_call().display(), &plan, plan.render());
+        let mut request = self.request(summary, self.apply_call().display(), &plan, self.shown(&plan));
         request.post_check = Some("terraform plan -detailed-exitcode (expects no change)".into());
         match Self::rollback_words(&self.rollback) {
             Some(words) => request.rollback = Some(words),

@@ -15,6 +15,7 @@ use tokio::process::Command;
 use super::Env;
 use crate::exec::{ExecEvent, Stream};
 use crate::safety::clearance::Clearance;
+use crate::secrets::reference::mask_values;
 
 /// Turns a line a tool printed on stdout into a live (label, text) line, or `None` to hide it.
 pub type StdoutView = fn(&str) -> Option<(String, String)>;
@@ -37,6 +38,8 @@ pub struct ToolCall {
     pub live_stdout: bool,
     /// Turns a stdout line into a live (label, text) line, or hides it (machine output read as data).
     pub stdout_view: Option<StdoutView>,
+    /// Values masked in every live line and in the output kept (variable values, become passwords).
+    pub secrets: Vec<String>,
 }
 
 impl ToolCall {
@@ -50,6 +53,7 @@ impl ToolCall {
             label: program.to_string(),
             live_stdout: true,
             stdout_view: None,
+            secrets: Vec::new(),
         }
     }
 
@@ -178,13 +182,14 @@ async fn spawn(env: &Env, call: &ToolCall) -> ToolOutput {
         return ToolOutput { error: Some("no output pipes".into()), ..ToolOutput::default() };
     };
     let read = |pipe: Box<dyn tokio::io::AsyncRead + Unpin + Send>, stream: Stream| {
-        let (events, label) = (env.events.clone(), call.label.clone());
+        let (events, label, secrets) = (env.events.clone(), call.label.clone(), call.secrets.clone());
         let live = stream == Stream::Stderr || call.live_stdout;
         let view = if stream == Stream::Stdout { call.stdout_view } else { None };
         tokio::spawn(async move {
             let mut lines = BufReader::new(pipe).lines();
             let mut all = String::new();
             while let Ok(Some(line)) = lines.next_line().await {
+                let line = if secrets.is_empty() { line } else { mask_values(&line, &secrets) };
                 let shown = match view {
                     Some(view) => view(&line),
                     None => live.then(|| (label.clone(), line.clone())),

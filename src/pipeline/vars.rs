@@ -39,6 +39,16 @@ impl Vars {
         self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// Values of variables with a secret-like name (`db_password`, `api_token`): masked wherever a
+    /// tool's output is shown or kept.
+    pub fn secret_values(&self) -> Vec<String> {
+        self.pairs
+            .iter()
+            .filter(|(k, v)| crate::redact::is_secret_name(k) && v.len() >= 3)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// The names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.pairs.iter().map(|(k, _)| k.as_str())

@@ -22,6 +22,46 @@ use crate::inventory::Host;
 use crate::safety::{Analysis, Class};
 use crate::store::audit::AuditOutcome;
 
+/// Variables a model (or a person) may not set from the outside: Ansible's own (`ansible_host`,
+/// `ansible_connection`, `ansible_ssh_common_args` would move the play elsewhere or run code here)
+/// and the magic ones.
+const RESERVED: [&str; 14] = [
+    "hostvars",
+    "groups",
+    "group_names",
+    "inventory_hostname",
+    "inventory_hostname_short",
+    "inventory_dir",
+    "inventory_file",
+    "playbook_dir",
+    "role_path",
+    "omit",
+    "environment",
+    "vars",
+    "play_hosts",
+    "ansible",
+];
+
+/// Refuses extra variables that could redirect the play or be templated into code.
+fn check_extra_vars(vars: &Vars) -> Result<(), PipelineError> {
+    for (name, value) in vars.iter() {
+        let plain = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if !plain || name.starts_with("ansible_") || RESERVED.contains(&name) {
+            return Err(PipelineError::Invalid(format!(
+                "extra variable {name:?} is not allowed: expected a plain name that is not Ansible's own (ansible_*, hostvars, …)"
+            )));
+        }
+        if ["{{", "{%", "{#"].iter().any(|t| value.contains(t)) {
+            return Err(PipelineError::Invalid(format!(
+                "extra variable {name}: a value may not hold a template ({{{{ … }}}}, {{% … %}}): Ansible would run it here"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The callback plugin merlya points `ANSIBLE_CALLBACK_PLUGINS` at.
 const CALLBACK: &str = include_str!("merlya_json.py");
 
@@ -71,6 +111,9 @@ impl AnsibleChange {
         if !self.spec.extra_vars.is_empty() {
             args.extend(["--extra-vars", vars.as_str()]);
         }
+        // Only the approved hosts, whatever the play's `hosts:` says.
+        let limit = self.names().join(",");
+        args.extend(["--limit", limit.as_str()]);
         if check {
             args.extend(["--check", "--diff"]);
         }
@@ -90,7 +133,18 @@ impl AnsibleChange {
             call.env.insert(k.into(), v.into());
         }
         call.env.insert("ANSIBLE_LOCAL_TEMP".into(), self.work.join("tmp").display().to_string());
+        // Values of secret-named variables and become passwords never reach the screen or the record.
+        call.secrets = self.spec.extra_vars.secret_values();
+        if let Some(inventory) = &self.inventory {
+            call.secrets.extend(inventory.secrets().iter().filter(|s| !s.is_empty()).cloned());
+        }
         call
+    }
+
+    /// Hosts the report names that were not approved (a `delegate_to`, an `add_host`).
+    fn strangers(&self, played: &report::Report) -> Vec<String> {
+        let approved = self.names();
+        played.stats.keys().filter(|h| !approved.contains(h)).cloned().collect()
     }
 
     fn names(&self) -> Vec<String> {
@@ -172,6 +226,14 @@ impl AnsibleChange {
             }
         }
         tickets.finish_rest(AuditOutcome::Cancelled, "the playbook stopped before this host reported").await;
+        let strangers = self.strangers(&played);
+        if !strangers.is_empty() {
+            let output = outcome_of("ansible-playbook", &out, &played).output;
+            return StageOutcome::failed(
+                format!("the playbook reached hosts that were not approved: {}", strangers.join(", ")),
+                output,
+            );
+        }
         outcome_of("ansible-playbook", &out, &played)
     }
 }
@@ -220,6 +282,7 @@ impl Change for AnsibleChange {
         private_dir(&self.work.join("tmp")).map_err(io)?;
         std::fs::write(self.work.join("callback").join("merlya_json.py"), CALLBACK).map_err(io)?;
         self.spec.extra_vars.restore(env, run)?;
+        check_extra_vars(&self.spec.extra_vars)?;
         self.spec.extra_vars.save(&self.work).map_err(io)?;
         let vars: serde_json::Map<String, serde_json::Value> =
             self.spec.extra_vars.iter().map(|(k, v)| (k.into(), serde_json::Value::String(v.into()))).collect();
@@ -247,7 +310,14 @@ impl Change for AnsibleChange {
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
         let out = self.play(env, &self.call(&self.spec.playbook, true), None).await;
         let played = report::parse(&out.stdout);
-        let outcome = outcome_of("ansible-playbook --check", &out, &played);
+        let mut outcome = outcome_of("ansible-playbook --check", &out, &played);
+        let strangers = self.strangers(&played);
+        if !strangers.is_empty() {
+            outcome = StageOutcome::failed(
+                format!("the playbook reaches hosts that were not asked for: {}", strangers.join(", ")),
+                outcome.output,
+            );
+        }
         let diff = if played.stats.is_empty() { String::new() } else { played.render() };
         let dry = DryRun { changes: played.changed() > 0, diff, outcome };
         self.dry = Some(played);
@@ -257,7 +327,19 @@ impl Change for AnsibleChange {
     fn approval(&self, _run: &PipelineRun) -> ApprovalRequest {
         let line = self.dry.as_ref().map(report::Report::line).unwrap_or_default();
         let summary = format!("ansible {}: {line}", self.spec.playbook.display());
-        let mut reasons = vec!["runs the playbook's tasks on every host listed".to_string()];
+        let mut reasons = vec![
+            "runs the playbook's tasks on every host listed (--limit: no other host)".to_string(),
+            "the diff is Ansible's check mode: tasks that skip in check mode are not in it".to_string(),
+        ];
+        if !self.spec.extra_vars.is_empty() {
+            let shown: Vec<String> = self
+                .spec
+                .extra_vars
+                .iter()
+                .map(|(k, v)| if crate::redact::is_secret_name(k) { format!("{k}=***") } else { format!("{k}={v}") })
+                .collect();
+            reasons.push(format!("extra vars: {}", shown.join(", ")));
+        }
         if self.spec.rollback.is_none() {
             reasons.push("no rollback: no rollback playbook was given with the change".into());
         }
