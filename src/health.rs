@@ -130,13 +130,19 @@ fn free_bytes(path: &Path) -> Option<u64> {
     ok.then(|| unsafe { stats.assume_init() }).map(|s| s.f_bavail * s.f_frsize)
 }
 
-/// Memory available now (`MemAvailable`).
-fn memory() -> Check {
-    let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+/// Bytes of memory available now (`MemAvailable`), if the kernel says (the context tier follows it).
+pub fn available_memory_bytes() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
         text.lines()
             .find_map(|l| l.strip_prefix("MemAvailable:"))
             .and_then(|v| v.split_whitespace().next().and_then(|kb| kb.parse::<u64>().ok()))
-    });
+            .map(|kb| kb * 1024)
+    })
+}
+
+/// Memory available now (`MemAvailable`).
+fn memory() -> Check {
+    let available = available_memory_bytes().map(|bytes| bytes / 1024);
     match available {
         None => Check::new("memory", Status::Warn, "cannot read /proc/meminfo", ""),
         Some(kb) if kb < 256 * 1024 => Check::new(

@@ -7,6 +7,8 @@
 //! Limits: 50 tool calls per run, 3 malformed calls per tool (each fed back
 //! to the model as a tool error), loop detection (warn, then stop).
 
+pub mod context;
+pub mod conversation;
 pub mod hosts;
 pub mod loop_detect;
 mod mcp_tools;

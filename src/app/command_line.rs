@@ -97,6 +97,23 @@ pub enum SkillLine {
     Run { name: String, values: Vec<String>, targets: String },
 }
 
+/// `/conv` sub-commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConvCommand {
+    /// The newest conversations, with tokens and cost.
+    List,
+    /// Its messages in the chat, without continuing it.
+    Show(String),
+    /// Continue it (`/conv ID` too).
+    Load(String),
+    /// Give it a title.
+    Rename(String, String),
+    /// Delete it and its messages.
+    Delete(String),
+    /// Write it as Markdown to a file.
+    Export(String, String),
+}
+
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandLine {
@@ -120,8 +137,8 @@ pub enum CommandLine {
     Mcp(McpCommand),
     /// `/skill [NAME [VALUE…] TARGETS]`: a runbook.
     Skill(SkillLine),
-    /// `/conv` (list) or `/conv ID` (show one).
-    Conv(Option<String>),
+    /// `/conv list|show|load|rename|delete|export`.
+    Conv(ConvCommand),
     /// `/audit [N]`: the last N audit entries.
     Audit(usize),
     /// `/new`: start a new conversation.
@@ -255,7 +272,21 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
                 [_] => Err(Text::key("cmd.skill_usage", &[])),
             };
         }
-        "/conv" => return Ok(CommandLine::Conv(args.first().map(|s| s.to_string()))),
+        "/conv" => {
+            let conv = match args.as_slice() {
+                [] | ["list"] => ConvCommand::List,
+                ["show", id] => ConvCommand::Show(id.to_string()),
+                ["load", id] => ConvCommand::Load(id.to_string()),
+                ["rename", id, title @ ..] if !title.is_empty() => ConvCommand::Rename(id.to_string(), title.join(" ")),
+                ["delete", id] => ConvCommand::Delete(id.to_string()),
+                ["export", id, path] => ConvCommand::Export(id.to_string(), path.to_string()),
+                [id] if !["show", "load", "rename", "delete", "export"].contains(id) => {
+                    ConvCommand::Load(id.to_string())
+                }
+                _ => return Err(Text::key("cmd.conv_usage", &[])),
+            };
+            return Ok(CommandLine::Conv(conv));
+        }
         "/audit" => {
             return match args.as_slice() {
                 [] => Ok(CommandLine::Audit(20)),

@@ -17,6 +17,8 @@
 pub mod command_line;
 /// Suggestions for the completion popup, from the parser's own tables.
 pub mod completion;
+/// `/conv` sub-commands, answered by a worker.
+mod conv_worker;
 /// A unified diff as rows and hunks, unified or side by side.
 pub mod diff_view;
 /// syntect highlighting for code blocks and diffs.

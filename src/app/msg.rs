@@ -143,7 +143,7 @@ pub enum Effect {
     /// `/audit N`: show the newest entries in the chat.
     ShowAudit(usize),
     /// `/conv`: list conversations, or load one.
-    Conversations(Option<String>),
+    Conversations(super::command_line::ConvCommand),
     /// `/new`: the next message starts a new conversation.
     NewConversation,
     /// `/mcp list|tools|test`: ask the external MCP servers.

@@ -245,7 +245,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::DeleteHosts(names) => workers::delete_hosts(services, names),
         Effect::Secret(command) => workers::secret(services, command),
         Effect::ShowAudit(count) => workers::show_audit(services, count),
-        Effect::Conversations(id) => workers::conversations(services, id),
+        Effect::Conversations(command) => super::conv_worker::run(services, command),
         Effect::NewConversation => workers::new_conversation(services),
         Effect::Mcp(command) => super::mcp_worker::run(services, command),
         Effect::Skill(line) => super::skill_worker::run(services, line),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use color_eyre::eyre::{Result, WrapErr};
 
 use super::command_line::SecretCommand;
-use super::model::{ChatEntry, ChatRole, Dashboard, ToastLevel};
+use super::model::{Dashboard, ToastLevel};
 use super::msg::Msg;
 use super::prompter::TuiPrompter;
 use super::sender::AppSender;
@@ -130,9 +130,14 @@ fn agent_turn_with_model(services: &Services, text: String) {
                 return;
             }
         };
+        // Past its context tier, the conversation's older turns are summarised (or truncated).
+        let budget = crate::agent::context::budget(ctx.config.policy.context_tier);
+        let earlier = crate::agent::context::fit(&ctx.store, Some(&llm), &id, earlier, budget).await;
+        let spent_before = llm.spend();
         let events = sender.clone();
         let observer: Observer = Arc::new(move |event| events.send(Msg::Agent(event)));
         let limits = Limits::from_policy(&ctx.config.policy);
+        let agent_llm = llm.clone();
         let agent = Agent::new(
             llm,
             executor,
@@ -161,9 +166,19 @@ fn agent_turn_with_model(services: &Services, text: String) {
         let report = agent.run_task(&text).await;
         // A cancelled turn is part of the conversation: the next turn tells the model it was stopped.
         let cancelled = agent.cancel.is_cancelled().then(|| CANCELLED_TURN.to_string());
-        if let Some(answer) = report.answer.as_ref().or(cancelled.as_ref())
-            && let Err(e) = ctx.store.add_message(&id, &ctx.session_id, "assistant", answer).await
-        {
+        let answer = report.answer.as_deref().or(cancelled.as_deref());
+        let spent_after = agent_llm.spend();
+        let saved = crate::agent::conversation::save_turn(
+            &ctx.store,
+            &id,
+            &ctx.session_id,
+            &report,
+            answer,
+            &spent_before,
+            &spent_after,
+        )
+        .await;
+        if let Err(e) = saved {
             sender.send(Msg::Error(locale.tf("error.answer_not_saved", &[("error", &e.to_string())])));
         }
         if cancelled.is_some() {
@@ -491,46 +506,6 @@ pub(super) fn show_audit(services: &Services, count: usize) {
             }
         };
         sender.send(Msg::Note(note));
-    });
-}
-
-/// `/conv`: the list; `/conv ID`: that conversation on screen, continued by the next message.
-pub(super) fn conversations(services: &Services, id: Option<String>) {
-    let (ctx, sender, current) = (services.ctx.clone(), services.sender.clone(), services.conversation.clone());
-    let locale = services.locale();
-    tokio::spawn(async move {
-        match id {
-            None => {
-                let note = match ctx.store.list_conversations(20).await {
-                    Err(e) => format!("cannot list conversations: {e}"),
-                    Ok(list) if list.is_empty() => locale.t("conv.none").to_string(),
-                    Ok(list) => {
-                        let rows: Vec<String> = list
-                            .iter()
-                            .map(|c| format!("  {}  {}  ({} messages, {})", c.id, c.title, c.messages, c.updated_at))
-                            .collect();
-                        format!("{}\n{}", locale.t("conv.header"), rows.join("\n"))
-                    }
-                };
-                sender.send(Msg::Note(note));
-            }
-            Some(id) => match ctx.store.conversation_messages(&id).await {
-                Err(e) => sender.send(Msg::Error(format!("cannot read conversation {id}: {e}"))),
-                Ok(None) => sender.send(Msg::Error(locale.tf("conv.missing", &[("id", &id)]))),
-                Ok(Some(messages)) => {
-                    if let Ok(mut c) = current.lock() {
-                        *c = Some(id.clone());
-                    }
-                    let continued = locale.tf("conv.continued", &[("id", &id)]);
-                    let mut entries = vec![ChatEntry::new(ChatRole::System, continued)];
-                    entries.extend(messages.into_iter().map(|(role, content)| {
-                        let role = if role == "user" { ChatRole::User } else { ChatRole::Assistant };
-                        ChatEntry::new(role, content)
-                    }));
-                    sender.send(Msg::ConversationLoaded(entries));
-                }
-            },
-        }
     });
 }
 

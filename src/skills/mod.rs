@@ -9,6 +9,7 @@
 //! replaces it). A request whose words match a skill's `intent_patterns` is
 //! routed to it, in the console and in `merlya run`.
 
+pub mod batch;
 pub mod run;
 pub mod spec;
 pub mod summary;

@@ -161,39 +161,71 @@ pub async fn run(
     step_env.timeout = Duration::from_secs(skill.timeout_seconds).min(env.timeout.max(Duration::from_secs(1)));
     let mut findings = Vec::new();
     let mut skipped = Vec::new();
-    for (order, step) in skill.steps.iter().enumerate() {
-        if env.cancel.is_cancelled() {
-            skipped.push(Skipped { check: step.check.clone(), why: "cancelled".into() });
-            continue;
-        }
+    let now = || {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or_default()
+    };
+    let store_error = |e: String| SkillRunError::Store { skill: skill.name.clone(), message: e };
+    let mut commands = Vec::new();
+    for step in &skill.steps {
         let command = render(&step.command, &params).map_err(|message| SkillRunError::Render {
             skill: skill.name.clone(),
             check: step.check.clone(),
             message,
         })?;
         let must_ask = limits.confirm_all || skill.require_confirmation_for.contains(&step.check);
-        let read = Clearance::read_only(&command)
-            .filter(|_| !must_ask && analyze(&command).is_read_only() && env.gate.blocked_by(&command).is_none());
-        let store_error = |e: String| SkillRunError::Store { skill: skill.name.clone(), message: e };
-        let results: Vec<HostResult> = match read {
+        let plain_read = !must_ask && analyze(&command).is_read_only() && env.gate.blocked_by(&command).is_none();
+        commands.push((command, must_ask, plain_read));
+    }
+    let nonce = crate::home::random_bytes(6).map(hex::encode).unwrap_or_else(|_| std::process::id().to_string());
+    let mut order = 0;
+    while order < skill.steps.len() {
+        if env.cancel.is_cancelled() {
+            skipped.extend(
+                skill.steps[order..].iter().map(|s| Skipped { check: s.check.clone(), why: "cancelled".into() }),
+            );
+            break;
+        }
+        // Consecutive plain reads run as one script per host (one session, one audit entry).
+        let batch = commands[order..].iter().take_while(|(_, _, plain)| *plain).count();
+        if batch > 0 {
+            let group: Vec<String> = commands[order..order + batch].iter().map(|(c, _, _)| c.clone()).collect();
+            let script = super::batch::script(&group, &nonce);
+            if let Some(clearance) = Clearance::read_only(&script).filter(|_| analyze(&script).is_read_only()) {
+                let mut batch_env = step_env.clone();
+                batch_env.timeout = step_env.timeout.saturating_mul(u32::try_from(batch).unwrap_or(u32::MAX));
+                let results = audited_fan_out(&batch_env, hosts, clearance, None)
+                    .await
+                    .map_err(|e| store_error(e.to_string()))?;
+                let at = now();
+                for result in &results {
+                    for (i, part) in super::batch::split(result, batch, &nonce).iter().enumerate() {
+                        findings.push((order + i, judge(&skill.steps[order + i], part, at)));
+                    }
+                }
+                order += batch;
+                continue;
+            }
+        }
+        // A step that is not a plain read (or a script that could not be proven): alone.
+        let (step, (command, must_ask, plain_read)) = (&skill.steps[order], &commands[order]);
+        let results: Vec<HostResult> = match Clearance::read_only(command).filter(|_| *plain_read) {
             Some(clearance) => {
                 audited_fan_out(&step_env, hosts, clearance, None).await.map_err(|e| store_error(e.to_string()))?
             }
-            None => match change(&step_env, skill, &step.check, &command, hosts, must_ask).await {
+            None => match change(&step_env, skill, &step.check, command, hosts, *must_ask).await {
                 Ok(results) => results,
                 Err(why) => {
                     skipped.push(Skipped { check: step.check.clone(), why });
+                    order += 1;
                     continue;
                 }
             },
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or_default();
+        let at = now();
         for result in &results {
-            findings.push((order, judge(step, result, now)));
+            findings.push((order, judge(step, result, at)));
         }
+        order += 1;
     }
     findings.sort_by(|(a_order, a), (b_order, b)| {
         b.verdict.cmp(&a.verdict).then_with(|| a.host.cmp(&b.host)).then_with(|| a_order.cmp(b_order))

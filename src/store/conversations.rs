@@ -5,12 +5,25 @@
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 
 /// A conversation in the `/conv` list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ConversationSummary {
     pub id: String,
     pub title: String,
     pub updated_at: String,
     pub messages: i64,
+    /// Tokens in and out, and cost, over every model.
+    pub tokens: i64,
+    pub cost_usd: f64,
+}
+
+/// What one model cost a conversation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ModelUsage {
+    pub model: String,
+    pub calls: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
 }
 
 impl Store {
@@ -20,11 +33,14 @@ impl Store {
     pub async fn create_conversation(&self, first_message: &str) -> Result<String, StoreError> {
         let now = now_rfc3339();
         let mut tx = self.begin_write("create the conversation").await?;
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM conversations")
-            .fetch_one(&mut *tx)
-            .await
-            .ctx("cannot count conversations")?;
-        let id = format!("c{}", count + 1);
+        // The highest number so far, not the count: a deleted conversation's id is never reused.
+        let highest: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(CAST(SUBSTR(id, 2) AS INTEGER)), 0) FROM conversations WHERE id GLOB 'c[0-9]*'",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("cannot number conversations")?;
+        let id = format!("c{}", highest + 1);
         let title: String = crate::redact::redact_command(first_message).chars().take(60).collect();
         sqlx::query("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)")
             .bind(&id)
@@ -71,8 +87,11 @@ impl Store {
 
     /// The newest conversations first.
     pub async fn list_conversations(&self, limit: i64) -> Result<Vec<ConversationSummary>, StoreError> {
-        let rows: Vec<(String, String, String, i64)> = sqlx::query_as(
-            "SELECT c.id, c.title, c.updated_at, (SELECT COUNT(*) FROM session_messages m WHERE m.conversation_id = c.id)
+        let rows: Vec<(String, String, String, i64, i64, f64)> = sqlx::query_as(
+            "SELECT c.id, c.title, c.updated_at,
+                    (SELECT COUNT(*) FROM session_messages m WHERE m.conversation_id = c.id AND m.role != 'tool'),
+                    (SELECT COALESCE(SUM(u.input_tokens + u.output_tokens), 0) FROM conversation_usage u WHERE u.conversation_id = c.id),
+                    (SELECT COALESCE(SUM(u.cost_usd), 0.0) FROM conversation_usage u WHERE u.conversation_id = c.id)
              FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?",
         )
         .bind(limit)
@@ -81,8 +100,123 @@ impl Store {
         .ctx("cannot list conversations")?;
         Ok(rows
             .into_iter()
-            .map(|(id, title, updated_at, messages)| ConversationSummary { id, title, updated_at, messages })
+            .map(|(id, title, updated_at, messages, tokens, cost_usd)| ConversationSummary {
+                id,
+                title,
+                updated_at,
+                messages,
+                tokens,
+                cost_usd,
+            })
             .collect())
+    }
+
+    /// The conversation updated last (what `--resume` without an id reopens).
+    pub async fn latest_conversation(&self) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT id FROM conversations ORDER BY updated_at DESC, rowid DESC LIMIT 1")
+            .fetch_optional(self.pool())
+            .await
+            .ctx("cannot read conversations")
+    }
+
+    /// Renames a conversation; `false` when there is none with that id.
+    pub async fn rename_conversation(&self, id: &str, title: &str) -> Result<bool, StoreError> {
+        let title: String = crate::redact::redact_command(title).replace('\n', " ").chars().take(80).collect();
+        let mut tx = self.begin_write("rename the conversation").await?;
+        let done = sqlx::query("UPDATE conversations SET title = ? WHERE id = ?")
+            .bind(title)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot rename the conversation")?;
+        tx.commit().await.map_err(self.write_error("rename the conversation"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Deletes a conversation, its messages and its usage; `false` when there is none with that id.
+    pub async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write("delete the conversation").await?;
+        sqlx::query("DELETE FROM session_messages WHERE conversation_id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot delete the conversation's messages")?;
+        let done = sqlx::query("DELETE FROM conversations WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot delete the conversation")?;
+        tx.commit().await.map_err(self.write_error("delete the conversation"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Adds what `model` cost a conversation in one turn.
+    pub async fn add_usage(&self, id: &str, usage: &ModelUsage) -> Result<(), StoreError> {
+        let mut tx = self.begin_write("record the conversation's usage").await?;
+        sqlx::query(
+            "INSERT INTO conversation_usage (conversation_id, model, calls, input_tokens, output_tokens, cost_usd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (conversation_id, model) DO UPDATE SET calls = calls + ?3,
+                 input_tokens = input_tokens + ?4, output_tokens = output_tokens + ?5, cost_usd = cost_usd + ?6",
+        )
+        .bind(id)
+        .bind(&usage.model)
+        .bind(usage.calls)
+        .bind(usage.input_tokens)
+        .bind(usage.output_tokens)
+        .bind(usage.cost_usd)
+        .execute(&mut *tx)
+        .await
+        .ctx("cannot record the conversation's usage")?;
+        tx.commit().await.map_err(self.write_error("record the conversation's usage"))?;
+        Ok(())
+    }
+
+    /// What each model cost a conversation.
+    pub async fn conversation_usage(&self, id: &str) -> Result<Vec<ModelUsage>, StoreError> {
+        let rows: Vec<(String, i64, i64, i64, f64)> = sqlx::query_as(
+            "SELECT model, calls, input_tokens, output_tokens, cost_usd FROM conversation_usage
+             WHERE conversation_id = ? ORDER BY model",
+        )
+        .bind(id)
+        .fetch_all(self.pool())
+        .await
+        .ctx("cannot read the conversation's usage")?;
+        Ok(rows
+            .into_iter()
+            .map(|(model, calls, input_tokens, output_tokens, cost_usd)| ModelUsage {
+                model,
+                calls,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+            })
+            .collect())
+    }
+
+    /// The summary standing for a conversation's first `turns` turns, if one was made.
+    pub async fn conversation_summary(&self, id: &str) -> Result<Option<(String, i64)>, StoreError> {
+        let row: Option<(Option<String>, i64)> =
+            sqlx::query_as("SELECT summary, summary_turns FROM conversations WHERE id = ?")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await
+                .ctx("cannot read the conversation's summary")?;
+        Ok(row.and_then(|(summary, turns)| summary.map(|s| (s, turns))))
+    }
+
+    /// Keeps the summary of a conversation's first `turns` turns (redacted like every message).
+    pub async fn set_conversation_summary(&self, id: &str, summary: &str, turns: i64) -> Result<(), StoreError> {
+        let mut tx = self.begin_write("save the conversation's summary").await?;
+        sqlx::query("UPDATE conversations SET summary = ?, summary_turns = ? WHERE id = ?")
+            .bind(crate::redact::redact_command(summary))
+            .bind(turns)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot save the conversation's summary")?;
+        tx.commit().await.map_err(self.write_error("save the conversation's summary"))?;
+        Ok(())
     }
 
     /// A conversation's messages as (role, content), oldest first; `None` when it does not exist.

@@ -127,7 +127,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         Ok(CommandLine::Secret(command)) => effects.push(Effect::Secret(command)),
         Ok(CommandLine::Mcp(command)) => effects.push(Effect::Mcp(command)),
         Ok(CommandLine::Skill(line)) => effects.push(Effect::Skill(line)),
-        Ok(CommandLine::Conv(id)) => effects.push(Effect::Conversations(id)),
+        Ok(CommandLine::Conv(conv)) => effects.push(Effect::Conversations(conv)),
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {
             model.chat.retain(|e| e.role == ChatRole::System && e.text == model.locale.t("banner.no_model"));

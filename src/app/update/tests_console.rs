@@ -112,7 +112,20 @@ fn palette_words_act_like_keys_and_slash_commands_become_effects() {
         update(&mut m, key(KeyCode::Enter))
     };
     assert!(matches!(run("/audit 5").last(), Some(Effect::ShowAudit(5))));
-    assert!(matches!(run("/conv c2").last(), Some(Effect::Conversations(Some(id))) if id == "c2"));
+    use crate::app::command_line::ConvCommand;
+    assert!(matches!(run("/conv c2").last(), Some(Effect::Conversations(ConvCommand::Load(id))) if id == "c2"));
+    assert!(matches!(run("/conv").last(), Some(Effect::Conversations(ConvCommand::List))));
+    assert!(matches!(
+        run("/conv rename c2 disk full on db01").last(),
+        Some(Effect::Conversations(ConvCommand::Rename(id, t))) if id == "c2" && t == "disk full on db01"
+    ));
+    assert!(
+        matches!(run("/conv delete c2").last(), Some(Effect::Conversations(ConvCommand::Delete(id))) if id == "c2")
+    );
+    assert!(matches!(
+        run("/conv export c2 /tmp/c2.md").last(),
+        Some(Effect::Conversations(ConvCommand::Export(id, p))) if id == "c2" && p == "/tmp/c2.md"
+    ));
     use crate::app::command_line::McpCommand;
     assert!(matches!(run("/mcp").last(), Some(Effect::Mcp(McpCommand::List))));
     assert!(matches!(run("/mcp tools fs").last(), Some(Effect::Mcp(McpCommand::Tools(n))) if n == "fs"));
