@@ -9,6 +9,40 @@ use crate::llm::client::Spend;
 use crate::store::Store;
 use crate::store::conversations::ModelUsage;
 
+/// Records `text` as the operator's next message in conversation `id` (a new one, titled by it, when
+/// `None`); returns the id and the turns before it as (operator, agent) pairs.
+pub async fn begin_turn(
+    store: &Store,
+    id: Option<&str>,
+    session: &str,
+    text: &str,
+) -> Result<(String, Vec<(String, String)>), crate::store::StoreError> {
+    let id = match id {
+        Some(id) => id.to_string(),
+        None => store.create_conversation(text).await?,
+    };
+    let messages = store.conversation_messages(&id).await?.unwrap_or_default();
+    store.add_message(&id, session, "user", text).await?;
+    Ok((id, pair_turns(&messages)))
+}
+
+/// (operator, agent) pairs from stored messages; an unanswered question and tool rows are dropped.
+pub fn pair_turns(messages: &[(String, String)]) -> Vec<(String, String)> {
+    let mut turns = Vec::new();
+    let mut question: Option<&str> = None;
+    for (role, content) in messages {
+        match (role.as_str(), question) {
+            ("user", _) => question = Some(content),
+            ("assistant", Some(q)) => {
+                turns.push((q.to_string(), content.clone()));
+                question = None;
+            }
+            _ => {}
+        }
+    }
+    turns
+}
+
 /// Stores `report` as the answer of the turn just asked in conversation `id`; `before` and `after`
 /// are the client's spend around the turn (their difference is this turn's cost per model).
 pub async fn save_turn(
@@ -72,4 +106,21 @@ pub async fn markdown(store: &Store, id: &str) -> Result<Option<String>, crate::
         }
     }
     Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stored_messages_pair_into_turns() {
+        let m = |r: &str, c: &str| (r.to_string(), c.to_string());
+        let turns = super::pair_turns(&[
+            m("user", "q1"),
+            m("tool", "diagnostic on web01: uptime → exit 0"),
+            m("assistant", "a1"),
+            m("user", "q2"),
+            m("user", "q3"),
+            m("assistant", "a3"),
+        ]);
+        assert_eq!(turns, [("q1".into(), "a1".into()), ("q3".into(), "a3".into())]);
+    }
 }

@@ -35,6 +35,7 @@ pub fn run_console(
     runtime: &tokio::runtime::Runtime,
     home: MerlyaHome,
     metrics_addr: Option<std::net::SocketAddr>,
+    resume: Option<String>,
 ) -> Result<u8> {
     runtime.block_on(async move {
         let (ctx, config_problem) = Context::open_forgiving(home, "console").await?;
@@ -105,6 +106,14 @@ pub fn run_console(
         };
         super::highlight::warm_up();
         start_up_check(&services);
+        if let Some(id) = resume {
+            // `--resume` without an id: the conversation updated last.
+            let id = match id.is_empty() {
+                true => ctx.store.latest_conversation().await?.unwrap_or_default(),
+                false => id,
+            };
+            super::conv_worker::run(&services, super::command_line::ConvCommand::Load(id));
+        }
 
         // ratatui::try_init installs a panic hook that restores the terminal before the report.
         let mut terminal = ratatui::try_init().wrap_err("cannot open the terminal")?;

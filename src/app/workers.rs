@@ -61,36 +61,12 @@ async fn continue_conversation(
     text: &str,
 ) -> Result<(String, Vec<(String, String)>)> {
     let existing = current.lock().ok().and_then(|c| c.clone());
-    let id = match existing {
-        Some(id) => id,
-        None => {
-            let id = ctx.store.create_conversation(text).await?;
-            if let Ok(mut c) = current.lock() {
-                *c = Some(id.clone());
-            }
-            id
-        }
-    };
-    let messages = ctx.store.conversation_messages(&id).await?.unwrap_or_default();
-    ctx.store.add_message(&id, &ctx.session_id, "user", text).await?;
-    Ok((id, pair_turns(&messages)))
-}
-
-/// (operator, agent) pairs from stored messages; an unanswered question is dropped.
-fn pair_turns(messages: &[(String, String)]) -> Vec<(String, String)> {
-    let mut turns = Vec::new();
-    let mut question: Option<&str> = None;
-    for (role, content) in messages {
-        match (role.as_str(), question) {
-            ("user", _) => question = Some(content),
-            ("assistant", Some(q)) => {
-                turns.push((q.to_string(), content.clone()));
-                question = None;
-            }
-            _ => {}
-        }
+    let (id, turns) =
+        crate::agent::conversation::begin_turn(&ctx.store, existing.as_deref(), &ctx.session_id, text).await?;
+    if let Ok(mut c) = current.lock() {
+        *c = Some(id.clone());
     }
-    turns
+    Ok((id, turns))
 }
 
 /// Runs one agent turn on a worker; events stream back as messages.
@@ -513,21 +489,5 @@ pub(super) fn show_audit(services: &Services, count: usize) {
 pub(super) fn new_conversation(services: &Services) {
     if let Ok(mut c) = services.conversation.lock() {
         *c = None;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn stored_messages_pair_into_turns() {
-        let m = |r: &str, c: &str| (r.to_string(), c.to_string());
-        let turns = super::pair_turns(&[
-            m("user", "q1"),
-            m("assistant", "a1"),
-            m("user", "q2"),
-            m("user", "q3"),
-            m("assistant", "a3"),
-        ]);
-        assert_eq!(turns, [("q1".into(), "a1".into()), ("q3".into(), "a3".into())]);
     }
 }

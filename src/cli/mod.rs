@@ -94,6 +94,9 @@ pub struct Cli {
     /// Serve Prometheus metrics on this loopback address (`/metrics`) while the console or `mcp serve` runs.
     #[arg(long, global = true, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Open the console on a stored conversation: ID, or the newest one without it.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -196,7 +199,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("cannot start the async runtime")?;
     let command = match cli.command {
-        None => return crate::app::run_console(&runtime, home, cli.metrics_addr),
+        None => return crate::app::run_console(&runtime, home, cli.metrics_addr, cli.resume),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Policy(cmd)) => return policy::run(cmd),
         Some(Command::Doctor(args)) => return doctor::run(&runtime, home, args),

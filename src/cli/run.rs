@@ -35,6 +35,9 @@ pub struct RunArgs {
     /// Which configured model runs the agent.
     #[arg(long, value_enum, default_value_t = ModelRole::Brain)]
     pub model: ModelRole,
+    /// Continue stored conversation ID (`merlya run` prints it; `/conv` lists them).
+    #[arg(long, value_name = "ID", conflicts_with = "file")]
+    pub resume: Option<String>,
 }
 
 /// Output formats of `run` (an agent's answer, not a fan-out).
@@ -139,6 +142,17 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         let llm = Arc::new(LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref())?);
         let role = role.unwrap_or(args.model);
         let limits = Limits::from_policy(&ctx.config.policy);
+        // Every task is a conversation (stored, listed by /conv, continued with --resume).
+        if let Some(id) = &args.resume
+            && ctx.store.conversation_messages(id).await?.is_none()
+        {
+            bail!("no conversation {id} (the console's /conv lists them)");
+        }
+        let (conversation, earlier) =
+            crate::agent::conversation::begin_turn(&ctx.store, args.resume.as_deref(), &ctx.session_id, &task).await?;
+        let budget = crate::agent::context::budget(ctx.config.policy.context_tier);
+        let earlier = crate::agent::context::fit(&ctx.store, Some(&llm), &conversation, earlier, budget).await;
+        let spent_before = llm.spend();
         let agent = Agent::new(
             llm.clone(),
             executor.clone(),
@@ -153,9 +167,26 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
             ctx.config.command_timeout(),
             observer.clone(),
         )
+        .with_history(&earlier)
         .with_cancel(cancel.clone())
         .with_mcp(mcp.clone());
         let report = agent.run_task(&task).await;
+        let saved = crate::agent::conversation::save_turn(
+            &ctx.store,
+            &conversation,
+            &ctx.session_id,
+            &report,
+            report.answer.as_deref(),
+            &spent_before,
+            &llm.spend(),
+        )
+        .await;
+        if let Err(e) = saved {
+            eprintln!("warning: the answer was not saved with conversation {conversation}: {e}");
+        }
+        if text_mode {
+            eprintln!("conversation {conversation} (continue it: merlya run --resume {conversation} \"…\")");
+        }
         failed |= report.error.is_some();
         if text_mode {
             print_text(&report);
@@ -163,7 +194,9 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         if cancel.is_cancelled() {
             eprint!("{}", command_summary(&report));
         }
-        reports.push(json_report(&task, llm.model(role), &report, started.elapsed()));
+        let mut json = json_report(&task, llm.model(role), &report, started.elapsed());
+        json["conversation"] = conversation.into();
+        reports.push(json);
     }
     mcp.shutdown().await;
     if !text_mode {
