@@ -91,3 +91,38 @@ fn the_console_reopens_the_newest_conversation_with_resume() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+/// A long output is cut for the model but kept whole in a raw log; the model reads back the line it
+/// needs with `read_raw_log` and a grep, so no evidence is lost to trimming.
+#[test]
+fn a_cut_output_is_read_back_from_its_raw_log() {
+    use serde_json::json;
+    use support::agent::{fleet, is_main};
+    let llm = ScriptedLlm::start(|r| {
+        if is_main(r) {
+            return if r.tool_results().is_empty() {
+                openai::tool_call("delegate_diagnostic", json!({"target": "web01", "task": "find line 17"}))
+            } else {
+                openai::text(&format!("main saw: {}", r.tool_results().join(" | ")))
+            };
+        }
+        let results = r.tool_results();
+        match results.len() {
+            0 => openai::tool_call("run_command", json!({"command": "seq 1 20000"})),
+            1 => {
+                let id = results[0].split("is raw log ").nth(1).map(|s| s[..13].to_string()).unwrap_or_default();
+                openai::tool_call("read_raw_log", json!({"id": id, "grep": "^17$"}))
+            }
+            _ => openai::text(&format!("found {}", results[1])),
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = support::TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+    let out = json_out(&run(&env, &["--format", "json", "what is on line 17 of the output?"]));
+    let answer = out["answer"].as_str().unwrap();
+    assert!(answer.contains("found 17: 17"), "{answer}");
+    let specialist = llm.requests().into_iter().filter(|r| !is_main(r)).nth(1).unwrap();
+    let cut = &specialist.tool_results()[0];
+    assert!(cut.len() < 5_000 && !cut.contains("\n17\n") && cut.contains("20000"), "the model got the tail only");
+}

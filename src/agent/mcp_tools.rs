@@ -109,9 +109,17 @@ pub async fn call(
     });
     Some(Ok(match outcome {
         Ok(result) if result.is_error => {
-            format!("MCP tool {} reported an error:\n{}", tool.qualified(), super::specialists::tail(&result.text))
+            format!(
+                "MCP tool {} reported an error:\n{}",
+                tool.qualified(),
+                super::raw_logs::for_model(&agent.store, &result.text)
+            )
         }
-        Ok(result) => format!("MCP tool {} answered:\n{}", tool.qualified(), super::specialists::tail(&result.text)),
+        Ok(result) => format!(
+            "MCP tool {} answered:\n{}",
+            tool.qualified(),
+            super::raw_logs::for_model(&agent.store, &result.text)
+        ),
         Err(McpError::Refused { why, .. }) => format!("REFUSED, not run: {why}"),
         Err(e) => format!("ERROR: {e}"),
     }))

@@ -14,6 +14,7 @@ pub mod loop_detect;
 mod mcp_tools;
 mod pipeline_tools;
 pub mod prompts;
+pub mod raw_logs;
 pub mod specialists;
 pub mod tools;
 
@@ -196,6 +197,8 @@ impl Agent {
         command_timeout: std::time::Duration,
         observer: Observer,
     ) -> Self {
+        // Raw logs past their retention go before new ones are written (a folder scan).
+        raw_logs::expire(&raw_logs::dir(&store), retention_days);
         Self {
             llm,
             executor,

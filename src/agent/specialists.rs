@@ -45,27 +45,15 @@ impl Kind {
     }
 }
 
-/// Most output characters returned to the model per stream (the tail is kept).
-const OUTPUT_FOR_MODEL: usize = 4000;
-
-/// The last [`OUTPUT_FOR_MODEL`] bytes of `text`, saying how much was cut before them.
-pub(super) fn tail(text: &str) -> String {
-    if text.len() <= OUTPUT_FOR_MODEL {
-        return text.to_string();
-    }
-    let start = text.char_indices().map(|(i, _)| i).find(|i| *i >= text.len() - OUTPUT_FOR_MODEL).unwrap_or(0);
-    format!("[… {} earlier bytes cut]\n{}", start, &text[start..])
-}
-
-/// How a result reads to the model.
-fn describe(result: &HostResult) -> String {
+/// How a result reads to the model (a long stream's tail, the whole kept in a raw log).
+fn describe(agent: &Agent, result: &HostResult) -> String {
     match &result.error {
         Some(e) => format!("did not complete: {e}"),
         None => format!(
             "exit code {}\nstdout:\n{}\nstderr:\n{}",
             result.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "none".into()),
-            tail(&result.stdout),
-            tail(&result.stderr)
+            super::raw_logs::for_model(&agent.store, &result.stdout),
+            super::raw_logs::for_model(&agent.store, &result.stderr)
         ),
     }
 }
@@ -169,10 +157,14 @@ impl ToolBox for HostTools {
             specs.extend(super::pipeline_tools::specs(&self.offer));
         }
         specs.extend(super::mcp_tools::specs(&self.mcp));
+        specs.push(super::raw_logs::spec());
         specs
     }
 
     async fn call(&self, agent: &Agent, name: &str, value: Value) -> Result<String, String> {
+        if name == "read_raw_log" {
+            return super::raw_logs::read(&agent.store, value);
+        }
         let asker = format!("agent@{}", self.kind.name());
         let read_only = self.kind != Kind::Execution;
         if let Some(result) = super::mcp_tools::call(agent, &self.mcp, name, value.clone(), &asker, read_only).await {
@@ -264,7 +256,7 @@ async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) ->
         return "DENIED by the operator (paranoid mode asks for every command); do not retry it.".into();
     };
     let (result, _) = execute(agent, &who, Run { asker: &asker, host, clearance, approval_ref: None }).await;
-    describe(&result)
+    describe(agent, &result)
 }
 
 /// One command an agent runs: who asked, where, what, approved by whom, and
@@ -396,10 +388,10 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     record(exit_code, None, Some(approved_by.clone()));
     let mut report = format!(
         "APPLIED (approved by {approved_by}): {}",
-        bash.applied.first().map(describe).unwrap_or_else(|| stage_detail(StageName::Apply))
+        bash.applied.first().map(|r| describe(agent, r)).unwrap_or_else(|| stage_detail(StageName::Apply))
     );
     if let (Some(check), Some(result)) = (&change.post_check, bash.checked.first()) {
-        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(result)));
+        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(agent, result)));
     }
     if let (Some(rollback), Some(stage)) = (&change.rollback, run.stage(StageName::Rollback))
         && stage.status != StageStatus::Skipped

@@ -120,12 +120,16 @@ impl ToolBox for MainTools {
         ];
         specs.extend(inventory_specs());
         specs.extend(super::mcp_tools::specs(&self.mcp));
+        specs.push(super::raw_logs::spec());
         specs
     }
 
     async fn call(&self, agent: &Agent, name: &str, value: Value) -> Result<String, String> {
         if let Some(result) = super::mcp_tools::call(agent, &self.mcp, name, value.clone(), "agent@main", true).await {
             return result;
+        }
+        if name == "read_raw_log" {
+            return super::raw_logs::read(&agent.store, value);
         }
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
