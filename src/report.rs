@@ -41,6 +41,9 @@ pub struct Event {
     pub text: String,
     /// How it ended: `exit 0`, `failed: …`, `approved by alice`, `denied by nobody`.
     pub outcome: String,
+    /// A command's output, trimmed to its last lines (empty when none was kept).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub output: String,
 }
 
 /// A change pipeline as the report shows it.
@@ -53,6 +56,9 @@ pub struct Change {
     pub summary: String,
     pub decision: String,
     pub diff: String,
+    /// Resources changed outside the tool (Terraform drift), as its dry run said.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub drift: String,
 }
 
 /// The whole report.
@@ -89,6 +95,8 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
         .collect();
     let mut timeline: Vec<Event> = messages
         .into_iter()
+        // Tool rows repeat what the audit log says, with more detail there.
+        .filter(|(_, role, _)| role != "tool")
         .map(|(at, role, content)| Event {
             at,
             kind: if role == "user" { "question" } else { "answer" },
@@ -96,11 +104,16 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
             host: String::new(),
             text: clean(&content),
             outcome: String::new(),
+            output: String::new(),
         })
         .collect();
     let mut hosts: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     for record in &records {
-        timeline.push(command_event(record));
+        let mut event = command_event(record);
+        if let Some((stdout, stderr)) = store.command_output(&record.host, &record.command, &record.ts).await? {
+            event.output = trimmed(&format!("{stdout}{stderr}"));
+        }
+        timeline.push(event);
         let counts = hosts.entry(record.host.clone()).or_default();
         counts.0 += 1;
         match record.outcome {
@@ -119,6 +132,13 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
             summary: clean(&r.summary),
             decision: clean(&r.decision),
             diff: clean(&r.diff),
+            drift: r
+                .stages
+                .iter()
+                .map(|s| s.detail.as_str())
+                .find(|d| d.contains("drifted outside"))
+                .map(clean)
+                .unwrap_or_default(),
         })
         .collect();
     for run in &runs {
@@ -129,6 +149,7 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
             host: String::new(),
             text: format!("{} change {} on {}", run.kind.as_str(), run.id, clean(&run.targets)),
             outcome: run.status.as_str().into(),
+            output: String::new(),
         });
     }
     // At the same instant a change comes first: it was created before anything its stages did.
@@ -165,7 +186,17 @@ fn command_event(record: &AuditRecord) -> Event {
         host: record.host.clone(),
         text: clean(&record.command),
         outcome: clean(&outcome),
+        output: String::new(),
     }
+}
+
+/// The last lines of an output (at most 6 lines, 600 characters), masked and made visible.
+fn trimmed(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(6)..].join("\n");
+    let cut: String = tail.chars().rev().take(600).collect::<Vec<_>>().into_iter().rev().collect();
+    let more = if lines.len() > 6 || cut.len() < tail.len() { "…\n" } else { "" };
+    clean(&format!("{more}{cut}"))
 }
 
 /// The report as Markdown.
@@ -192,6 +223,13 @@ pub fn markdown(report: &Report) -> String {
             cell(&e.outcome)
         ));
     }
+    let outputs: Vec<&Event> = report.timeline.iter().filter(|e| !e.output.is_empty()).collect();
+    if !outputs.is_empty() {
+        out.push_str("\n## Command output (last lines)\n");
+        for e in outputs {
+            out.push_str(&format!("\n`{}` on {} ({}):\n\n```\n{}\n```\n", e.text, e.host, e.outcome, e.output));
+        }
+    }
     out.push_str("\n## Hosts involved\n\n| host | commands | failed | refused or denied |\n|---|---:|---:|---:|\n");
     for (host, (total, failed, refused)) in &report.hosts {
         out.push_str(&format!("| {} | {total} | {failed} | {refused} |\n", cell(host)));
@@ -203,6 +241,9 @@ pub fn markdown(report: &Report) -> String {
                 "\n### {} change {} — {}\n\n- targets: {}\n- summary: {}\n- decision: {}\n",
                 c.kind, c.id, c.status, c.targets, c.summary, c.decision
             ));
+            if !c.drift.is_empty() {
+                out.push_str(&format!("- drift: {}\n", c.drift));
+            }
             if !c.diff.is_empty() {
                 out.push_str(&format!("\n```diff\n{}\n```\n", c.diff.trim_end()));
             }

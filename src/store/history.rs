@@ -61,6 +61,25 @@ impl Store {
         Ok(())
     }
 
+    /// The output kept for `command` on `host` that ran at or after `since` (the first such), as
+    /// (stdout, stderr); `None` once expired or never kept.
+    pub async fn command_output(
+        &self,
+        host: &str,
+        command: &str,
+        since: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        sqlx::query_as(
+            "SELECT stdout, stderr FROM raw_logs WHERE host = ? AND command = ? AND created_at >= ? ORDER BY id LIMIT 1",
+        )
+        .bind(host)
+        .bind(redact_command(command))
+        .bind(since)
+        .fetch_optional(self.pool())
+        .await
+        .ctx("cannot read a command's output")
+    }
+
     /// Count of rows in `command_history` for a host (used by tests and `doctor`).
     pub async fn command_count(&self, host: &str) -> Result<i64, StoreError> {
         sqlx::query_scalar("SELECT COUNT(*) FROM command_history WHERE host = ?")
