@@ -250,6 +250,15 @@ fn skills_run_from_the_console_and_from_a_chat_message_without_a_model() {
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("disk_usage 1.0");
     assert!(!screen.contains("no model is configured"), "routed to the skill, not the agent: {screen}");
+
+    // `/report FILE`: this session's incident report, with the runbook's audited commands.
+    let report = env.dir.path().join("incident.md");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text(&format!("/report {}", report.display()));
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Incident report (");
+    let written = std::fs::read_to_string(&report).unwrap();
+    assert!(written.starts_with("# Incident report — session ") && written.contains("df -P"), "{written}");
     tmux.escape();
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");

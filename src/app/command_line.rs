@@ -13,13 +13,14 @@ use super::keymap::Action;
 use crate::i18n::Text;
 
 /// Slash commands: the word, whether it takes arguments, and its locale help key.
-pub const SLASH: [(&str, bool, &str); 12] = [
+pub const SLASH: [(&str, bool, &str); 13] = [
     ("/hosts", true, "slash.hosts"),
     ("/model", true, "slash.model"),
     ("/metrics", false, "slash.metrics"),
     ("/secret", true, "slash.secret"),
     ("/mcp", false, "slash.mcp"),
     ("/skill", true, "slash.skill"),
+    ("/report", true, "slash.report"),
     ("/conv", true, "slash.conv"),
     ("/audit", true, "slash.audit"),
     ("/language", true, "slash.language"),
@@ -137,6 +138,8 @@ pub enum CommandLine {
     Mcp(McpCommand),
     /// `/skill [NAME [VALUE…] TARGETS]`: a runbook.
     Skill(SkillLine),
+    /// `/report [FILE.md]`: this session's incident report, written to a file.
+    Report(Option<String>),
     /// `/conv list|show|load|rename|delete|export`.
     Conv(ConvCommand),
     /// `/audit [N]`: the last N audit entries.
@@ -259,6 +262,13 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
                 ["tools", name] => Ok(CommandLine::Mcp(McpCommand::Tools(name.to_string()))),
                 ["test", name] => Ok(CommandLine::Mcp(McpCommand::Test(name.to_string()))),
                 _ => Err(Text::key("cmd.mcp_usage", &[])),
+            };
+        }
+        "/report" => {
+            return match args.as_slice() {
+                [] => Ok(CommandLine::Report(None)),
+                [path] => Ok(CommandLine::Report(Some(path.to_string()))),
+                _ => Err(Text::key("cmd.report_usage", &[])),
             };
         }
         "/skill" => {

@@ -1,5 +1,5 @@
-//! `/conv list|show|load|rename|delete|export` in the console, answered by a
-//! worker (the database is never touched on the loop thread).
+//! `/conv list|show|load|rename|delete|export` and `/report` in the console,
+//! answered by a worker (the database is never touched on the loop thread).
 
 use super::command_line::ConvCommand;
 use super::model::{ChatEntry, ChatRole};
@@ -74,6 +74,36 @@ pub(super) fn run(services: &Services, command: ConvCommand) {
                 Ok(None) => sender.send(missing(&id)),
                 Err(e) => sender.send(Msg::Error(e.to_string())),
             },
+        }
+    });
+}
+
+/// `/report [FILE]`: this console session's incident report as Markdown, written to FILE (default
+/// `MERLYA_HOME/reports/SESSION.md`, 0600).
+pub(super) fn report(services: &Services, path: Option<String>) {
+    let (ctx, sender, locale) = (services.ctx.clone(), services.sender.clone(), services.locale());
+    tokio::spawn(async move {
+        let scope = crate::report::Scope { session: Some(ctx.session_id.clone()), since: None };
+        let report = match crate::report::build(&ctx.store, &scope).await {
+            Ok(report) => report,
+            Err(e) => return sender.send(Msg::Error(e.to_string())),
+        };
+        let path = match path {
+            Some(path) => std::path::PathBuf::from(path),
+            None => {
+                let dir = ctx.home.root().join("reports");
+                if let Err(e) = crate::home::create_private_dir(&dir) {
+                    return sender.send(Msg::Error(format!("cannot create {}: {e}", dir.display())));
+                }
+                dir.join(format!("{}.md", ctx.session_id))
+            }
+        };
+        match crate::home::write_private(&path, crate::report::markdown(&report).as_bytes()) {
+            Ok(()) => sender.send(Msg::Note(locale.tf(
+                "report.written",
+                &[("path", &path.display().to_string()), ("events", &report.timeline.len().to_string())],
+            ))),
+            Err(e) => sender.send(Msg::Error(format!("cannot write {}: {e}", path.display()))),
         }
     });
 }

@@ -150,6 +150,8 @@ pub enum Effect {
     Mcp(super::command_line::McpCommand),
     /// A chat message with no model configured: run the runbook that answers it, if any.
     Runbook(String),
+    /// `/report [FILE]`: write this session's incident report.
+    Report(Option<String>),
     /// `/skill`: list the runbooks, or run one.
     Skill(super::command_line::SkillLine),
 }

@@ -258,6 +258,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::NewConversation => workers::new_conversation(services),
         Effect::Mcp(command) => super::mcp_worker::run(services, command),
         Effect::Skill(line) => super::skill_worker::run(services, line),
+        Effect::Report(path) => super::conv_worker::report(services, path),
         Effect::Runbook(text) => {
             if !super::skill_worker::routed(services, &text, false) {
                 services.sender.send(Msg::Note(services.locale().t("chat.no_answer").to_string()));

@@ -127,6 +127,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         Ok(CommandLine::Secret(command)) => effects.push(Effect::Secret(command)),
         Ok(CommandLine::Mcp(command)) => effects.push(Effect::Mcp(command)),
         Ok(CommandLine::Skill(line)) => effects.push(Effect::Skill(line)),
+        Ok(CommandLine::Report(path)) => effects.push(Effect::Report(path)),
         Ok(CommandLine::Conv(conv)) => effects.push(Effect::Conversations(conv)),
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {
