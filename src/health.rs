@@ -93,11 +93,29 @@ pub async fn run_all(home: &MerlyaHome) -> Vec<Check> {
 /// The console's start-up check: what can be known cheaply and without starting anything (no full
 /// database read, no MCP server started, the model probed only when one is configured). A missing
 /// model is not reported: the console's banner already says how to add one.
-pub async fn start_up(home: &MerlyaHome, config: &Config, secrets: &Secrets) -> Vec<Check> {
+pub async fn start_up(
+    home: &MerlyaHome,
+    config: &Config,
+    secrets: &Secrets,
+    store: &Store,
+    clients: &McpClients,
+) -> Vec<Check> {
     let mut checks = vec![disk(home.root()), memory(), ssh_agent(), keyring(secrets)];
+    checks.push(match store.check_health().await {
+        Ok((found, known)) if found == known => Check::ok("database", format!("writable, schema version {found}")),
+        Ok((found, known)) => Check::new(
+            "database",
+            Status::Fail,
+            format!("schema version {found}, this merlya knows {known}"),
+            "upgrade merlya",
+        ),
+        Err(e) => Check::new("database", Status::Fail, e.to_string(), "run `merlya doctor`"),
+    });
     if config.has_model() {
         checks.push(model(config, secrets).await);
     }
+    // The console's own clients: a server started here stays up for the first use of its tools.
+    checks.extend(mcp_checks(config, clients).await);
     for (tool, pipeline) in [("ansible-playbook", "Ansible"), ("terraform", "Terraform"), ("kubectl", "Kubernetes")] {
         checks.push(tool_on_path(tool, pipeline));
     }
@@ -253,6 +271,13 @@ async fn model(config: &Config, secrets: &Secrets) -> Check {
 /// Each enabled MCP server starts and lists its tools.
 async fn mcp(config: &Config, secrets: Arc<Secrets>) -> Vec<Check> {
     let clients = McpClients::new(config.mcp.servers.clone(), secrets);
+    let checks = mcp_checks(config, &clients).await;
+    clients.shutdown().await;
+    checks
+}
+
+/// One check per configured MCP server, started through `clients`.
+async fn mcp_checks(config: &Config, clients: &McpClients) -> Vec<Check> {
     let mut checks = Vec::new();
     for (name, server) in &config.mcp.servers {
         let label = format!("mcp:{name}");
@@ -265,7 +290,6 @@ async fn mcp(config: &Config, secrets: Arc<Secrets>) -> Vec<Check> {
             Err(e) => Check::new(&label, Status::Fail, e.to_string(), format!("fix mcp.servers.{name} or remove it")),
         });
     }
-    clients.shutdown().await;
     checks
 }
 

@@ -20,12 +20,17 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     env.add_host("web01", &trusted, &["--tag", "web"]);
     env.add_host("web02", &untrusted, &["--tag", "web"]);
 
+    // An MCP server that cannot start: the start-up check names it.
+    env.ok(&["mcp", "add", "broken", "--command", "/nonexistent/mcp-server"]);
+
     let tmux = Tmux::start("main", &env, 120, 34);
     let screen = tmux.wait_for("Inventory · 3");
     assert!(screen.contains("No model is configured"), "the no-model banner is shown:\n{screen}");
     // The start-up check names what is not ready (this test has no ssh-agent) and where the fixes are.
     let screen = tmux.wait_for("Start-up check:");
     assert!(screen.contains("WARN ssh-agent"), "{screen}");
+    let screen = tmux.wait_for("mcp:broken");
+    assert!(!screen.contains("database"), "the database is fine, so it is not flagged: {screen}");
 
     // !CMD on the host under the cursor (localhost).
     tmux.command("!echo hello-from-the-console");
@@ -231,7 +236,7 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     let screen = tmux.wait_for("Inventory · 2");
     assert!(!screen.contains("no model"), "a model is configured:\n{screen}");
     tmux.keys(&["3", "i"]);
-    tmux.type_text("is the disk on web01 full?");
+    tmux.type_text("how is web01 doing?");
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("Disk on web01 is fine.");
     assert!(screen.contains("diagnostic@web01 $ df -h / → exit 0"), "the tool cell:\n{screen}");

@@ -346,8 +346,9 @@ fn suspend(terminal: &mut DefaultTerminal) -> Result<()> {
 /// and pointing at `merlya doctor` for the details and fixes.
 fn start_up_check(services: &Services) {
     let (ctx, sender, locale) = (services.ctx.clone(), services.sender.clone(), services.locale());
+    let mcp = services.mcp.clone();
     tokio::spawn(async move {
-        let checks = crate::health::start_up(&ctx.home, &ctx.config, &ctx.secrets()).await;
+        let checks = crate::health::start_up(&ctx.home, &ctx.config, &ctx.secrets(), &ctx.store, &mcp).await;
         let flagged: Vec<String> = checks
             .iter()
             .filter(|c| c.status != crate::health::Status::Ok)
