@@ -24,6 +24,40 @@ pub struct Dashboard {
     pub breaker_open: bool,
 }
 
+/// The metrics over time, one sample per dashboard refresh (the Metrics pane's sparklines).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricHistory {
+    /// Commands that ended since the previous sample.
+    pub commands: std::collections::VecDeque<u64>,
+    /// Of which failed or were unreachable.
+    pub failures: std::collections::VecDeque<u64>,
+    /// Model tokens (in and out) since the previous sample.
+    pub tokens: std::collections::VecDeque<u64>,
+}
+
+impl MetricHistory {
+    /// Samples kept (a few minutes at the dashboard's pace).
+    pub const LEN: usize = 120;
+
+    /// Adds what changed from `before` to `after` (nothing on the first dashboard: no baseline).
+    pub fn record(&mut self, before: &Dashboard, after: &Dashboard) {
+        let done = |d: &Dashboard| d.stats.succeeded + d.stats.failed + d.stats.unreachable;
+        let failed = |d: &Dashboard| d.stats.failed + d.stats.unreachable;
+        let tokens =
+            |d: &Dashboard| d.spend.iter().map(|(_, s)| s.usage.input_tokens + s.usage.output_tokens).sum::<u64>();
+        for (series, value) in [
+            (&mut self.commands, done(after).saturating_sub(done(before))),
+            (&mut self.failures, failed(after).saturating_sub(failed(before))),
+            (&mut self.tokens, tokens(after).saturating_sub(tokens(before))),
+        ] {
+            series.push_back(value);
+            while series.len() > Self::LEN {
+                series.pop_front();
+            }
+        }
+    }
+}
+
 /// Inventory pane state.
 #[derive(Debug, Clone, Default)]
 pub struct InventoryState {
@@ -337,6 +371,10 @@ pub struct Model {
     pub view: Pane,
     /// Pipeline runs, metrics.
     pub dashboard: Dashboard,
+    /// The metrics over time.
+    pub metric_history: MetricHistory,
+    /// Whether a dashboard has arrived (the first is the baseline of the history).
+    pub dashboard_seen: bool,
     /// Selected pipeline run.
     pub pipeline_cursor: usize,
     pub input: InputLine,
@@ -412,6 +450,8 @@ impl Model {
             focus: Pane::Inventory,
             view: Pane::Output,
             dashboard: Dashboard::default(),
+            metric_history: MetricHistory::default(),
+            dashboard_seen: false,
             pipeline_cursor: 0,
             input: InputLine::default(),
             diff_view: DiffView::default(),

@@ -26,6 +26,10 @@ pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effec
             toasts.push((level, text));
         }
     }
+    if model.dashboard_seen {
+        model.metric_history.record(&model.dashboard, &dashboard);
+    }
+    model.dashboard_seen = true;
     model.dashboard = dashboard;
     model.pipeline_cursor = model.pipeline_cursor.min(model.dashboard.pipelines.len().saturating_sub(1));
     for (level, text) in toasts {

@@ -362,3 +362,24 @@ fn a_pipeline_record_from_a_runner_shows_at_once_and_ends_with_a_toast() {
     assert_eq!(m.dashboard.pipelines[0].status, PipelineStatus::Succeeded);
     assert!(m.toasts.iter().any(|t| t.text.contains("/srv/infra") && t.text.contains("succeeded")), "{:?}", m.toasts);
 }
+
+#[test]
+fn each_dashboard_after_the_first_adds_a_sample_of_what_changed() {
+    let mut m = model();
+    let dashboard = |done: u64, failed: u64| {
+        let mut d = crate::app::model::Dashboard::default();
+        d.stats.succeeded = done;
+        d.stats.failed = failed;
+        Box::new(d)
+    };
+    update(&mut m, Msg::Dashboard(dashboard(100, 5)));
+    assert!(m.metric_history.commands.is_empty(), "the first dashboard is the baseline");
+    update(&mut m, Msg::Dashboard(dashboard(110, 7)));
+    update(&mut m, Msg::Dashboard(dashboard(110, 7)));
+    assert_eq!(m.metric_history.commands, [12, 0]);
+    assert_eq!(m.metric_history.failures, [2, 0]);
+    for _ in 0..200 {
+        update(&mut m, Msg::Dashboard(dashboard(110, 7)));
+    }
+    assert_eq!(m.metric_history.commands.len(), crate::app::model::MetricHistory::LEN);
+}

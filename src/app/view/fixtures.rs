@@ -176,6 +176,13 @@ pub fn fixture_metrics() -> Model {
             },
         ),
     ];
+    for (commands, failures, tokens) in
+        [(0, 0, 0), (4, 0, 1200), (12, 1, 5400), (30, 2, 800), (8, 0, 0), (3, 3, 9000), (0, 0, 300), (21, 1, 2500)]
+    {
+        m.metric_history.commands.push_back(commands);
+        m.metric_history.failures.push_back(failures);
+        m.metric_history.tokens.push_back(tokens);
+    }
     m.set_focus(Pane::Metrics);
     m
 }

@@ -2,9 +2,9 @@
 //! calls, tokens and cost per model, the circuit breaker, pipeline runs.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Sparkline};
 
 use super::view_block;
 use crate::app::model::Model;
@@ -73,5 +73,35 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         &[("count", &s.pipeline_runs.to_string()), ("failed", &s.pipelines_failed.to_string())],
     );
     lines.push(Line::from(vec![Span::styled(format!("{} ", t("metrics.pipelines")), theme.accent), Span::raw(runs)]));
-    frame.render_widget(Paragraph::new(lines).block(view_block(model, "")), area);
+    let block = view_block(model, "");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    // Over time: one sparkline per series, newest on the right, under the figures when there is room.
+    let h = &model.metric_history;
+    let series = [
+        (t("metrics.spark_commands"), &h.commands, theme.host),
+        (t("metrics.spark_failures"), &h.failures, theme.error),
+        (t("metrics.spark_tokens"), &h.tokens, theme.accent),
+    ];
+    let text_rows = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+    let spark_rows = if inner.height >= text_rows + 8 { 7 } else { 0 };
+    let [text_area, spark_area, _] =
+        Layout::vertical([Constraint::Length(text_rows), Constraint::Length(spark_rows), Constraint::Min(0)])
+            .areas(inner);
+    frame.render_widget(Paragraph::new(lines), text_area);
+    if spark_rows == 0 {
+        return;
+    }
+    let [heading, charts] = Layout::vertical([Constraint::Length(1), Constraint::Length(6)]).areas(spark_area);
+    frame.render_widget(Paragraph::new(Line::styled(t("metrics.over_time"), theme.accent)), heading);
+    let rows = Layout::vertical([Constraint::Length(2); 3]).split(charts);
+    for ((label, values, style), row) in series.iter().zip(rows.iter()) {
+        let [name, chart] = Layout::horizontal([Constraint::Length(14), Constraint::Min(4)]).areas(*row);
+        let last = values.back().copied().unwrap_or(0);
+        frame.render_widget(Paragraph::new(format!("  {label}\n    {last}")).style(theme.dim), name);
+        // The newest samples that fit the width.
+        let width = usize::from(chart.width);
+        let data: Vec<u64> = values.iter().skip(values.len().saturating_sub(width)).copied().collect();
+        frame.render_widget(Sparkline::default().data(&data).style(*style), chart);
+    }
 }

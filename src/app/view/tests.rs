@@ -95,6 +95,13 @@ fn metrics_pane() {
 }
 
 #[test]
+fn metrics_pane_with_sparklines_over_time() {
+    let mut m = fixture_metrics();
+    m.zoomed = true;
+    insta::assert_snapshot!(render(&m, 120, 40).backend());
+}
+
+#[test]
 fn drift_pane_empty_state() {
     let mut m = fixture_model();
     m.set_focus(Pane::Drift);
