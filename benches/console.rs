@@ -33,7 +33,13 @@ impl Console {
         let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master_fd), OwnedFd::from_raw_fd(slave_fd)) };
         let stdio = || Stdio::from(slave.try_clone().unwrap());
         let mut command = Command::new(env!("CARGO_BIN_EXE_merlya"));
-        command.env("MERLYA_HOME", home).env("TERM", "xterm-256color").stdin(stdio()).stdout(stdio()).stderr(stdio());
+        command
+            .env("MERLYA_HOME", home)
+            .env("MERLYA_SETUP", "skip")
+            .env("TERM", "xterm-256color")
+            .stdin(stdio())
+            .stdout(stdio())
+            .stderr(stdio());
         // SAFETY: only async-signal-safe calls between fork and exec: a new session whose
         // controlling terminal is the pty, as a shell would give it.
         unsafe {

@@ -161,7 +161,7 @@ fn slash_secret_stores_a_hidden_value_in_the_kernel_keyring() {
     let env = TestEnv::new();
     let m = env!("CARGO_BIN_EXE_merlya");
     let inner = format!(
-        "export MERLYA_HOME={home} HOME={user_home} USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_SECRETS_BACKEND=keyring; \
+        "export MERLYA_HOME={home} HOME={user_home} USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_SETUP=skip MERLYA_SECRETS_BACKEND=keyring; \
          {m}; echo EXITED $?; echo VALUE=$({m} secret get api:web01:token); sleep 60",
         home = env.merlya_home().display(),
         user_home = env.home().display(),
@@ -262,4 +262,64 @@ fn skills_run_from_the_console_and_from_a_chat_message_without_a_model() {
     tmux.escape();
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
+}
+
+/// The first run asks the setup questions at once: language (kept with Enter), a provider and its key
+/// (stored in the keyring, never in config.yaml), then each inventory found here with a preview before
+/// anything is written. Every question can be skipped.
+#[test]
+fn the_first_run_asks_for_a_model_and_imports_previewed_hosts() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home().join(".ssh/config"),
+        "Host alpha\n  HostName 192.0.2.21\nHost beta\n  HostName 192.0.2.22\n",
+    )
+    .unwrap();
+    let m = env!("CARGO_BIN_EXE_merlya");
+    let inner = format!(
+        "export MERLYA_HOME={home} HOME={user_home} USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_SECRETS_BACKEND=keyring; \
+         {m}; echo EXITED $?; echo KEY=$({m} secret get llm:openai:api_key); sleep 60",
+        home = env.merlya_home().display(),
+        user_home = env.home().display(),
+    );
+    let cmd = format!("keyctl session - sh -c '{inner}'");
+    let tmux = Tmux::attach(format!("merlya-e2e-setup-{}", std::process::id()), &cmd, 130, 40);
+    tmux.wait_for("Language (en, fr)?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Model provider (openai, anthropic, ollama)?");
+    tmux.type_text("openai");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("stored in the OS keyring as llm:openai:api_key");
+    tmux.type_text("sk-wizard-secret-42");
+    let screen = tmux.screen();
+    assert!(!screen.contains("sk-wizard-secret-42"), "the key is never drawn:\n{screen}");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("Import 2 host(s) from");
+    assert!(screen.contains("alpha (192.0.2.21)") && screen.contains("beta (192.0.2.22)"), "{screen}");
+    tmux.keys(&["y"]);
+    // Other inventories this machine has (its /etc/hosts): declined.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let screen = tmux.screen();
+        if screen.contains("Setup done") {
+            assert!(screen.contains("Setup done: 2 host(s) added."), "{screen}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "setup did not finish:\n{screen}");
+        if screen.contains("Import ") && screen.contains("/etc/") {
+            tmux.keys(&["n"]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let screen = tmux.wait_for("Inventory · 3");
+    assert!(screen.contains("alpha") && screen.contains("beta"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+    tmux.wait_for("KEY=sk-wizard-secret-42");
+    let config = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();
+    assert!(config.contains("brain: openai/gpt-4o") && config.contains("fast: openai/gpt-4o-mini"), "{config}");
+    for file in support::walk(&env.merlya_home()) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&bytes).contains("sk-wizard-secret-42"), "{} holds the key", file.display());
+    }
 }

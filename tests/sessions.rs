@@ -73,7 +73,7 @@ fn the_console_reopens_the_newest_conversation_with_resume() {
     let first: Value = json_out(&run(&env, &["--format", "json", "how is the disk on web01?"]));
     let id = first["conversation"].as_str().unwrap().to_string();
     let cmd = format!(
-        "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_TEST_LLM_KEY={} '{}' --resume; echo EXITED $?; sleep 60",
+        "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_SETUP=skip MERLYA_TEST_LLM_KEY={} '{}' --resume; echo EXITED $?; sleep 60",
         env.merlya_home().display(),
         env.home().display(),
         support::agent::KEY,

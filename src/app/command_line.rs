@@ -13,7 +13,7 @@ use super::keymap::Action;
 use crate::i18n::Text;
 
 /// Slash commands: the word, whether it takes arguments, and its locale help key.
-pub const SLASH: [(&str, bool, &str); 13] = [
+pub const SLASH: [(&str, bool, &str); 14] = [
     ("/hosts", true, "slash.hosts"),
     ("/model", true, "slash.model"),
     ("/metrics", false, "slash.metrics"),
@@ -21,6 +21,7 @@ pub const SLASH: [(&str, bool, &str); 13] = [
     ("/mcp", false, "slash.mcp"),
     ("/skill", true, "slash.skill"),
     ("/report", true, "slash.report"),
+    ("/setup", false, "slash.setup"),
     ("/conv", true, "slash.conv"),
     ("/audit", true, "slash.audit"),
     ("/language", true, "slash.language"),
@@ -140,6 +141,8 @@ pub enum CommandLine {
     Skill(SkillLine),
     /// `/report [FILE.md]`: this session's incident report, written to a file.
     Report(Option<String>),
+    /// `/setup`: language, model and key, inventories found on this machine.
+    Setup,
     /// `/conv list|show|load|rename|delete|export`.
     Conv(ConvCommand),
     /// `/audit [N]`: the last N audit entries.
@@ -264,6 +267,7 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
                 _ => Err(Text::key("cmd.mcp_usage", &[])),
             };
         }
+        "/setup" => return Ok(CommandLine::Setup),
         "/report" => {
             return match args.as_slice() {
                 [] => Ok(CommandLine::Report(None)),

@@ -49,6 +49,8 @@ mod run_worker;
 pub mod runtime;
 /// The channel workers report on.
 pub mod sender;
+/// `/setup`: the first-run questions, on a worker.
+mod setup_worker;
 /// `/skill` and chat messages a runbook answers, run on a worker.
 mod skill_worker;
 /// Colours from YAML themes.

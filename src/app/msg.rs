@@ -95,6 +95,8 @@ pub enum Msg {
     HostChecked { host: String, reachable: bool, at: String, error: Option<(crate::exec::HostFailure, String)> },
     /// A saved conversation to show (`/conv ID`).
     ConversationLoaded(Vec<super::model::ChatEntry>),
+    /// A command line a worker hands in as if it were typed (`/setup` saving its answers).
+    Typed(String),
 }
 
 /// Work for the runtime, returned by `update`.
@@ -150,6 +152,8 @@ pub enum Effect {
     Mcp(super::command_line::McpCommand),
     /// A chat message with no model configured: run the runbook that answers it, if any.
     Runbook(String),
+    /// `/setup`: the first-run questions (language, model and key, inventories found).
+    Setup,
     /// `/report [FILE]`: write this session's incident report.
     Report(Option<String>),
     /// `/skill`: list the runbooks, or run one.

@@ -106,6 +106,7 @@ pub fn run_console(
         };
         super::highlight::warm_up();
         start_up_check(&services);
+        offer_setup(&ctx.home, &services);
         if let Some(id) = resume {
             // `--resume` without an id: the conversation updated last.
             let id = match id.is_empty() {
@@ -259,6 +260,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Mcp(command) => super::mcp_worker::run(services, command),
         Effect::Skill(line) => super::skill_worker::run(services, line),
         Effect::Report(path) => super::conv_worker::report(services, path),
+        Effect::Setup => super::setup_worker::run(services),
         Effect::Runbook(text) => {
             if !super::skill_worker::routed(services, &text, false) {
                 services.sender.send(Msg::Note(services.locale().t("chat.no_answer").to_string()));
@@ -344,6 +346,21 @@ fn suspend(terminal: &mut DefaultTerminal) -> Result<()> {
 
 /// The start-up check on a worker: one line in the chat when something is not OK, naming the checks
 /// and pointing at `merlya doctor` for the details and fixes.
+/// On the first run (no configuration yet, never offered before) the setup questions open at once;
+/// every one can be skipped, and `/setup` asks them again. `MERLYA_SETUP=skip` never offers them
+/// (scripted sessions).
+fn offer_setup(home: &crate::home::MerlyaHome, services: &Services) {
+    let marker = home.root().join(".setup-offered");
+    let skip = std::env::var("MERLYA_SETUP").is_ok_and(|v| v == "skip");
+    if skip || home.config_file().exists() || marker.exists() {
+        return;
+    }
+    if let Err(e) = crate::home::write_private(&marker, b"") {
+        tracing::warn!(error = %e, "cannot remember that setup was offered");
+    }
+    super::setup_worker::run(services);
+}
+
 fn start_up_check(services: &Services) {
     let (ctx, sender, locale) = (services.ctx.clone(), services.sender.clone(), services.locale());
     let mcp = services.mcp.clone();

@@ -19,7 +19,7 @@ impl Tmux {
     /// The console with extra `VAR=value` words in its environment.
     pub fn start_with(name: &str, env: &TestEnv, extra_env: &str, width: u16, height: u16) -> Self {
         let cmd = format!(
-            "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 {extra_env} '{}'; echo EXITED $?; sleep 60",
+            "MERLYA_HOME='{}' HOME='{}' USER=tester LANG=C.UTF-8 NO_COLOR=1 MERLYA_SETUP=skip {extra_env} '{}'; echo EXITED $?; sleep 60",
             env.merlya_home().display(),
             env.home().display(),
             env!("CARGO_BIN_EXE_merlya"),

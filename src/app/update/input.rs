@@ -107,6 +107,19 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         model.input.history.push(line.clone());
         effects.push(Effect::SaveHistory(redact_command(&line)));
     }
+    effects.extend(run_line(model, &line));
+    effects
+}
+
+/// A command line from a worker (`/setup` saving its answers), handled as if typed, not kept in the
+/// input history.
+pub(super) fn typed(model: &mut Model, line: &str) -> Vec<Effect> {
+    run_line(model, line)
+}
+
+fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
+    let line = line.to_string();
+    let mut effects = Vec::new();
     match command_line::parse(&line) {
         Err(e) => model.flash = Some(e.render(&model.locale)),
         Ok(CommandLine::Nothing) => {}
@@ -128,6 +141,7 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         Ok(CommandLine::Mcp(command)) => effects.push(Effect::Mcp(command)),
         Ok(CommandLine::Skill(line)) => effects.push(Effect::Skill(line)),
         Ok(CommandLine::Report(path)) => effects.push(Effect::Report(path)),
+        Ok(CommandLine::Setup) => effects.push(Effect::Setup),
         Ok(CommandLine::Conv(conv)) => effects.push(Effect::Conversations(conv)),
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {

@@ -129,6 +129,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.toast(ToastLevel::Error, e);
             Vec::new()
         }
+        Msg::Typed(line) => input::typed(model, &line),
         Msg::Note(text) => {
             model.chat.push(ChatEntry::new(ChatRole::System, text));
             model.chat_view.scroll = 0;
