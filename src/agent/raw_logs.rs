@@ -78,7 +78,7 @@ struct ReadArgs {
 
 /// Runs `read_raw_log`; an `Err` is a malformed call.
 pub fn read(store: &Store, value: serde_json::Value) -> Result<String, String> {
-    let a: ReadArgs = super::tools::args("read_raw_log", value)?;
+    let a: ReadArgs = serde_json::from_value(value).map_err(|e| format!("bad arguments for `read_raw_log`: {e}"))?;
     let valid = a.id.len() == 13 && a.id.starts_with('r') && a.id[1..].chars().all(|c| c.is_ascii_hexdigit());
     if !valid {
         return Ok(format!("ERROR: no raw log {:?} (ids look like r0123456789ab)", a.id));

@@ -234,7 +234,12 @@ fn event_to_msg(event: Event) -> Option<Msg> {
 fn run_effect(effect: Effect, services: &Services) {
     let Services { ctx, executor, sender, .. } = services;
     match effect {
-        Effect::AgentTurn(text) => agent_turn(services, text),
+        Effect::AgentTurn(text) => {
+            // A request a runbook answers, naming its hosts, runs the runbook (no model needed).
+            if !super::skill_worker::routed(services, &text, true) {
+                agent_turn(services, text);
+            }
+        }
         // Handled by the loop, which owns the terminal.
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),

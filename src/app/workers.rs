@@ -71,14 +71,6 @@ async fn continue_conversation(
 
 /// Runs one agent turn on a worker; events stream back as messages.
 pub(super) fn agent_turn(services: &Services, text: String) {
-    // A request a runbook answers, naming its hosts, runs the runbook (no model needed).
-    if !super::skill_worker::routed(services, &text, true) {
-        agent_turn_with_model(services, text);
-    }
-}
-
-/// The agent's turn on `text` (needs a model).
-fn agent_turn_with_model(services: &Services, text: String) {
     let Some(llm) = services.llm.read().ok().and_then(|l| l.clone()) else {
         services.sender.send(Msg::AgentDone { error: Some("no model is configured".into()), summary: String::new() });
         return;
