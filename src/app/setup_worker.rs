@@ -4,7 +4,7 @@
 //! `llm:PROVIDER:api_key`, never in the configuration), and the hosts of the
 //! inventories found on this machine (`~/.ssh/config`, `known_hosts`,
 //! `/etc/hosts`, Ansible inventories), each shown as a preview before
-//! anything is written. Settings go through the same command lines a person
+//! anything is written; a host already in the inventory is never replaced. Settings go through the same command lines a person
 //! would type (`/language`, `/model`), so there is one path for each.
 
 use std::path::PathBuf;
@@ -32,12 +32,26 @@ fn candidates() -> Vec<PathBuf> {
     paths
 }
 
-/// The providers offered: (name, brain, fast, needs a key, base URL).
-const PROVIDERS: [(&str, &str, &str, bool, Option<&str>); 3] = [
-    ("openai", "openai/gpt-4o", "openai/gpt-4o-mini", true, None),
-    ("anthropic", "anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5", true, None),
-    ("ollama", "openai/llama3.1", "openai/llama3.1", false, Some("http://127.0.0.1:11434/v1")),
+/// The providers offered: (name, brain, fast, needs a key). Each uses its own default endpoint (a
+/// `model.base_url` left from before is removed, so a key never goes where it was not meant to).
+const PROVIDERS: [(&str, &str, &str, bool); 3] = [
+    ("openai", "openai/gpt-4o", "openai/gpt-4o-mini", true),
+    ("anthropic", "anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5", true),
+    ("ollama", "ollama/llama3.1", "ollama/llama3.1", false),
 ];
+
+/// Removes `model.base_url` from the configuration file (a provider chosen here uses its own).
+fn forget_base_url(path: &std::path::Path) -> Result<(), String> {
+    crate::config::edit(path, "model.base_url", |root| {
+        let key = |k: &str| yaml_serde::Value::String(k.to_string());
+        if let Some(model) = root.get_mut(key("model")).and_then(|m| m.as_mapping_mut()) {
+            model.remove(key("base_url"));
+        }
+        Ok(())
+    })
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
 
 /// Runs the setup questions on a worker.
 pub(super) fn run(services: &Services) {
@@ -59,7 +73,7 @@ pub(super) fn run(services: &Services) {
         let (title, question) = ask("setup.provider", &[("providers", &names.join(", "))]);
         let provider = prompter.ask(&title, &question).await.map(|p| p.trim().to_ascii_lowercase()).unwrap_or_default();
         match PROVIDERS.iter().find(|p| p.0 == provider) {
-            Some((name, brain, fast, needs_key, base_url)) => {
+            Some((name, brain, fast, needs_key)) => {
                 let mut ready = true;
                 if *needs_key {
                     let secret = format!("llm:{name}:api_key");
@@ -74,14 +88,18 @@ pub(super) fn run(services: &Services) {
                         None => ready = false,
                     }
                 }
-                if let Some(url) = base_url {
-                    let path = ctx.home.config_file();
-                    let url = url.to_string();
-                    let saved =
-                        tokio::task::spawn_blocking(move || crate::config::set_value(&path, "model.base_url", &url))
-                            .await;
-                    if !matches!(saved, Ok(Ok(_))) {
-                        ready = false;
+                let path = ctx.home.config_file();
+                if ready && path.exists() {
+                    match tokio::task::spawn_blocking(move || forget_base_url(&path)).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => {
+                            sender.send(Msg::Error(e));
+                            ready = false;
+                        }
+                        Err(e) => {
+                            sender.send(Msg::Error(e.to_string()));
+                            ready = false;
+                        }
                     }
                 }
                 if ready {
@@ -92,16 +110,21 @@ pub(super) fn run(services: &Services) {
                 }
             }
             None if provider.is_empty() => {}
-            None => sender.send(Msg::Note(locale.tf("setup.unknown_provider", &[("name", &provider)]))),
+            // The answer is not repeated: it could be a key typed at the wrong question.
+            None => sender.send(Msg::Note(locale.t("setup.unknown_provider").to_string())),
         }
-        // Inventories found here, each previewed before it is written.
+        // Inventories found here, each previewed before it is written. Hosts already in the inventory
+        // are left as they are: a file in the current folder must not move db01 elsewhere.
+        let known: Vec<String> =
+            ctx.store.list_hosts().await.map(|h| h.into_iter().map(|h| h.name).collect()).unwrap_or_default();
         let mut imported = 0usize;
         for path in candidates().into_iter().filter(|p| p.is_file()) {
             let file = path.clone();
             let read =
                 tokio::task::spawn_blocking(move || crate::inventory::import::read_import_file(&file, None)).await;
             let Ok(Ok(report)) = read else { continue };
-            let hosts: Vec<_> = report.hosts.into_iter().filter(|h| h.name != "localhost").collect();
+            let hosts: Vec<_> =
+                report.hosts.into_iter().filter(|h| h.name != "localhost" && !known.contains(&h.name)).collect();
             if hosts.is_empty() {
                 continue;
             }

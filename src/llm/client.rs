@@ -179,12 +179,19 @@ impl LlmClient {
             if base_url.is_empty() {
                 return Err(LlmError::Config(format!("{provider} needs model.base_url")));
             }
-            let env_name = config.api_key_env.clone().or(default_env.map(String::from));
+            // A base URL of one's own (Ollama, a proxy) never gets the provider's key by default: a key
+            // for it is named explicitly (model.api_key_env) or stored as llm:custom:api_key.
+            let custom = config
+                .base_url
+                .as_deref()
+                .is_some_and(|u| u.trim_end_matches('/') != default_url.trim_end_matches('/'));
+            let env_name = config.api_key_env.clone().or(if custom { None } else { default_env.map(String::from) });
+            let secret_name = if custom { "llm:custom:api_key".to_string() } else { format!("llm:{provider}:api_key") };
             let api_key = env_name
                 .as_deref()
                 .and_then(|n| std::env::var(n).ok())
                 .filter(|k| !k.is_empty())
-                .or_else(|| secrets.lookup(&format!("llm:{provider}:api_key")));
+                .or_else(|| secrets.lookup(&secret_name));
             if api_key.is_none() && default_env.is_some() && config.base_url.is_none() {
                 return Err(LlmError::NoKey(format!(
                     "no API key for {provider}: set {} or run `merlya secret set llm:{provider}:api_key`",

@@ -99,6 +99,9 @@ pub fn bind(skill: &Skill, given: &BTreeMap<String, String>) -> Result<BTreeMap<
             (None, Some(d)) => d.clone(),
             (None, None) => return Err(fail(format!("parameter {name} is required ({})", param.description))),
         };
+        if value.chars().any(char::is_control) {
+            return Err(fail(format!("{name}: a value may not hold control characters or line breaks")));
+        }
         if let Some(pattern) = &param.pattern {
             let full = regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| fail(e.to_string()))?;
             if !full.is_match(&value) {

@@ -268,6 +268,24 @@ fn validate_step(skill: &Skill, step: &Step) -> Result<(), (&'static str, String
     if step.check.trim().is_empty() {
         return Err(("check", "expected a name".into()));
     }
+    // Only bare `{{ name }}` placeholders, never inside quotes: a value is put in shell-quoted, and an
+    // expression (`{{ p[1:-1] }}`, a filter) or surrounding quotes would undo that.
+    if step.command.contains("{%") || step.command.contains("{#") {
+        return Err(("command", "expected only {{ name }} placeholders (no {% %} or {# #})".into()));
+    }
+    let bare = regex::Regex::new(r"\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\}").map_err(|e| ("command", e.to_string()))?;
+    let stripped = bare.replace_all(&step.command, "");
+    if stripped.contains("{{") || stripped.contains("}}") {
+        return Err(("command", "expected only bare {{ name }} placeholders (no expressions or filters)".into()));
+    }
+    for m in bare.find_iter(&step.command) {
+        let before = step.command[..m.start()].chars().last();
+        let after = step.command[m.end()..].chars().next();
+        let quotes = step.command[..m.start()].chars().filter(|c| *c == '\'' || *c == '"').count();
+        if matches!(before, Some('\'' | '"')) || matches!(after, Some('\'' | '"')) || quotes % 2 == 1 {
+            return Err(("command", "a placeholder may not be inside quotes: its value is quoted for you".into()));
+        }
+    }
     let env = minijinja::Environment::new();
     let template = env.template_from_str(&step.command).map_err(|e| ("command", format!("not a template: {e}")))?;
     for name in template.undeclared_variables(false) {
@@ -409,6 +427,12 @@ steps:
         let e = error(&GOOD.replace("{{ mount }}", "{{ mountpoint }}"));
         assert_eq!((e.line, e.field.as_str()), (10, "steps[0].command"), "{e}");
         assert!(e.message.contains("declares no mountpoint"), "{e}");
+
+        for bad in ["df -P {{ mount[1:] }}", "df -P '{{ mount }}'", "df -P \"x{{ mount }}\"", "{% if 1 %}df{% endif %}"]
+        {
+            let e = error(&GOOD.replace("df -P {{ mount }}", bad));
+            assert_eq!(e.field, "steps[0].command", "{bad}: {e}");
+        }
 
         let e = error(&GOOD.replace("df -P", "rm -rf"));
         assert!(e.message.contains("runs rm, which tools_allowed does not list"), "{e}");

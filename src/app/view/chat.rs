@@ -89,9 +89,12 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         lines.push(Line::styled(format!("  {}", model.locale.t("chat.working")), theme.dim));
     }
     // Newest at the bottom; scrolled up by the person, or to show the selected cell.
-    let inner_height = usize::from(area.height.saturating_sub(2));
-    let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: false });
-    let height = paragraph.line_count(area.width).saturating_sub(2);
+    let inner = block.inner(area);
+    let inner_height = usize::from(inner.height);
+    // Counted at the width the text wraps to (inside the borders), so the newest line is never cut.
+    let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let height = paragraph.line_count(inner.width);
+    let paragraph = paragraph.block(block);
     let bottom = height.saturating_sub(inner_height);
     let mut top = bottom.saturating_sub(model.chat_view.scroll);
     if let Some(row) = selected_row

@@ -5,6 +5,7 @@
 //! Exit codes 2 (a host failed) and 4 (unreachable) are reported per host.
 
 pub mod inventory;
+pub mod pin;
 pub mod report;
 
 use std::path::PathBuf;
@@ -88,12 +89,14 @@ pub struct AnsibleChange {
     work: PathBuf,
     inventory: Option<inventory::Inventory>,
     dry: Option<report::Report>,
+    /// What the playbook's folder held when it was planned (checked again before it is applied).
+    pinned: Option<String>,
 }
 
 impl AnsibleChange {
     /// The change `spec` on `hosts` (resolved by the caller).
     pub fn new(spec: AnsibleSpec, hosts: Vec<Host>) -> Self {
-        Self { spec, hosts, work: PathBuf::new(), inventory: None, dry: None }
+        Self { spec, hosts, work: PathBuf::new(), inventory: None, dry: None, pinned: None }
     }
 
     /// Builds it again from a stored spec.
@@ -147,6 +150,16 @@ impl AnsibleChange {
         played.stats.keys().filter(|h| !approved.contains(h)).cloned().collect()
     }
 
+    /// The folders of the playbook and of the rollback playbook (what `pin` covers).
+    fn folders(&self) -> Vec<PathBuf> {
+        let mut folders: Vec<PathBuf> = std::iter::once(&self.spec.playbook)
+            .chain(&self.spec.rollback)
+            .filter_map(|p| p.parent().map(PathBuf::from))
+            .collect();
+        folders.dedup();
+        folders
+    }
+
     fn names(&self) -> Vec<String> {
         self.hosts.iter().map(|h| h.name.clone()).collect()
     }
@@ -190,6 +203,14 @@ impl AnsibleChange {
         let Some(clearance) = decision.clearance(&call.display()) else {
             return StageOutcome::failed(format!("`{}` was not cleared to run", call.display()), "");
         };
+        // What was approved is what runs: the playbook, its roles, templates and vars as planned. (A
+        // rollback is not held back: the apply itself may have written into that folder, on localhost.)
+        if stage == StageName::Apply && pin::fingerprint(&self.folders()).ok() != self.pinned {
+            return StageOutcome::failed(
+                "the playbook's folder changed after it was planned: nothing was run (plan it again)",
+                "",
+            );
+        }
         let requests = self
             .hosts
             .iter()
@@ -298,6 +319,7 @@ impl Change for AnsibleChange {
         )
         .map_err(PipelineError::Invalid)?;
         self.inventory = Some(built);
+        self.pinned = Some(pin::fingerprint(&self.folders()).map_err(PipelineError::Invalid)?);
         // No separate --syntax-check (a second Python start-up): the dry run reports a broken playbook.
         let detail = format!("{} on {} host(s)", self.spec.playbook.display(), self.hosts.len());
         Ok(StageOutcome::ok(detail, String::new()))
