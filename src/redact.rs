@@ -12,7 +12,14 @@ use regex::Regex;
 pub const MASK: &str = "***";
 
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    let rules: [(&str, &str); 9] = [
+    let rules: [(&str, &str); 11] = [
+        // A private key block (PEM), whole.
+        (r#"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(-----END [A-Z0-9 ]*PRIVATE KEY-----)"#, "${1}***${2}"),
+        // password: x / "api_key": "x" (YAML, JSON, logs an answer quotes)
+        (
+            r#"(?i)((?:^|[\s{,"'])"?(?:password|passwd|secret|token|api_key|apikey|access_key|client_secret)"?\s*:\s*)("[^"]*"|'[^']*'|[^\s,}]+)"#,
+            "${1}***",
+        ),
         // --password=x, --token x, --api-key=x, --secret x
         (
             r#"(?i)(--[a-z0-9-]*(?:password|passwd|token|secret|api-key|apikey)[= ])("[^"]*"|'[^']*'|[^\s;&|]+)"#,
@@ -105,6 +112,12 @@ mod tests {
             ("sshpass -p 'hunter2' ssh db01", "sshpass -p *** ssh db01"),
             ("curl -H 'X-API-Key: abc123' x", "curl -H 'X-API-Key: ***' x"),
             ("curl -H 'PRIVATE-TOKEN: glpat-xyz' x", "curl -H 'PRIVATE-TOKEN: ***' x"),
+            ("db:\n  password: hunter2\n  host: db01", "db:\n  password: ***\n  host: db01"),
+            (r#"{"api_key": "sk-abc", "region": "eu"}"#, r#"{"api_key": ***, "region": "eu"}"#),
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----",
+                "-----BEGIN OPENSSH PRIVATE KEY-----***-----END OPENSSH PRIVATE KEY-----",
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(redact_command(input), expected, "input: {input}");
