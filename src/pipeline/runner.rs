@@ -44,7 +44,10 @@ impl Recorder<'_> {
         self.save().await
     }
 
-    /// Stores how the running stage ended.
+    /// Records how the running stage ended. It is stored with the next save, which always follows at
+    /// once: the next stage's start (one write for both, before that stage's work) or the run's end.
+    /// A crash in between leaves the stage running in the record, so the run is found interrupted —
+    /// never taken as finished.
     async fn end(&mut self, status: StageStatus, detail: String, output: String) -> Result<(), PipelineError> {
         let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         if let Some(stage) = self.run.stages.last_mut() {
@@ -53,7 +56,8 @@ impl Recorder<'_> {
             stage.duration_ms = elapsed;
             stage.output = bounded(output);
         }
-        self.save().await
+        (self.progress)(&self.run);
+        Ok(())
     }
 
     /// A stage that did not run (or ran nothing: no tool, no host), with why; stored with the next save.
