@@ -572,18 +572,22 @@ async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
 fn the_api_key_can_come_from_the_keyring() {
     let llm = ScriptedLlm::start(|_| openai::text("keyring key works"));
     let env = configured(&llm, "openai", "  stream: false\n");
-    // No variable: the key is read from the kernel keyring entry llm:openai:api_key.
+    // No variable: the key is read from the kernel keyring. The base URL is the scripted server, not
+    // OpenAI's, so the key is the one stored for a custom endpoint (llm:custom:api_key): the OpenAI key
+    // is never sent to another address.
     let config = std::fs::read_to_string(env.merlya_home().join("config.yaml"))
         .unwrap()
         .replace("  api_key_env: MERLYA_TEST_LLM_KEY\n", "");
     std::fs::write(env.merlya_home().join("config.yaml"), config).unwrap();
     let m = env!("CARGO_BIN_EXE_merlya");
     let script = format!(
-        "printf 'sk-from-keyring\\n' | '{m}' secret set llm:openai:api_key >/dev/null && '{m}' run --format json hello"
+        "printf 'sk-openai-real\\n' | '{m}' secret set llm:openai:api_key >/dev/null && \
+         printf 'sk-from-keyring\\n' | '{m}' secret set llm:custom:api_key >/dev/null && '{m}' run --format json hello"
     );
     let out = env.keyring_session(&script).env_remove("OPENAI_API_KEY").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
     assert_eq!(llm.requests()[0].header("authorization"), Some("Bearer sk-from-keyring"));
+    assert!(!llm.requests().iter().any(|r| r.raw.contains("sk-openai-real")), "the OpenAI key stays home");
     let config = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();
     assert!(!config.contains("sk-from-keyring"), "the key is never written to config.yaml");
 }
