@@ -336,7 +336,7 @@ fn ctrl_z_suspends_to_the_shell_and_fg_resumes() {
     // An interactive shell, so job control (Ctrl-Z, fg) works as it does for a person.
     let tmux = Tmux::attach(socket, "env PS1='$ ' bash --norc -i", 100, 30);
     tmux.type_text(&format!(
-        "MERLYA_HOME='{}' HOME='{}' LANG=C.UTF-8 '{}'",
+        "MERLYA_HOME='{}' HOME='{}' LANG=C.UTF-8 MERLYA_SETUP=skip '{}'",
         env.merlya_home().display(),
         env.home().display(),
         env!("CARGO_BIN_EXE_merlya")
