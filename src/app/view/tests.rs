@@ -383,7 +383,7 @@ fn write_screenshots() {
     failed.output_view.mode = crate::app::model::OutputMode::Failed;
     let mut quitting = fixture_fleet_run();
     update(&mut quitting, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('q'))));
-    let shots: [(&str, Model); 20] = [
+    let shots: [(&str, Model); 21] = [
         ("run-in-flight", fixture_fleet_run()),
         ("output-grouped", grouped),
         ("output-failed-hosts", failed),
@@ -404,6 +404,11 @@ fn write_screenshots() {
         ("chat-agent-turn", fixture_agent_turn()),
         ("pipeline", fixture_pipelines()),
         ("metrics", fixture_metrics()),
+        ("metrics-over-time", {
+            let mut m = fixture_metrics();
+            m.zoomed = true;
+            m
+        }),
     ];
     for (name, model) in shots {
         let terminal = render(&model, 120, 34);
