@@ -24,21 +24,14 @@ use merlya::safety::clearance::Clearance;
 use merlya::ssh::SshPool;
 use merlya::ssh::client::ConnectContext;
 use merlya::ssh::target::ResolveContext;
-use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey};
+use support::TEST_USER;
 
 use common::{median, time};
 
 fn main() {
     let n: usize = std::env::var("BENCH_HOSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
     let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
-    let key = TestKey::generate("");
-    let daemons: Vec<Sshd> = (0..n).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    for (i, d) in daemons.iter().enumerate() {
-        env.trust(d);
-        env.add_host(&format!("b{i:03}"), d, &["--tag", "bench"]);
-    }
+    let (key, daemons, env) = support::bench_fleet(n, "b");
     let known = env.home().join(".ssh/known_hosts");
 
     // OpenSSH, one process per host, all at once.

@@ -11,7 +11,7 @@ mod support;
 use std::process::Command;
 
 use common::{median, time};
-use support::{Sshd, SshdOptions, TEST_USER, TestEnv, TestKey};
+use support::TEST_USER;
 
 /// The built-in incident_triage's commands, as merlya runs them (`since` at its default).
 const TRIAGE: [&str; 11] = [
@@ -31,14 +31,7 @@ const TRIAGE: [&str; 11] = [
 fn main() {
     let n: usize = std::env::var("BENCH_HOSTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let rounds: usize = std::env::var("BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
-    let key = TestKey::generate("");
-    let daemons: Vec<Sshd> = (0..n).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
-    let env = TestEnv::new();
-    env.install_default_key(&key);
-    for (i, d) in daemons.iter().enumerate() {
-        env.trust(d);
-        env.add_host(&format!("t{i:03}"), d, &["--tag", "bench"]);
-    }
+    let (key, daemons, env) = support::bench_fleet(n, "t");
     // Every host at once, as OpenSSH below.
     std::fs::write(
         env.merlya_home().join("config.yaml"),

@@ -103,6 +103,8 @@ pub fn run_console(
             inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
             last_dashboard: Default::default(),
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
+            // Read once here, so routing a chat message never reads files on the loop thread.
+            skills: Arc::new(crate::skills::Library::load(&ctx.home.skills_dir())),
         };
         super::highlight::warm_up();
         start_up_check(&services);

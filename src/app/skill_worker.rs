@@ -1,7 +1,7 @@
 //! `/skill` in the console, and chat messages a skill answers: the runbook runs
 //! on a worker (through the console's gate, so a step that needs an approval
 //! opens the modal), its findings are posted as a note, and a configured model
-//! summarises them.
+//! summarises them. The skills are those read when the console started.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,11 +12,11 @@ use super::workers::Services;
 use crate::inventory::resolve_targets;
 use crate::pipeline::Env;
 use crate::skills::run::{run as run_skill, with_positional};
-use crate::skills::{Library, Limits, Skill};
+use crate::skills::{Limits, Skill};
 
 /// `/skill` (the list) or `/skill NAME [VALUE…] TARGETS`.
 pub(super) fn run(services: &Services, line: SkillLine) {
-    let library = Library::load(&services.ctx.home.skills_dir());
+    let library = &services.skills;
     match line {
         SkillLine::List => {
             let mut lines: Vec<String> = library
@@ -45,8 +45,7 @@ pub(super) fn run(services: &Services, line: SkillLine) {
 /// Whether a chat message is a request a skill answers, naming its hosts; if so the skill runs
 /// (when it is the agent's `turn`, the turn ends when the skill has).
 pub(super) fn routed(services: &Services, text: &str, turn: bool) -> bool {
-    let library = Library::load(&services.ctx.home.skills_dir());
-    let Some((skill, params)) = library.route(text) else { return false };
+    let Some((skill, params)) = services.skills.route(text) else { return false };
     let inventory = services.executor.inventory();
     let Some(targets) = crate::skills::targets_named_in(text, &inventory) else { return false };
     start(services, skill.clone(), params, targets, turn.then_some(()));

@@ -44,6 +44,8 @@ pub(super) struct Services {
     pub last_dashboard: Arc<Mutex<Option<Dashboard>>>,
     /// External MCP servers, started on first use and kept for the console's life.
     pub mcp: Arc<crate::mcp::client::McpClients>,
+    /// The skills (built-in and MERLYA_HOME/skills), read at start.
+    pub skills: Arc<crate::skills::Library>,
 }
 
 impl Services {

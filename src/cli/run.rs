@@ -226,21 +226,7 @@ async fn routed_to_skill(ctx: &Context, task: &str, args: &RunArgs) -> Result<Op
     eprintln!("→ skill {} on {targets} (merlya skill show {})", skill.name, skill.name);
     let outcome = super::skill::execute(ctx, skill, &params, &targets, args.yes).await?;
     let summary = super::skill::summarise(ctx, &outcome).await;
-    match args.format {
-        RunFormat::Json => {
-            let mut value = serde_json::to_value(&outcome)?;
-            if let (Some(text), Some(map)) = (&summary, value.as_object_mut()) {
-                map.insert("summary".into(), text.clone().into());
-            }
-            println!("{}", serde_json::to_string_pretty(&value)?);
-        }
-        RunFormat::Text => {
-            print!("{}", outcome.to_text());
-            if let Some(text) = &summary {
-                println!("\n{}", visible(text));
-            }
-        }
-    }
+    super::skill::print_outcome(ctx, &outcome, summary.as_deref(), args.format == RunFormat::Json)?;
     Ok(Some(EXIT_OK))
 }
 

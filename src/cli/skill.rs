@@ -65,28 +65,28 @@ pub async fn run(ctx: &Context, cmd: SkillCommand) -> Result<u8> {
             let given = crate::skills::run::with_positional(&skill, values, params)?;
             let outcome = execute(ctx, &skill, &given, &targets, yes).await?;
             let summary = if no_summary { None } else { summarise(ctx, &outcome).await };
-            match format {
-                ListFormat::Json => {
-                    let mut value = serde_json::to_value(&outcome)?;
-                    if let (Some(text), Some(map)) = (&summary, value.as_object_mut()) {
-                        map.insert("summary".into(), text.clone().into());
-                    }
-                    println!("{}", serde_json::to_string_pretty(&value)?);
-                }
-                ListFormat::Table => {
-                    print!("{}", outcome.to_text());
-                    if let Some(text) = &summary {
-                        println!(
-                            "\nsummary ({}):\n{}",
-                            ctx.config.model.fast.as_deref().unwrap_or("model"),
-                            crate::term_safe::visible(text)
-                        );
-                    }
-                }
-            }
+            print_outcome(ctx, &outcome, summary.as_deref(), format == ListFormat::Json)?;
             Ok(exit_code(&outcome))
         }
     }
+}
+
+/// Prints the findings (a table, or JSON) with the model's summary when there is one.
+pub fn print_outcome(ctx: &Context, outcome: &SkillOutcome, summary: Option<&str>, json: bool) -> Result<()> {
+    if json {
+        let mut value = serde_json::to_value(outcome)?;
+        if let (Some(text), Some(map)) = (summary, value.as_object_mut()) {
+            map.insert("summary".into(), text.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", outcome.to_text());
+        if let Some(text) = summary {
+            let model = ctx.config.model.fast.as_deref().unwrap_or("model");
+            println!("\nsummary ({model}):\n{}", crate::term_safe::visible(text));
+        }
+    }
+    Ok(())
 }
 
 /// Exit 4 when a host is critical (scripts can page on it), 0 otherwise.

@@ -307,3 +307,17 @@ pub fn mcp_packages() -> PathBuf {
 pub fn path_with(dir: &Path) -> String {
     format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
 }
+
+/// `n` sshd daemons with one key, trusted by a new home and added as `PREFIX000`… tagged `bench` (the
+/// benchmarks' fleet).
+pub fn bench_fleet(n: usize, prefix: &str) -> (TestKey, Vec<Sshd>, TestEnv) {
+    let key = TestKey::generate("");
+    let daemons: Vec<Sshd> = (0..n).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    for (i, d) in daemons.iter().enumerate() {
+        env.trust(d);
+        env.add_host(&format!("{prefix}{i:03}"), d, &["--tag", "bench"]);
+    }
+    (key, daemons, env)
+}
