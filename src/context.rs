@@ -32,8 +32,21 @@ pub struct Context {
     pub store: Store,
     /// This run's session id (in history and audit rows).
     pub session_id: String,
-    secrets: std::sync::OnceLock<Arc<Secrets>>,
+    secrets: Arc<std::sync::OnceLock<Arc<Secrets>>>,
     _log_guard: WorkerGuard,
+}
+
+/// The secret store opened on its first lookup: an executor that never needs a secret (a Terraform
+/// change, a host without a passphrase) never probes a keyring, which can cost a D-Bus round trip.
+struct OnFirstLookup {
+    backend: crate::config::SecretsBackend,
+    opened: Arc<std::sync::OnceLock<Arc<Secrets>>>,
+}
+
+impl crate::secrets::SecretSource for OnFirstLookup {
+    fn lookup(&self, name: &str) -> Option<String> {
+        self.opened.get_or_init(|| Arc::new(Secrets::open(self.backend))).lookup(name)
+    }
 }
 
 impl Context {
@@ -73,7 +86,7 @@ impl Context {
             Err(e) => tracing::warn!(error = %e, "cannot check for interrupted change pipelines"),
         }
         tracing::info!(session = %session_id, kind, "session started");
-        Ok(Self { home, config, store, session_id, secrets: std::sync::OnceLock::new(), _log_guard: log_guard })
+        Ok(Self { home, config, store, session_id, secrets: Arc::default(), _log_guard: log_guard })
     }
 
     /// The secret store, opened on first use (probing keyrings costs a round trip).
@@ -109,7 +122,10 @@ impl Context {
             own_known_hosts: self.home.known_hosts(),
             policy: self.host_key_policy(interactive),
             prompter,
-            secrets: self.secrets(),
+            secrets: Arc::new(OnFirstLookup {
+                backend: self.config.secrets.backend,
+                opened: Arc::clone(&self.secrets),
+            }),
             connect_timeout: Duration::from_secs(ssh.connect_timeout_secs),
         };
         let pool = Arc::new(SshPool::new(ctx, ssh.pool_max, Duration::from_secs(ssh.pool_idle_secs)));

@@ -8,9 +8,10 @@
 //! terminal approval prompt, or by `merlya exec` on a terminal goes through
 //! [`visible`] (or [`visible_line`]) first, which turns every control
 //! character into a printable form: C0 as caret notation (`ESC` → `^[`,
-//! `\r` → `^M`, BEL → `^G`), DEL as `^?`, C1 and bidirectional overrides as
-//! `<9b>` / `<U+202E>`. The rest of an escape sequence stays as plain text,
-//! so a person sees that something tried.
+//! `\r` → `^M`, BEL → `^G`), DEL as `^?`, C1 as `<9b>`, and bidirectional
+//! controls, zero-width and other invisible format characters as `<U+202E>`.
+//! The rest of an escape sequence stays as plain text, so a person sees that
+//! something tried.
 
 use std::borrow::Cow;
 
@@ -33,8 +34,19 @@ fn unsafe_char(c: char, keep_newlines: bool) -> bool {
         '\n' => !keep_newlines,
         // C0, DEL, C1.
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        // Bidirectional embeddings, overrides and isolates reorder what is shown ("Trojan source").
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        // Bidirectional marks, embeddings, overrides and isolates reorder what is shown ("Trojan
+        // source"); zero-width and invisible format characters make two different names look alike
+        // ("web01" and "web\u{200b}01"); line and paragraph separators break lines in some renderers;
+        // tag characters carry hidden text.
+        '\u{ad}'
+        | '\u{61c}'
+        | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0000}'..='\u{e007f}' => true,
         _ => false,
     }
 }
@@ -77,6 +89,8 @@ mod tests {
         assert_eq!(visible("\x1b[2Jsafe\rrm -rf /"), "^[[2Jsafe^Mrm -rf /");
         assert_eq!(visible("a\u{9b}31mb\u{7f}\0"), "a<9b>31mb^?^@");
         assert_eq!(visible("abc\u{202e}txt.exe"), "abc<U+202E>txt.exe");
+        assert_eq!(visible_line("web\u{200b}01 \u{200f}\u{2028}x\u{feff}"), "web<U+200B>01 <U+200F><U+2028>x<U+FEFF>");
+        assert_eq!(visible("a\u{61c}b\u{2066}c\u{e0041}"), "a<U+061C>b<U+2066>c<U+E0041>");
         assert_eq!(visible("two\nlines\tand tab"), "two\nlines\tand tab");
         assert_eq!(visible_line("two\nlines\tand tab"), "two^Jlines\tand tab");
         assert_eq!(visible_bytes(b"\x1b]0;pwned\x07\xff"), "^[]0;pwned^G\u{fffd}");

@@ -758,8 +758,10 @@ fn the_execution_specialist_proposes_a_terraform_change_through_the_pipeline() {
     assert!(!asked.tool_names().contains(&"propose_ansible".to_string()), "no ansible-playbook here");
     let result = asked.tool_results()[0].clone();
     assert!(result.starts_with("DENIED"), "{result}");
-    assert!(result.contains("- Diff denied: the dry run was denied by nobody (no terminal)"), "{result}");
+    // Asked before the plan: `terraform init` (it downloads providers and modules) did not run either.
+    assert!(result.contains("- Plan denied: the dry run was denied by nobody (no terminal)"), "{result}");
     assert!(!state(), "nothing was planned or applied");
+    assert!(!infra.path().join(".terraform").exists(), "terraform init did not run before the question");
 
     // --yes: planned, approved, applied, checked.
     let out = run_with(&["--yes"]);

@@ -183,6 +183,48 @@ fn ansible_dry_run_per_host_then_deny_approve_check_and_roll_back() {
     let post = &rolled["stages"][5];
     assert!(post["detail"].as_str().unwrap().starts_with("the playbook would still change something"), "{post}");
     assert!(!dir.path().join("web01.stamp").exists() && !dir.path().join("web02.stamp").exists());
+
+    // On demand: the rollback's approval names the inventory file that will run (prepared before the
+    // question), a denial changes nothing, --yes runs the rollback playbook.
+    let stable = write(
+        dir.path(),
+        "stable.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: a kept file\n      copy:\n        dest: \"{{ dir }}/{{ inventory_hostname }}.kept\"\n        content: \"kept\\n\"\n",
+    );
+    let unkeep = write(
+        dir.path(),
+        "unkeep.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: remove it\n      file:\n        path: \"{{ dir }}/{{ inventory_hostname }}.kept\"\n        state: absent\n",
+    );
+    let dir_var = format!("dir={d}");
+    let args: [&str; 13] = [
+        "pipeline",
+        "run",
+        "ansible",
+        &stable,
+        "--targets",
+        "web01",
+        "--rollback",
+        &unkeep,
+        "-e",
+        &dir_var,
+        "--yes",
+        "--format",
+        "json",
+    ];
+    let kept = json(&fleet.merlya(&args));
+    assert_eq!(kept["status"], "succeeded", "{kept}");
+    assert!(dir.path().join("web01.kept").exists());
+    let id = kept["id"].as_str().unwrap();
+    let path = support::path_with(&fleet.bin);
+    let screen = text(&fleet.env.on_a_pty(&["pipeline", "rollback", id], "d\n", &[("PATH", &path)]));
+    assert!(screen.contains("APPROVAL NEEDED: roll back change"), "{screen}");
+    let inventory = fleet.env.merlya_home().join("pipelines").join(id).join("inventory.yml");
+    assert!(screen.contains(&format!("-i {}", inventory.display())), "{screen}");
+    assert!(dir.path().join("web01.kept").exists(), "denied: nothing was rolled back");
+    let undone = json(&fleet.merlya(&["pipeline", "rollback", id, "--yes", "--format", "json"]));
+    assert_eq!(undone["status"], "rolled_back", "{undone}");
+    assert!(!dir.path().join("web01.kept").exists(), "the rollback playbook ran");
 }
 
 #[test]

@@ -174,7 +174,7 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                 Spec::Bash(spec) => Box::new(BashChange::new(spec, hosts)),
                 other => build(other, &inventory)?,
             };
-            drive(ctx, change, None, &opts, Mode::Run).await
+            drive(ctx, change, inventory, None, &opts, Mode::Run).await
         }
         PipelineCommand::Resume { id, opts } => {
             let old = find(ctx, &id).await?;
@@ -187,13 +187,15 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                 );
                 return Ok(EXIT_ERROR);
             }
-            let change = rebuild(&old.spec, &ctx.store.list_hosts().await?)?;
-            drive(ctx, change, Some(old), &opts, Mode::Resume).await
+            let inventory = ctx.store.list_hosts().await?;
+            let change = rebuild(&old.spec, &inventory)?;
+            drive(ctx, change, inventory, Some(old), &opts, Mode::Resume).await
         }
         PipelineCommand::Rollback { id, opts } => {
             let old = find(ctx, &id).await?;
-            let change = rebuild(&old.spec, &ctx.store.list_hosts().await?)?;
-            drive(ctx, change, Some(old), &opts, Mode::Rollback).await
+            let inventory = ctx.store.list_hosts().await?;
+            let change = rebuild(&old.spec, &inventory)?;
+            drive(ctx, change, inventory, Some(old), &opts, Mode::Rollback).await
         }
     }
 }
@@ -212,16 +214,16 @@ enum Mode {
     Rollback,
 }
 
-/// Runs (or resumes, or rolls back) `change` with live output and stage lines, and maps its end to an
-/// exit code.
+/// Runs (or resumes, or rolls back) `change` on `inventory`'s hosts with live output and stage lines,
+/// and maps its end to an exit code.
 async fn drive(
     ctx: &Context,
     mut change: Box<dyn Change>,
+    inventory: Vec<crate::inventory::Host>,
     old: Option<PipelineRun>,
     opts: &ChangeOpts,
     mode: Mode,
 ) -> Result<u8> {
-    let inventory = ctx.store.list_hosts().await?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(opts.yes);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);

@@ -297,6 +297,10 @@ impl Change for KubernetesChange {
         Ok(StageOutcome::ok(format!("{}{on}: {} object(s): {}", source, names.len(), names.join(", ")), kept))
     }
 
+    fn plan_command(&self) -> Option<String> {
+        is_kustomize(&self.spec.path).then(|| format!("kubectl kustomize {}", self.spec.path.display()))
+    }
+
     fn dry_run_command(&self) -> Option<String> {
         Some(self.call(&["diff", "--server-side", "-f", &self.manifest().display().to_string()]).display())
     }

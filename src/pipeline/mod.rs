@@ -146,6 +146,17 @@ pub trait Change: Send + Sync {
     fn spec(&self) -> Spec;
     /// Checks the request and works out what will run; nothing changes.
     async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError>;
+    /// What the plan itself runs, when that can fetch or run code (`terraform init` downloads
+    /// providers and modules, `kubectl kustomize` renders remote bases): for a change the agent
+    /// proposes, the dry-run question is asked before the plan and names it too.
+    fn plan_command(&self) -> Option<String> {
+        None
+    }
+    /// Gets ready for an on-demand rollback of `run` (the generated inventory, the run's folder), so
+    /// that its approval names exactly what will run.
+    async fn prepare_rollback(&mut self, _env: &Env, _run: &PipelineRun) -> Result<(), PipelineError> {
+        Ok(())
+    }
     /// What the dry run runs, when it can run code (a Terraform data source, an Ansible task with
     /// `check_mode: false`, an admission webhook): asked about first when the agent proposes the change.
     fn dry_run_command(&self) -> Option<String> {

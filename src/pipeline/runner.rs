@@ -78,12 +78,12 @@ impl Recorder<'_> {
     }
 
     /// The run is over: the owner is cleared so no later start marks it interrupted.
-    async fn finish(mut self, status: PipelineStatus) -> Result<PipelineRun, PipelineError> {
+    async fn finish(&mut self, status: PipelineStatus) -> Result<PipelineRun, PipelineError> {
         crate::metrics::pipeline(self.run.kind.as_str(), status.as_str());
         self.run.status = status;
         self.run.owner_pid = 0;
         self.save().await?;
-        Ok(self.run)
+        Ok(self.run.clone())
     }
 }
 
@@ -122,6 +122,15 @@ pub async fn run(
     tokio::task::spawn_blocking(crate::redact::warm);
     let mut rec = Recorder { env, run, progress, started: Instant::now() };
     rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
+    // A change the agent proposes is asked about before anything of it runs: before the plan when
+    // the plan itself runs a tool (`terraform init`), else before the dry run.
+    let ask_first = env.ask_before_dry_run.then(|| change.plan_command()).flatten();
+    if let Some(plan_command) = &ask_first {
+        let command = [Some(plan_command.clone()), change.dry_run_command()].into_iter().flatten().collect();
+        if let Some(denied) = ask_dry_run(&mut rec, env, change, command).await? {
+            return Ok(denied);
+        }
+    }
     match change.plan(env, &rec.run).await {
         Ok(outcome) => {
             let ok = outcome.ok;
@@ -139,29 +148,11 @@ pub async fn run(
     }
     rec.begin(StageName::Diff, PipelineStatus::Planning).await?;
     if env.ask_before_dry_run
+        && ask_first.is_none()
         && let Some(command) = change.dry_run_command()
+        && let Some(denied) = ask_dry_run(&mut rec, env, change, vec![command]).await?
     {
-        let analysis = crate::safety::Analysis {
-            class: crate::safety::Class::Mutating,
-            reasons: vec![
-                "a dry run can run code (data sources, provisioners, check_mode: false tasks, webhooks)".into(),
-            ],
-            commands: vec![command.clone()],
-            rule_keys: None,
-        };
-        let summary = format!("run the dry run of this {} change on {}", change.kind().as_str(), change.targets());
-        let names = vec![change.targets()];
-        let request = crate::approval::ApprovalRequest::new(summary, &command, names, &analysis, Vec::new());
-        let decision = tokio::select! {
-            decision = env.gate.check(&request) => decision,
-            () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
-        };
-        if let GateOutcome::Denied(by) = decision {
-            rec.run.decision = format!("denied by {by}");
-            rec.end(StageStatus::Denied, format!("the dry run was denied by {by}"), String::new()).await?;
-            change.audit_refused(env, AuditOutcome::Denied, &by, &format!("dry run denied by {by}")).await;
-            return rec.finish(PipelineStatus::Denied).await;
-        }
+        return Ok(denied);
     }
     match change.dry_run(env, &rec.run).await {
         None => {
@@ -224,6 +215,39 @@ pub async fn run(
     after_approval(rec, env, change, &decision).await
 }
 
+/// Asks whether the dry run (and what the plan runs before it) may run: it can run code. Returns the
+/// finished record when it was denied; the running stage ends as denied.
+async fn ask_dry_run(
+    rec: &mut Recorder<'_>,
+    env: &Env,
+    change: &dyn Change,
+    commands: Vec<String>,
+) -> Result<Option<PipelineRun>, PipelineError> {
+    let command = commands.join("\n");
+    let analysis = crate::safety::Analysis {
+        class: crate::safety::Class::Mutating,
+        reasons: vec![
+            "a dry run can run code (data sources, provisioners, check_mode: false tasks, webhooks, downloaded providers)".into(),
+        ],
+        commands,
+        rule_keys: None,
+    };
+    let summary = format!("run the dry run of this {} change on {}", change.kind().as_str(), change.targets());
+    let request =
+        crate::approval::ApprovalRequest::new(summary, &command, vec![change.targets()], &analysis, Vec::new());
+    let decision = tokio::select! {
+        decision = env.gate.check(&request) => decision,
+        () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
+    };
+    let GateOutcome::Denied(by) = decision else {
+        return Ok(None);
+    };
+    rec.run.decision = format!("denied by {by}");
+    rec.end(StageStatus::Denied, format!("the dry run was denied by {by}"), String::new()).await?;
+    change.audit_refused(env, AuditOutcome::Denied, &by, &format!("dry run denied by {by}")).await;
+    Ok(Some(rec.finish(PipelineStatus::Denied).await?))
+}
+
 /// Apply → Post-check → Rollback under an approved `decision`.
 async fn after_approval(
     mut rec: Recorder<'_>,
@@ -280,6 +304,7 @@ pub async fn roll_back(
     if run.status.in_flight() {
         return Err(PipelineError::Invalid(format!("run {} is still {}", run.id, run.status.as_str())));
     }
+    change.prepare_rollback(env, &run).await?;
     let Some(request) = change.rollback_approval(&run) else {
         return Err(PipelineError::Invalid(format!("run {} has no rollback (none was given with the change)", run.id)));
     };

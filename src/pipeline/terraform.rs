@@ -51,6 +51,9 @@ pub struct RollbackData {
     pub previous_run: Option<String>,
     /// No previous configuration, but the state was empty before: rolling back destroys what the run made.
     pub destroy_on_rollback: bool,
+    /// The folder was on this workspace (not `default`): no rollback is offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 /// A Terraform change.
@@ -168,8 +171,20 @@ impl TerraformChange {
         parse(&shown.stdout).map(Some).map_err(|e| StageOutcome::failed(e, planned.text()))
     }
 
-    /// The last successful run's configuration on this folder: what a rollback goes back to.
-    async fn previous_config(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
+    /// The last successful run's configuration on this folder: what a rollback goes back to. Without
+    /// one, a rollback destroys what the change creates only when the state is known to be empty: kept
+    /// in the folder (no other backend) and in the default workspace. A folder on another workspace
+    /// gets no rollback: the copy a rollback plans in would select the default one.
+    async fn previous_config(
+        &mut self,
+        env: &Env,
+        run: &PipelineRun,
+        config: Option<&Snapshot>,
+    ) -> Result<(), PipelineError> {
+        if let Some(workspace) = current_workspace(&self.spec.dir) {
+            self.rollback.workspace = Some(workspace);
+            return Ok(());
+        }
         let runs = env.store.succeeded_pipeline_runs(Kind::Terraform, "dir", &self.dir()).await?;
         let last = runs.iter().filter(|r| r.id != run.id).find(|r| r.stage(StageName::Apply).is_some());
         if let Some(last) = last
@@ -179,7 +194,7 @@ impl TerraformChange {
             self.rollback.previous = data.applied;
             self.rollback.previous_run = Some(last.id.clone());
         } else {
-            self.rollback.destroy_on_rollback = state_is_empty(&self.spec.dir);
+            self.rollback.destroy_on_rollback = config.is_some_and(local_state) && state_is_empty(&self.spec.dir);
         }
         Ok(())
     }
@@ -319,6 +334,16 @@ fn save_snapshot(config: &Snapshot, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The workspace the folder is on, when not `default`: `TF_WORKSPACE`, else what `terraform workspace
+/// select` wrote in `.terraform/environment`.
+fn current_workspace(dir: &Path) -> Option<String> {
+    let chosen = std::env::var("TF_WORKSPACE")
+        .ok()
+        .or_else(|| std::fs::read_to_string(dir.join(".terraform").join("environment")).ok())?;
+    let chosen = chosen.trim();
+    (!chosen.is_empty() && chosen != "default").then(|| chosen.to_string())
+}
+
 /// Whether the folder's state holds no resource (no state file counts as empty).
 fn state_is_empty(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("terraform.tfstate")) {
@@ -330,9 +355,18 @@ fn state_is_empty(dir: &Path) -> bool {
     }
 }
 
-/// Whether the configuration keeps its state in the folder (no `backend` block).
+/// Whether the configuration keeps its state in the folder: no `backend` block other than `local`, no
+/// `cloud` block.
 fn local_state(config: &Snapshot) -> bool {
-    !config.values().any(|text| text.contains("backend \"") && !text.contains("backend \"local\""))
+    !config.iter().any(|(file, text)| {
+        let hcl = text.lines().map(str::trim).any(|line| {
+            (line.starts_with("backend ") && !line.starts_with("backend \"local\""))
+                || line.starts_with("cloud ")
+                || line.starts_with("cloud{")
+        });
+        let json = file.ends_with(".json") && (text.contains("\"backend\"") || text.contains("\"cloud\""));
+        hcl || json
+    })
 }
 
 fn sha256_file(path: &Path) -> Option<String> {
@@ -374,19 +408,31 @@ impl Change for TerraformChange {
         self.spec.vars.save(&self.work).map_err(|e| {
             PipelineError::Invalid(format!("cannot keep the variables in {}: {e}", self.work.display()))
         })?;
-        self.previous_config(env, run).await?;
-        if let Some(config) = &config {
-            let kept = self.work.join("config");
-            save_snapshot(config, &kept)
-                .map_err(|e| PipelineError::Invalid(format!("cannot keep a copy of the configuration: {e}")))?;
-            self.rollback.applied = Some(kept);
-        }
-        let init = tool::run(env, &self.call(&["init", "-input=false", "-no-color"], &self.spec.dir)).await;
+        // `init` runs while the rollback's needs are worked out (the last good run, a copy of the
+        // configuration, read before `init` started); it writes only `.terraform*`, which no copy holds.
+        let init_call = self.call(&["init", "-input=false", "-no-color"], &self.spec.dir);
+        let init = tool::run(env, &init_call);
+        let kept = self.work.join("config");
+        let prepare = async {
+            self.previous_config(env, run, config.as_ref()).await?;
+            if let Some(config) = &config {
+                save_snapshot(config, &kept)
+                    .map_err(|e| PipelineError::Invalid(format!("cannot keep a copy of the configuration: {e}")))?;
+                self.rollback.applied = Some(kept.clone());
+            }
+            Ok::<(), PipelineError>(())
+        };
+        let (init, prepared) = tokio::join!(init, prepare);
+        prepared?;
         if init.code != Some(0) {
             return Ok(failed("terraform init failed", &init));
         }
         let files = config.as_ref().map_or(0, BTreeMap::len);
         Ok(StageOutcome::ok(format!("terraform in {} ({files} configuration file(s))", self.dir()), init.text()))
+    }
+
+    fn plan_command(&self) -> Option<String> {
+        Some(format!("terraform init -input=false -no-color  # in {}", self.dir()))
     }
 
     fn dry_run_command(&self) -> Option<String> {
@@ -428,9 +474,12 @@ impl Change for TerraformChange {
         request.post_check = Some("terraform plan -detailed-exitcode (expects no change)".into());
         match Self::rollback_words(&self.rollback) {
             Some(words) => request.rollback = Some(words),
-            None => request.reasons.push(
-                "no rollback: merlya knows no earlier configuration of this folder and its state is not empty".into(),
-            ),
+            None => request.reasons.push(match &self.rollback.workspace {
+                Some(workspace) => format!(
+                    "no rollback: the folder is on workspace `{workspace}`, and merlya rolls back only the default workspace"
+                ),
+                None => "no rollback: merlya knows no earlier configuration of this folder, and its state is not known to be empty (a backend other than local, or resources in it)".into(),
+            }),
         }
         request
     }
@@ -492,5 +541,39 @@ impl Change for TerraformChange {
 
     fn rollback_data(&self) -> serde_json::Value {
         serde_json::to_value(&self.rollback).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(files: &[(&str, &str)]) -> Snapshot {
+        files.iter().map(|(f, t)| ((*f).to_string(), (*t).to_string())).collect()
+    }
+
+    #[test]
+    fn only_a_folder_without_another_backend_keeps_its_state_locally() {
+        assert!(local_state(&config(&[("main.tf", "resource \"terraform_data\" \"a\" {}\n")])));
+        assert!(local_state(&config(&[("main.tf", "terraform {\n  backend \"local\" {}\n}\n")])));
+        assert!(!local_state(&config(&[("main.tf", "terraform {\n  backend \"s3\" {\n  }\n}\n")])));
+        assert!(!local_state(&config(&[("main.tf", "terraform {\n  cloud {\n    organization = \"o\"\n  }\n}\n")])));
+        assert!(!local_state(&config(&[("main.tf.json", "{\"terraform\": {\"backend\": {\"gcs\": {}}}}")])));
+    }
+
+    #[test]
+    fn a_folder_on_another_workspace_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        if std::env::var_os("TF_WORKSPACE").is_some() {
+            return;
+        }
+        assert_eq!(current_workspace(dir.path()), None);
+        std::fs::create_dir(dir.path().join(".terraform")).unwrap();
+        std::fs::write(dir.path().join(".terraform/environment"), "default").unwrap();
+        assert_eq!(current_workspace(dir.path()), None);
+        std::fs::write(dir.path().join(".terraform/environment"), "staging\n").unwrap();
+        assert_eq!(current_workspace(dir.path()).as_deref(), Some("staging"));
+        let data = RollbackData { workspace: Some("staging".into()), ..RollbackData::default() };
+        assert_eq!(TerraformChange::rollback_words(&data), None, "no rollback offered on another workspace");
     }
 }

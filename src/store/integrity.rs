@@ -70,13 +70,15 @@ pub(super) async fn check_fully(path: &Path) -> Result<(), StoreError> {
     if check != "ok" {
         return Err(StoreError::Corrupt { path: path.to_path_buf(), detail: check });
     }
-    check_version(&mut conn, path).await?;
+    let _current = check_version(&mut conn, path).await?;
     conn.close().await.map_err(corrupt)?;
     Ok(())
 }
 
-/// Refuses a schema migrated by a newer merlya (before the migrator could touch it).
-pub(super) async fn check_version(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
+/// Refuses a schema migrated by a newer merlya (before the migrator could touch it). Returns whether
+/// every migration this merlya knows is applied, and nothing failed half-way: then the migrator has
+/// nothing to do and need not run.
+pub(super) async fn check_version(conn: &mut SqliteConnection, path: &Path) -> Result<bool, StoreError> {
     let corrupt = |e: sqlx::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
     let has_table: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
@@ -84,18 +86,23 @@ pub(super) async fn check_version(conn: &mut SqliteConnection, path: &Path) -> R
             .await
             .map_err(corrupt)?;
     if has_table == 0 {
-        return Ok(());
+        return Ok(false);
     }
-    let found: Option<i64> = sqlx::query("SELECT MAX(version) AS v FROM _sqlx_migrations")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(corrupt)?
-        .try_get("v")
-        .map_err(corrupt)?;
+    let row = sqlx::query(
+        "SELECT MAX(version) AS v, COUNT(*) AS n, COALESCE(SUM(success = 0), 0) AS failed FROM _sqlx_migrations",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .map_err(corrupt)?;
+    let found: Option<i64> = row.try_get("v").map_err(corrupt)?;
+    let applied: i64 = row.try_get("n").map_err(corrupt)?;
+    let failed: i64 = row.try_get("failed").map_err(corrupt)?;
     let known = known_version();
     match found.filter(|f| *f > known) {
         Some(found) => Err(StoreError::TooNew { path: path.to_path_buf(), found, known }),
-        None => Ok(()),
+        None => {
+            Ok(found == Some(known) && failed == 0 && usize::try_from(applied).ok() == Some(MIGRATOR.iter().count()))
+        }
     }
 }
 

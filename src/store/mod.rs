@@ -89,10 +89,18 @@ impl Store {
             .write(true)
             .open(&lock_path)
             .map_err(|source| StoreError::Io { context: format!("cannot open {}", lock_path.display()), source })?;
-        let guard = tokio::task::spawn_blocking(move || lock.lock().map(|_| lock))
-            .await
-            .map_err(|e| StoreError::Io { context: "lock task".into(), source: std::io::Error::other(e) })?
-            .map_err(|source| StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source })?;
+        // Free in the common case: taken at once; only a lock another start holds is waited for on a
+        // blocking thread.
+        let guard = match lock.try_lock() {
+            Ok(()) => lock,
+            Err(std::fs::TryLockError::WouldBlock) => tokio::task::spawn_blocking(move || lock.lock().map(|_| lock))
+                .await
+                .map_err(|e| StoreError::Io { context: "lock task".into(), source: std::io::Error::other(e) })?
+                .map_err(|source| StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source })?,
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source });
+            }
+        };
 
         let exists = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
         // A file as merlya left it needs no full read: only its header and schema version are checked.
@@ -126,19 +134,30 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(lock::BUSY_TIMEOUT)
             .foreign_keys(true);
+        // One connection: every write takes SQLite's one write lock anyway, reads are short, and a
+        // second connection (opened whenever a query follows another before the first connection is
+        // back in the pool) costs a file open, a schema read and a worker thread (ADR 0023).
         let pool = SqlitePoolOptions::new()
-            .max_connections(4)
+            .max_connections(1)
+            // A local file: no ping before each query.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .ctx(&format!("cannot open {}", path.display()))?;
-        if trusted {
+        // A file merlya closed cleanly at this schema needs no migration run (its checks cost a
+        // transaction on every start).
+        let current = if trusted {
             let mut conn = pool.acquire().await.ctx(&format!("cannot open {}", path.display()))?;
-            integrity::check_version(&mut conn, path).await?;
+            integrity::check_version(&mut conn, path).await?
+        } else {
+            false
+        };
+        if !current {
+            MIGRATOR.run(&pool).await.map_err(|e| StoreError::Sql {
+                context: format!("cannot migrate {}", path.display()),
+                source: sqlx::Error::Migrate(Box::new(e)),
+            })?;
         }
-        MIGRATOR.run(&pool).await.map_err(|e| StoreError::Sql {
-            context: format!("cannot migrate {}", path.display()),
-            source: sqlx::Error::Migrate(Box::new(e)),
-        })?;
         drop(guard);
         Ok(Self { pool, path: Arc::from(path), audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
     }
@@ -147,6 +166,15 @@ impl Store {
     /// with the one this merlya knows.
     pub async fn check_health(&self) -> Result<(i64, i64), StoreError> {
         Ok((integrity::check_live(&self.pool, &self.path).await?, integrity::known_version()))
+    }
+
+    /// Waits until the audit checkpoint names the newest entry this process appended (it is written
+    /// beside the work that follows each append).
+    pub async fn settle_audit(&self) {
+        let files = Arc::clone(&self.audit);
+        if let Err(e) = tokio::task::spawn_blocking(move || files.settle()).await {
+            tracing::warn!(error = %e, "cannot wait for the audit checkpoint");
+        }
     }
 
     /// The database file.
@@ -181,6 +209,7 @@ impl Store {
     /// Closes the pool cleanly (checkpoints the WAL) and records the file as merlya leaves it, so the
     /// next open can skip the full integrity check.
     pub async fn close(&self) {
+        self.settle_audit().await;
         self.pool.close().await;
         integrity::mark_closed_cleanly(&self.path);
     }

@@ -415,13 +415,19 @@ impl Change for AnsibleChange {
         })
     }
 
+    async fn prepare_rollback(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
+        if self.inventory.is_none() {
+            // On demand (`pipeline rollback ID`): the run's folder and inventory are made again before
+            // the approval, which then names the inventory file that runs.
+            self.plan(env, run).await?;
+        }
+        Ok(())
+    }
+
     async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
         let playbook = self.spec.rollback.clone()?;
         if self.inventory.is_none() {
-            // On demand (`pipeline rollback ID`): the run's folder is prepared again.
-            if let Err(e) = self.plan(env, run).await {
-                return Some(StageOutcome::failed(e.to_string(), ""));
-            }
+            return Some(StageOutcome::failed("the run's inventory was not prepared", ""));
         }
         Some(self.apply_playbook(env, &playbook, decision, run, StageName::Rollback).await)
     }

@@ -7,7 +7,7 @@
 //! checkpoint still names the newest entry). See ADR 0015.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
@@ -109,6 +109,16 @@ pub struct AuditFiles {
     key_path: PathBuf,
     checkpoint_path: PathBuf,
     loaded: Mutex<Option<AuditKey>>,
+    queue: (Mutex<CheckpointQueue>, Condvar),
+}
+
+/// The newest head waiting to be written to `audit.checkpoint`, and whether a writer is at work:
+/// appends do not wait for the checkpoint's file writes and syncs, and a burst of appends (a fan-out)
+/// writes it once for the newest head.
+#[derive(Debug, Default)]
+struct CheckpointQueue {
+    next: Option<(AuditKey, i64, String, i64)>,
+    writing: bool,
 }
 
 /// Trouble with the files outside the database.
@@ -129,6 +139,7 @@ impl AuditFiles {
             key_path: audit_key_beside(database),
             checkpoint_path: audit_checkpoint_beside(database),
             loaded: Mutex::new(None),
+            queue: (Mutex::new(CheckpointQueue::default()), Condvar::new()),
         }
     }
 
@@ -212,6 +223,67 @@ impl AuditFiles {
         serde_json::from_str(&text)
             .map(Some)
             .map_err(|e| KeyFileError::Invalid { path: self.checkpoint_path.clone(), what: e.to_string() })
+    }
+
+    /// Moves the checkpoint forward to `(last_id, hash, count)` on a blocking thread, after the entry's
+    /// commit (as [`Self::advance_checkpoint`]); [`Self::settle`] waits for it. Without a runtime the
+    /// checkpoint is written before returning.
+    pub fn queue_checkpoint(self: &Arc<Self>, key: &AuditKey, last_id: i64, hash: &str, count: i64) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            self.write_or_warn(key, last_id, hash, count);
+            return;
+        };
+        let Ok(mut queue) = self.queue.0.lock() else {
+            return;
+        };
+        if queue.next.as_ref().is_none_or(|(_, queued, _, _)| *queued < last_id) {
+            queue.next = Some((key.clone(), last_id, hash.to_string(), count));
+        }
+        if queue.writing {
+            return;
+        }
+        queue.writing = true;
+        drop(queue);
+        let files = Arc::clone(self);
+        handle.spawn_blocking(move || files.drain());
+    }
+
+    /// Writes queued heads until none is left, then wakes whoever waits in [`Self::settle`].
+    fn drain(&self) {
+        loop {
+            let next = match self.queue.0.lock() {
+                Ok(mut queue) => match queue.next.take() {
+                    Some(next) => next,
+                    None => {
+                        queue.writing = false;
+                        self.queue.1.notify_all();
+                        return;
+                    }
+                },
+                Err(_) => return,
+            };
+            let (key, last_id, hash, count) = next;
+            self.write_or_warn(&key, last_id, &hash, count);
+        }
+    }
+
+    fn write_or_warn(&self, key: &AuditKey, last_id: i64, hash: &str, count: i64) {
+        if let Err(e) = self.advance_checkpoint(key, last_id, hash, count) {
+            tracing::warn!(error = %e, "cannot write the audit checkpoint; `merlya audit verify` will report it lagging");
+        }
+    }
+
+    /// Blocks until every queued checkpoint is written (before reading it, and when closing).
+    pub fn settle(&self) {
+        let Ok(mut queue) = self.queue.0.lock() else {
+            return;
+        };
+        while queue.writing {
+            queue = match self.queue.1.wait(queue) {
+                Ok(queue) => queue,
+                Err(_) => return,
+            };
+        }
     }
 
     /// Moves the checkpoint forward to `(last_id, hash, count)`. Writers of

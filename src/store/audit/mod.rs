@@ -552,10 +552,9 @@ impl Store {
         .await
         .ctx("cannot move the audit head")?;
         tx.commit().await.map_err(self.write_error("append to the audit log"))?;
-        // After the commit: a checkpoint must never name an entry that is not stored.
-        if let Err(e) = self.audit.advance_checkpoint(&key, entry.id, &entry.hash, count) {
-            tracing::warn!(error = %e, "cannot write the audit checkpoint; `merlya audit verify` will report it lagging");
-        }
+        // After the commit: a checkpoint must never name an entry that is not stored. Written beside
+        // the work that follows (the command this entry announces), not before it.
+        self.audit.queue_checkpoint(&key, entry.id, &entry.hash, count);
         Ok(entry)
     }
 

@@ -43,6 +43,7 @@ async fn three_runs(store: &Store) {
         let ticket = store.audit_start(request("web01", &format!("echo {i}"))).await.unwrap();
         ticket.finish(AuditOutcome::Ok, Some(0), None).await.unwrap();
     }
+    store.settle_audit().await;
 }
 
 /// A raw connection to the database file, with the append-only triggers dropped.
@@ -235,6 +236,7 @@ async fn a_lagging_checkpoint_is_accepted_and_said() {
     let saved = std::fs::read(f.store.audit.checkpoint_path()).unwrap();
     let ticket = f.store.audit_start(request("web01", "uptime")).await.unwrap();
     ticket.finish(AuditOutcome::Ok, Some(0), None).await.unwrap();
+    f.store.settle_audit().await;
     // A writer killed between its commit and its checkpoint.
     std::fs::write(f.store.audit.checkpoint_path(), saved).unwrap();
     let report = f.store.verify_audit().await.unwrap();

@@ -107,6 +107,7 @@ impl ChainReport {
 impl Store {
     /// Walks the whole chain with the key and checks it against the checkpoint.
     pub async fn verify_audit(&self) -> Result<ChainReport, StoreError> {
+        self.settle_audit().await;
         let entries = self.audit_entries().await?;
         let head: Option<(i64, String, i64)> = sqlx::query("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
             .fetch_optional(self.pool())
