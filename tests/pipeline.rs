@@ -372,6 +372,10 @@ fn kubernetes_manifests_and_kustomize_are_checked_and_an_unreachable_cluster_cha
     let diff = run["stages"][1]["detail"].as_str().unwrap();
     assert!(diff.starts_with("kubectl diff failed (exit code 2)") && diff.contains("connection refused"), "{diff}");
     assert_eq!(run["stages"].as_array().unwrap().len(), 2, "nothing after the failed dry run: {run}");
+    // The context pinned at plan is kept with the run: a resume or rollback goes to the same cluster.
+    assert_eq!(run["spec"]["context"], "staging", "{run}");
+    let stored = json(&k(&["pipeline", "show", run["id"].as_str().unwrap(), "--format", "json"]));
+    assert_eq!(stored["spec"]["context"], "staging", "{stored}");
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert_eq!(audit.trim(), "[]", "nothing ran that changes anything");
 

@@ -142,6 +142,12 @@ impl KubernetesChange {
         self.objects.iter().filter(|o| o.rolls_out()).collect()
     }
 
+    /// `kubectl rollout undo` of every workload, as it will run (context and namespace included), for
+    /// the approval.
+    fn undo_line(&self) -> String {
+        self.workloads().iter().map(|o| self.rollout("undo", o, "").display()).collect::<Vec<_>>().join("; ")
+    }
+
     /// `kubectl rollout VERB kind/name`, in the object's own namespace if it names one.
     fn rollout(&self, verb: &str, object: &Object, timeout: &str) -> ToolCall {
         let reference = object.reference().to_lowercase();
@@ -339,17 +345,16 @@ impl Change for KubernetesChange {
         request.diff = Some(run.diff.clone());
         if !workloads.is_empty() {
             request.post_check = Some(format!("kubectl rollout status {}", workloads.join(" ")));
-            request.rollback = Some(format!("kubectl rollout undo {}", workloads.join(" ")));
+            request.rollback = Some(self.undo_line());
         }
         request
     }
 
     fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest> {
-        let workloads: Vec<String> = self.workloads().iter().map(|o| o.reference()).collect();
-        if workloads.is_empty() {
+        if self.workloads().is_empty() {
             return None;
         }
-        let command = format!("kubectl rollout undo {}", workloads.join(" "));
+        let command = self.undo_line();
         let analysis = Analysis {
             class: Class::Mutating,
             reasons: vec!["rolls the workloads back to their previous revision".into()],
@@ -393,13 +398,20 @@ impl Change for KubernetesChange {
         Some(StageOutcome::ok("every workload rolled out", text))
     }
 
-    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn prepare_rollback(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
         if self.objects.is_empty() {
-            // On demand: the objects are read again from the run's manifest.
+            // On demand: the objects are read again from the run's manifest, before the approval names
+            // what the rollback runs.
             self.work = env.store.pipelines_dir().join(&run.id);
-            let text = std::fs::read_to_string(self.manifest()).ok()?;
-            self.objects = objects("the run's manifest", &text).ok()?;
+            let text = std::fs::read_to_string(self.manifest()).map_err(|e| {
+                PipelineError::Invalid(format!("the run's manifest {} cannot be read: {e}", self.manifest().display()))
+            })?;
+            self.objects = objects("the run's manifest", &text).map_err(PipelineError::Invalid)?;
         }
+        Ok(())
+    }
+
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
         let calls: Vec<ToolCall> = self.workloads().iter().map(|o| self.rollout("undo", o, "")).collect();
         if calls.is_empty() {
             return None;
@@ -429,6 +441,25 @@ mod tests {
         let err = objects("c.yaml", "kind: [\n").unwrap_err();
         assert!(err.starts_with("c.yaml, document 1: not valid YAML"), "{err}");
         assert!(objects("d.yaml", "# nothing\n").unwrap_err().contains("holds no Kubernetes object"));
+    }
+
+    #[test]
+    fn a_rollback_is_approved_as_it_runs_on_the_pinned_context() {
+        let spec =
+            KubernetesSpec { path: "/m.yaml".into(), context: Some("prod-eu".into()), namespace: Some("web".into()) };
+        let mut change = KubernetesChange::new(spec);
+        let yaml = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n  namespace: data\n";
+        change.objects = objects("m.yaml", yaml).unwrap();
+        let run = PipelineRun::new(Kind::Kubernetes, "m.yaml", serde_json::Value::Null, "tester");
+        let asked = change.rollback_approval(&run).unwrap();
+        let runs: Vec<String> = change.workloads().iter().map(|o| change.rollout("undo", o, "").display()).collect();
+        assert_eq!(asked.command, runs.join("; "));
+        assert!(
+            asked.command.contains("rollout undo deployment/api --context=prod-eu --namespace=web"),
+            "{}",
+            asked.command
+        );
+        assert!(asked.command.contains("statefulset/db --context=prod-eu --namespace=data"), "{}", asked.command);
     }
 
     #[test]

@@ -134,6 +134,8 @@ pub async fn run(
     match change.plan(env, &rec.run).await {
         Ok(outcome) => {
             let ok = outcome.ok;
+            // What the plan pinned (the kubeconfig's current context) is kept for resume and rollback.
+            rec.run.spec = change.spec().to_json();
             rec.end(status_of(&outcome, env), outcome.detail, outcome.output).await?;
             if !ok {
                 return rec.finish(PipelineStatus::Failed).await;

@@ -319,7 +319,8 @@ impl Store {
             "INSERT INTO pipeline_runs (id, kind, status, targets, stages, created_at, updated_at, spec, summary, diff, decision, rollback_data, requested_by, resumed_from, owner_pid)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, stages = excluded.stages, updated_at = excluded.updated_at,
-               summary = excluded.summary, diff = excluded.diff, decision = excluded.decision, rollback_data = excluded.rollback_data",
+               summary = excluded.summary, diff = excluded.diff, decision = excluded.decision, rollback_data = excluded.rollback_data,
+               spec = excluded.spec, owner_pid = excluded.owner_pid",
         )
         .bind(&run.id)
         .bind(run.kind.as_str())
