@@ -45,6 +45,10 @@ pub struct ApprovalRequest {
     /// options with values: see [`Analysis::rule_keys`]); empty when the line
     /// cannot be covered by a rule (redirections, assignments, parse problems).
     pub prefixes: Vec<String>,
+    /// Further exact command lines this approval clears, each shown in `command`, `rollback` or the
+    /// diff (the script behind a file edit's summary, each `kubectl rollout undo` of a rollback).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
 }
 
 impl ApprovalRequest {
@@ -61,7 +65,16 @@ impl ApprovalRequest {
             rollback: None,
             leaks,
             prefixes: analysis.rule_keys.clone().unwrap_or_default(),
+            runs: Vec::new(),
         }
+    }
+
+    /// Every exact command line an approval of this request clears: the command, the post-check, the
+    /// rollback and [`Self::runs`].
+    pub fn covered(&self) -> Vec<String> {
+        let mut lines = vec![self.command.clone()];
+        lines.extend(self.post_check.iter().chain(&self.rollback).chain(&self.runs).cloned());
+        lines
     }
 
     /// Whether an "always" decision can be stored for this request.

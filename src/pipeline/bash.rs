@@ -5,8 +5,10 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::fanout::{audited_fan_out, combined_output, describe_results};
-use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, audit_ref};
-use crate::approval::{ApprovalRequest, GateOutcome};
+use super::{
+    Approved, Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, audit_ref,
+};
+use crate::approval::ApprovalRequest;
 use crate::context::{audit_refused_all, audit_request};
 use crate::exec::HostResult;
 use crate::inventory::Host;
@@ -92,7 +94,7 @@ impl BashChange {
         env: &Env,
         hosts: &[Host],
         command: &str,
-        decision: &GateOutcome,
+        decision: &Approved,
         why: Option<String>,
     ) -> (StageOutcome, Vec<HostResult>) {
         let Some(clearance) = decision.clearance(command) else {
@@ -182,6 +184,10 @@ impl Change for BashChange {
         let mut request =
             ApprovalRequest::new(summary, &self.spec.command, self.names(), &self.analysis, self.leaks.clone());
         request.command = self.shown_command().to_string();
+        if request.command != self.spec.command {
+            // A summary stands for the script (a file edit): the script is what runs, its diff is shown.
+            request.runs.push(self.spec.command.clone());
+        }
         request.diff = self.spec.diff.clone();
         request.post_check = self.spec.check.clone();
         request.rollback = self.spec.rollback.clone();
@@ -206,14 +212,14 @@ impl Change for BashChange {
         audit_refused_all(&env.store, &requests, outcome, why).await;
     }
 
-    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome {
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> StageOutcome {
         let why = audit_ref(run, StageName::Apply);
         let (outcome, results) = self.run_on(env, &self.hosts, &self.spec.command, decision, why).await;
         self.applied = results;
         outcome
     }
 
-    async fn post_check(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn post_check(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome> {
         let check = self.spec.check.clone()?;
         let why = audit_ref(run, StageName::PostCheck);
         let (outcome, results) = self.run_on(env, &self.hosts, &check, decision, why).await;
@@ -221,7 +227,7 @@ impl Change for BashChange {
         Some(outcome)
     }
 
-    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome> {
         let rollback = self.spec.rollback.clone()?;
         // After a failed apply or check, the hosts it failed on; on demand (nothing in memory), every host.
         let failed: Vec<&str> = self

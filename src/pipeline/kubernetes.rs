@@ -15,8 +15,10 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
-use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
-use crate::approval::{ApprovalRequest, GateOutcome};
+use super::{
+    Approved, Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir,
+};
+use crate::approval::ApprovalRequest;
 use crate::safety::{Analysis, Class};
 use crate::store::audit::AuditOutcome;
 
@@ -145,7 +147,12 @@ impl KubernetesChange {
     /// `kubectl rollout undo` of every workload, as it will run (context and namespace included), for
     /// the approval.
     fn undo_line(&self) -> String {
-        self.workloads().iter().map(|o| self.rollout("undo", o, "").display()).collect::<Vec<_>>().join("; ")
+        self.undo_calls().iter().map(ToolCall::display).collect::<Vec<_>>().join("; ")
+    }
+
+    /// `kubectl rollout undo` of every workload.
+    fn undo_calls(&self) -> Vec<ToolCall> {
+        self.workloads().iter().map(|o| self.rollout("undo", o, "")).collect()
     }
 
     /// `kubectl rollout VERB kind/name`, in the object's own namespace if it names one.
@@ -206,7 +213,7 @@ impl KubernetesChange {
         &self,
         env: &Env,
         calls: &[ToolCall],
-        decision: &GateOutcome,
+        decision: &Approved,
         run: &PipelineRun,
         stage: StageName,
     ) -> StageOutcome {
@@ -346,6 +353,7 @@ impl Change for KubernetesChange {
         if !workloads.is_empty() {
             request.post_check = Some(format!("kubectl rollout status {}", workloads.join(" ")));
             request.rollback = Some(self.undo_line());
+            request.runs = self.undo_calls().iter().map(ToolCall::display).collect();
         }
         request
     }
@@ -361,13 +369,15 @@ impl Change for KubernetesChange {
             commands: vec![command.clone()],
             rule_keys: None,
         };
-        Some(ApprovalRequest::new(
+        let mut request = ApprovalRequest::new(
             format!("roll back change {}", run.id),
             &command,
             vec![self.targets()],
             &analysis,
             Vec::new(),
-        ))
+        );
+        request.runs = self.undo_calls().iter().map(ToolCall::display).collect();
+        Some(request)
     }
 
     async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str) {
@@ -377,11 +387,11 @@ impl Change for KubernetesChange {
         }
     }
 
-    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome {
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> StageOutcome {
         self.run_audited(env, &[self.apply_call()], decision, run, StageName::Apply).await
     }
 
-    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
         let workloads = self.workloads();
         if workloads.is_empty() {
             return None;
@@ -411,8 +421,8 @@ impl Change for KubernetesChange {
         Ok(())
     }
 
-    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
-        let calls: Vec<ToolCall> = self.workloads().iter().map(|o| self.rollout("undo", o, "")).collect();
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome> {
+        let calls = self.undo_calls();
         if calls.is_empty() {
             return None;
         }
@@ -428,6 +438,7 @@ pub fn is_kustomize(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::GateOutcome;
 
     #[test]
     fn objects_are_read_per_document_and_errors_name_the_document() {
@@ -452,8 +463,13 @@ mod tests {
         change.objects = objects("m.yaml", yaml).unwrap();
         let run = PipelineRun::new(Kind::Kubernetes, "m.yaml", serde_json::Value::Null, "tester");
         let asked = change.rollback_approval(&run).unwrap();
-        let runs: Vec<String> = change.workloads().iter().map(|o| change.rollout("undo", o, "").display()).collect();
+        let runs: Vec<String> = change.undo_calls().iter().map(ToolCall::display).collect();
         assert_eq!(asked.command, runs.join("; "));
+        // What the rollback runs is cleared by that approval, and nothing else is.
+        let approved = Approved::of(GateOutcome::Approved("alice".into()), &asked);
+        assert!(runs.iter().all(|line| approved.clearance(line).is_some()));
+        assert!(approved.clearance("kubectl rollout undo deployment/api").is_none(), "without the pinned context");
+        assert!(approved.clearance(&change.apply_call().display()).is_none(), "the apply was not asked here");
         assert!(
             asked.command.contains("rollout undo deployment/api --context=prod-eu --namespace=web"),
             "{}",

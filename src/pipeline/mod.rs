@@ -87,6 +87,36 @@ impl Env {
     }
 }
 
+/// A change's approval: the gate's outcome and the exact command lines the person was shown. A kind
+/// clears only those: a command built differently from what was approved (another inventory, another
+/// context) does not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    outcome: GateOutcome,
+    covers: Vec<String>,
+}
+
+impl Approved {
+    /// `outcome` of `request`.
+    pub fn of(outcome: GateOutcome, request: &ApprovalRequest) -> Self {
+        Self { covers: request.covered(), outcome }
+    }
+
+    /// The clearance to run `command`: only a command line the approval covers.
+    pub fn clearance(&self, command: &str) -> Option<crate::safety::clearance::Clearance> {
+        if !self.covers.iter().any(|c| c == command) {
+            tracing::warn!(command, "not cleared: the approval did not show this command");
+            return None;
+        }
+        self.outcome.clearance(command)
+    }
+
+    /// The gate's outcome.
+    pub fn outcome(&self) -> &GateOutcome {
+        &self.outcome
+    }
+}
+
 /// What one stage produced.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StageOutcome {
@@ -170,11 +200,11 @@ pub trait Change: Send + Sync {
     /// entry per target.
     async fn audit_refused(&self, env: &Env, outcome: AuditOutcome, decided_by: &str, why: &str);
     /// Makes the change under `decision`.
-    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome;
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> StageOutcome;
     /// Checks it; `None` when there is no post-check.
-    async fn post_check(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome>;
+    async fn post_check(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome>;
     /// Undoes it; `None` when there is no rollback (the approval said so).
-    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome>;
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome>;
     /// The approval an on-demand rollback of `run` asks for; `None` when the change has none.
     fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest>;
     /// What a later rollback needs, kept with the run.

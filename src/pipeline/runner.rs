@@ -5,7 +5,9 @@
 
 use std::time::Instant;
 
-use super::{Change, Env, PipelineError, PipelineRun, PipelineStatus, Stage, StageName, StageOutcome, StageStatus};
+use super::{
+    Approved, Change, Env, PipelineError, PipelineRun, PipelineStatus, Stage, StageName, StageOutcome, StageStatus,
+};
 use crate::approval::GateOutcome;
 use crate::store::audit::AuditOutcome;
 
@@ -214,7 +216,7 @@ pub async fn run(
     };
     rec.run.decision = format!("approved by {approved_by}");
     rec.end(StageStatus::Done, format!("approved by {approved_by}"), String::new()).await?;
-    after_approval(rec, env, change, &decision).await
+    after_approval(rec, env, change, &Approved::of(decision, &request)).await
 }
 
 /// Asks whether the dry run (and what the plan runs before it) may run: it can run code. Returns the
@@ -255,7 +257,7 @@ async fn after_approval(
     mut rec: Recorder<'_>,
     env: &Env,
     change: &mut dyn Change,
-    decision: &GateOutcome,
+    decision: &Approved,
 ) -> Result<PipelineRun, PipelineError> {
     rec.begin(StageName::Apply, PipelineStatus::Applying).await?;
     let applied = change.apply(env, &rec.run, decision).await;
@@ -326,8 +328,10 @@ pub async fn roll_back(
     };
     rec.end(StageStatus::Done, format!("rollback approved by {approved_by}"), String::new()).await?;
     rec.begin(StageName::Rollback, PipelineStatus::RollingBack).await?;
-    let undone =
-        change.rollback(env, &rec.run, &decision).await.unwrap_or_else(|| StageOutcome::failed("no rollback", ""));
+    let undone = change
+        .rollback(env, &rec.run, &Approved::of(decision, &request))
+        .await
+        .unwrap_or_else(|| StageOutcome::failed("no rollback", ""));
     let status = if undone.ok { PipelineStatus::RolledBack } else { PipelineStatus::Failed };
     rec.end(status_of(&undone, env), undone.detail, undone.output).await?;
     rec.finish(status).await

@@ -17,8 +17,10 @@ use sha2::{Digest, Sha256};
 use super::terraform_plan::{PlanSummary, parse};
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
 use super::vars::Vars;
-use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
-use crate::approval::{ApprovalRequest, GateOutcome};
+use super::{
+    Approved, Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir,
+};
+use crate::approval::ApprovalRequest;
 use crate::home::write_private;
 use crate::safety::{Analysis, Class};
 use crate::store::audit::{AuditOutcome, AuditRequest};
@@ -113,7 +115,7 @@ impl TerraformChange {
         &self,
         env: &Env,
         call: &ToolCall,
-        decision: &GateOutcome,
+        decision: &Approved,
         run: &PipelineRun,
         stage: StageName,
     ) -> ToolOutput {
@@ -275,7 +277,7 @@ impl TerraformChange {
             self.audit_refused(env, AuditOutcome::Denied, &by, &format!("rollback denied by {by}")).await;
             return StageOutcome::failed(format!("the rollback plan ({}) was denied by {by}", plan.line()), "");
         }
-        let out = self.apply_audited(env, &call, &decision, run, StageName::Rollback).await;
+        let out = self.apply_audited(env, &call, &Approved::of(decision, &request), run, StageName::Rollback).await;
         if out.code == Some(0) {
             StageOutcome::ok(format!("rolled back: {}", plan.line()), out.text())
         } else {
@@ -504,7 +506,7 @@ impl Change for TerraformChange {
         }
     }
 
-    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome {
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> StageOutcome {
         let file = self.plan_file("change.tfplan");
         // Exactly the approved plan: a file changed since the dry run is not applied.
         if self.plan_hash.is_none() || sha256_file(&file) != self.plan_hash {
@@ -519,7 +521,7 @@ impl Change for TerraformChange {
         }
     }
 
-    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
         let out =
             tool::run(env, &self.call(&["plan", "-input=false", "-no-color", "-detailed-exitcode"], &self.spec.dir))
                 .await;
@@ -530,7 +532,7 @@ impl Change for TerraformChange {
         })
     }
 
-    async fn rollback(&mut self, env: &Env, run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
         Self::rollback_words(&serde_json::from_value(run.rollback_data.clone()).unwrap_or_default())?;
         if let Err(e) = self.spec.vars.restore(env, run) {
             return Some(StageOutcome::failed(e.to_string(), ""));

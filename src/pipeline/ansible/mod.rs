@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
 use super::vars::Vars;
-use super::{Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir};
-use crate::approval::{ApprovalRequest, GateOutcome};
+use super::{
+    Approved, Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir,
+};
+use crate::approval::ApprovalRequest;
 use crate::context::{audit_refused_all, audit_request, audit_start_all};
 use crate::home::write_private;
 use crate::inventory::Host;
@@ -195,7 +197,7 @@ impl AnsibleChange {
         &self,
         env: &Env,
         playbook: &std::path::Path,
-        decision: &GateOutcome,
+        decision: &Approved,
         run: &PipelineRun,
         stage: StageName,
     ) -> StageOutcome {
@@ -397,11 +399,11 @@ impl Change for AnsibleChange {
         audit_refused_all(&env.store, &requests, outcome, why).await;
     }
 
-    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> StageOutcome {
+    async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> StageOutcome {
         self.apply_playbook(env, &self.spec.playbook.clone(), decision, run, StageName::Apply).await
     }
 
-    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
         let out = self.play(env, &self.call(&self.spec.playbook, true), None).await;
         let played = report::parse(&out.stdout);
         let checked = outcome_of("ansible-playbook --check (post-check)", &out, &played);
@@ -424,7 +426,7 @@ impl Change for AnsibleChange {
         Ok(())
     }
 
-    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &GateOutcome) -> Option<StageOutcome> {
+    async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome> {
         let playbook = self.spec.rollback.clone()?;
         if self.inventory.is_none() {
             return Some(StageOutcome::failed("the run's inventory was not prepared", ""));
