@@ -61,10 +61,34 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_NAME.as_ref().is_none_or(|r| r.is_match(name))
 }
 
-/// Compiles the rules now (a few milliseconds): a short-lived process about to audit something calls
-/// it on a spare thread, so its first audit entry does not wait for the compile.
-pub fn warm() {
-    LazyLock::force(&RULES);
+/// Words, in ASCII lower case, of which every rule in [`RULES`] needs one: ASCII text holding
+/// none of them matches no rule, so it is returned as it is without running (or compiling, a few
+/// milliseconds of a short-lived process) the rules. Other text always runs them: case folding maps
+/// some other characters onto these letters (the Kelvin sign is a `k`).
+const NEEDLES: [&str; 14] = [
+    "private key",
+    "passw",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "access_key",
+    "api-key",
+    "mysql",
+    "sudo",
+    "://",
+    "authorization",
+    "-u",
+    "sshpass",
+];
+
+/// Whether `command` can match a rule at all (see [`NEEDLES`]).
+fn may_hold_a_secret(command: &str) -> bool {
+    if !command.is_ascii() {
+        return true;
+    }
+    let lower = command.to_ascii_lowercase();
+    NEEDLES.iter().any(|needle| lower.contains(needle))
 }
 
 /// A secret reference (`@service:host:field`) names a secret without holding it.
@@ -77,6 +101,9 @@ fn is_reference(value: &str) -> bool {
 /// secret references are kept, since they are what logs should show.
 pub fn redact_command(command: &str) -> String {
     let mut out = command.to_string();
+    if !may_hold_a_secret(command) {
+        return out;
+    }
     for (rule, replacement) in RULES.iter() {
         out = rule
             .replace_all(&out, |caps: &regex::Captures| {
@@ -121,6 +148,35 @@ mod tests {
         ];
         for (input, expected) in cases {
             assert_eq!(redact_command(input), expected, "input: {input}");
+            assert!(super::may_hold_a_secret(input), "the pre-check passes over {input}");
+        }
+    }
+
+    #[test]
+    fn the_pre_check_skips_only_text_no_rule_can_match() {
+        // Each rule's own words, in any case, reach the rules.
+        for input in [
+            "X PaSsWd: y",
+            "--ToKeN=y",
+            "A_Access_Key=y",
+            "MYSQL -py",
+            "echo y | SUDO -S x",
+            "x://a:b@c",
+            "x -U a:b",
+            "SSHPASS -p y",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "apiKey: y",
+        ] {
+            assert!(super::may_hold_a_secret(input), "{input}");
+        }
+        // Text with other characters always runs the rules: `toKen` with the Kelvin sign folds to a rule's word.
+        assert!(super::may_hold_a_secret("--to\u{212a}en=hunter2"));
+        assert_eq!(redact_command("--to\u{212a}en=hunter2"), "--to\u{212a}en=***");
+        for plain in
+            ["terraform apply -input=false -no-color /tmp/p/change.tfplan", "systemctl restart nginx", "ls -la /srv"]
+        {
+            assert!(!super::may_hold_a_secret(plain), "{plain}");
+            assert_eq!(redact_command(plain), plain);
         }
     }
 

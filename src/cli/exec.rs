@@ -152,31 +152,47 @@ pub(super) async fn print_events_to(
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
     let mut stdout: Box<dyn Write> =
         if live_on_stderr { Box::new(std::io::stderr()) } else { Box::new(super::out::Output) };
+    // What is queued is written in one go: a burst of lines costs one write, not several per line
+    // (stderr is unbuffered), and the reader is woken once.
+    let mut batch = Vec::with_capacity(8 * 1024);
     while let Some(event) = rx.recv().await {
-        match event {
-            ExecEvent::Started { .. } => {}
-            ExecEvent::Line { host, stream, line } => {
-                if format == OutputFormat::Text {
-                    let line = shown(&line);
-                    let mark = if stream == Stream::Stderr { "!" } else { "|" };
-                    let _ = match (color, stream) {
-                        (true, Stream::Stderr) => {
-                            writeln!(stdout, "\x1b[36m{host:<width$}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
-                        }
-                        (true, Stream::Stdout) => writeln!(stdout, "\x1b[36m{host:<width$}\x1b[0m {mark} {line}"),
-                        (false, _) => writeln!(stdout, "{host:<width$} {mark} {line}"),
-                    };
+        let mut next = Some(event);
+        while let Some(event) = next.take() {
+            match event {
+                ExecEvent::Started { .. } => {}
+                ExecEvent::Line { host, stream, line } => {
+                    if format == OutputFormat::Text {
+                        let line = shown(&line);
+                        let mark = if stream == Stream::Stderr { "!" } else { "|" };
+                        let _ = match (color, stream) {
+                            (true, Stream::Stderr) => {
+                                writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
+                            }
+                            (true, Stream::Stdout) => writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m {mark} {line}"),
+                            (false, _) => writeln!(batch, "{host:<width$} {mark} {line}"),
+                        };
+                    }
+                }
+                ExecEvent::Finished(result) => {
+                    if format == OutputFormat::Json {
+                        let _ = writeln!(batch, "{}", serde_json::to_string(&result)?);
+                    }
                 }
             }
-            ExecEvent::Finished(result) => {
-                if format == OutputFormat::Json {
-                    let _ = writeln!(stdout, "{}", serde_json::to_string(&result)?);
-                }
+            if batch.len() < BATCH_BYTES {
+                next = rx.try_recv().ok();
             }
+        }
+        if !batch.is_empty() {
+            let _ = stdout.write_all(&batch);
+            batch.clear();
         }
     }
     Ok(())
 }
+
+/// Live output written at once, at most (a burst larger than this is written in several goes).
+const BATCH_BYTES: usize = 64 * 1024;
 
 /// The table printed after a text-mode run. Errors can quote what a host
 /// sent, so their control characters are shown, never sent to the terminal.

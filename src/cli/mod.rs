@@ -196,8 +196,13 @@ pub fn run(cli: Cli) -> Result<u8> {
         Some(dir) => MerlyaHome::at(dir),
         None => MerlyaHome::from_env()?,
     };
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("cannot start the async runtime")?;
+    // A change pipeline waits on one local tool at a time: its tasks run on this thread, so no
+    // worker has to be woken for each line or record while the tool uses the cores (ADR 0024).
+    let mut builder = match &cli.command {
+        Some(Command::Pipeline(_)) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = builder.enable_all().build().wrap_err("cannot start the async runtime")?;
     let command = match cli.command {
         None => return crate::app::run_console(&runtime, home, cli.metrics_addr, cli.resume),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),

@@ -120,8 +120,6 @@ pub async fn run(
     run: PipelineRun,
     progress: Progress<'_>,
 ) -> Result<PipelineRun, PipelineError> {
-    // Ready before the first audit entry, compiled while the plan runs.
-    tokio::task::spawn_blocking(crate::redact::warm);
     let mut rec = Recorder { env, run, progress, started: Instant::now() };
     rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
     // A change the agent proposes is asked about before anything of it runs: before the plan when
@@ -269,7 +267,10 @@ async fn after_approval(
     let mut needs_rollback = !apply_ok;
     if apply_ok {
         rec.begin(StageName::PostCheck, PipelineStatus::Checking).await?;
-        match change.post_check(env, &rec.run, decision).await {
+        // The apply's records reach the database file while the post-check runs, so the close at
+        // the end has little left to write (ADR 0024).
+        let (checked, ()) = tokio::join!(change.post_check(env, &rec.run, decision), env.store.checkpoint());
+        match checked {
             Some(checked) => {
                 needs_rollback = !checked.ok;
                 rec.end(status_of(&checked, env), checked.detail, checked.output).await?;
