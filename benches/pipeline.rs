@@ -7,6 +7,8 @@
 //!   playbook, then `--check` again, against `merlya pipeline run ansible --yes` (the same three runs).
 //!
 //! Run: `cargo bench --bench pipeline` (as root; BENCH_ROUNDS=3, BENCH_HOSTS=10, BENCH_ONLY=terraform|ansible).
+//! Rounds alternate the two sides; the table gives the ratio of the medians and the median of each
+//! round's difference (Terraform's ~0.35 s varies by more than merlya's cost: use BENCH_ROUNDS=40).
 
 mod common;
 #[path = "../tests/support/mod.rs"]
@@ -25,7 +27,7 @@ fn ok(cmd: &mut Command, allowed: &[i32]) {
     assert!(allowed.contains(&code), "{cmd:?}: {code}\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn terraform(rounds: usize, env: &TestEnv) -> (f64, f64) {
+fn terraform(rounds: usize, env: &TestEnv) -> (Vec<f64>, Vec<f64>) {
     let rc = env.dir.path().join("terraformrc");
     std::fs::write(&rc, "").unwrap();
     let config: String =
@@ -66,10 +68,10 @@ fn terraform(rounds: usize, env: &TestEnv) -> (f64, f64) {
             );
         }));
     }
-    (median(bare), median(merlya))
+    (bare, merlya)
 }
 
-fn ansible(rounds: usize, hosts: usize) -> (f64, f64) {
+fn ansible(rounds: usize, hosts: usize) -> (Vec<f64>, Vec<f64>) {
     let bin = support::ansible_bin();
     let key = TestKey::generate("");
     let env = TestEnv::new();
@@ -137,7 +139,7 @@ fn ansible(rounds: usize, hosts: usize) -> (f64, f64) {
             );
         }));
     }
-    (median(bare), median(merlya))
+    (bare, merlya)
 }
 
 fn main() {
@@ -155,9 +157,18 @@ fn main() {
         let (bare, merlya) = ansible(rounds, hosts);
         rows.push((format!("ansible-playbook on {hosts} hosts: --check --diff, apply, --check"), bare, merlya));
     }
-    println!("| work | bare tool (s) | merlya pipeline (s) | overhead |");
-    println!("|---|---:|---:|---:|");
+    println!("| work | bare tool (s) | merlya pipeline (s) | overhead | paired overhead |");
+    println!("|---|---:|---:|---:|---:|");
     for (what, bare, merlya) in rows {
-        println!("| {what} | {bare:.3} | {merlya:.3} | {:+.1} % |", (merlya / bare - 1.0) * 100.0);
+        // Rounds alternate bare and merlya, so each round's difference leaves out the machine's drift
+        // over the run; its median is the second estimate.
+        let paired = median(merlya.iter().zip(&bare).map(|(m, b)| m - b).collect());
+        let (bare, merlya) = (median(bare), median(merlya));
+        println!(
+            "| {what} | {bare:.3} | {merlya:.3} | {:+.1} % | {:+.1} ms ({:+.1} %) |",
+            (merlya / bare - 1.0) * 100.0,
+            paired * 1000.0,
+            paired / bare * 100.0
+        );
     }
 }

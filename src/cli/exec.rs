@@ -150,8 +150,6 @@ pub(super) async fn print_events_to(
     let color = tty && std::env::var_os("NO_COLOR").is_none();
     let neutralise = tty && !raw;
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
-    let mut stdout: Box<dyn Write> =
-        if live_on_stderr { Box::new(std::io::stderr()) } else { Box::new(super::out::Output) };
     // What is queued is written in one go: a burst of lines costs one write, not several per line
     // (stderr is unbuffered), and the reader is woken once.
     let mut batch = Vec::with_capacity(8 * 1024);
@@ -184,8 +182,18 @@ pub(super) async fn print_events_to(
             }
         }
         if !batch.is_empty() {
-            let _ = stdout.write_all(&batch);
-            batch.clear();
+            // Written off the runtime's thread: a reader that stops reading (a pager, a paused
+            // terminal) holds back the lines, not the run's timeouts or Ctrl-C.
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(8 * 1024));
+            tokio::task::spawn_blocking(move || {
+                let _ = if live_on_stderr {
+                    std::io::stderr().write_all(&full)
+                } else {
+                    super::out::Output.write_all(&full)
+                };
+            })
+            .await
+            .map_err(|e| eyre!("cannot write live output: {e}"))?;
         }
     }
     Ok(())

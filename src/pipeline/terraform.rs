@@ -182,8 +182,9 @@ impl TerraformChange {
         env: &Env,
         run: &PipelineRun,
         config: Option<&Snapshot>,
+        folder: FolderState,
     ) -> Result<(), PipelineError> {
-        if let Some(workspace) = current_workspace(&self.spec.dir) {
+        if let Some(workspace) = folder.workspace {
             self.rollback.workspace = Some(workspace);
             return Ok(());
         }
@@ -196,7 +197,7 @@ impl TerraformChange {
             self.rollback.previous = data.applied;
             self.rollback.previous_run = Some(last.id.clone());
         } else {
-            self.rollback.destroy_on_rollback = config.is_some_and(local_state) && state_is_empty(&self.spec.dir);
+            self.rollback.destroy_on_rollback = config.is_some_and(local_state) && folder.state_is_empty;
         }
         Ok(())
     }
@@ -347,6 +348,14 @@ fn current_workspace(dir: &Path) -> Option<String> {
 }
 
 /// Whether the folder's state holds no resource (no state file counts as empty).
+/// What the rollback's choice depends on in the folder, read before `init` runs.
+struct FolderState {
+    /// The workspace, when not `default`.
+    workspace: Option<String>,
+    /// Whether the local state holds no resource.
+    state_is_empty: bool,
+}
+
 fn state_is_empty(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("terraform.tfstate")) {
         Err(_) => true,
@@ -411,12 +420,17 @@ impl Change for TerraformChange {
             PipelineError::Invalid(format!("cannot keep the variables in {}: {e}", self.work.display()))
         })?;
         // `init` runs while the rollback's needs are worked out (the last good run, a copy of the
-        // configuration, read before `init` started); it writes only `.terraform*`, which no copy holds.
+        // configuration); what they read in the folder is read before it starts, since `init` writes
+        // `.terraform*` (no copy holds those) and can select a workspace itself.
+        let folder = FolderState {
+            workspace: current_workspace(&self.spec.dir),
+            state_is_empty: state_is_empty(&self.spec.dir),
+        };
         let init_call = self.call(&["init", "-input=false", "-no-color"], &self.spec.dir);
         let init = tool::run(env, &init_call);
         let kept = self.work.join("config");
         let prepare = async {
-            self.previous_config(env, run, config.as_ref()).await?;
+            self.previous_config(env, run, config.as_ref(), folder).await?;
             if let Some(config) = &config {
                 save_snapshot(config, &kept)
                     .map_err(|e| PipelineError::Invalid(format!("cannot keep a copy of the configuration: {e}")))?;
