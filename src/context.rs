@@ -75,7 +75,6 @@ impl Context {
         crate::exec::spill::prune(&home.output_dir(), retention);
         let log_guard = crate::logging::init(&home, &config.logging)?;
         let store = Store::open(&home.database()).await?;
-        let session_id = store.start_session(kind).await?;
         // A change pipeline whose process died (crash, kill -9) is marked interrupted, never re-applied.
         match store.mark_interrupted_pipelines(merlya_is_running).await {
             Ok(runs) => {
@@ -85,6 +84,8 @@ impl Context {
             }
             Err(e) => tracing::warn!(error = %e, "cannot check for interrupted change pipelines"),
         }
+        // Written beside the command's first work (ADR 0024).
+        let session_id = store.start_session(kind);
         tracing::info!(session = %session_id, kind, "session started");
         Ok(Self { home, config, store, session_id, secrets: Arc::default(), _log_guard: log_guard })
     }

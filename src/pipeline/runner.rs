@@ -33,6 +33,12 @@ impl Recorder<'_> {
 
     /// Stores the stage as running (and the run's status) before its work starts.
     async fn begin(&mut self, name: StageName, status: PipelineStatus) -> Result<(), PipelineError> {
+        self.open(name, status);
+        self.save().await
+    }
+
+    /// Marks the stage as running in the record, not yet stored.
+    fn open(&mut self, name: StageName, status: PipelineStatus) {
         self.run.status = status;
         self.run.stages.push(Stage {
             name,
@@ -43,7 +49,6 @@ impl Recorder<'_> {
             output: String::new(),
         });
         self.started = Instant::now();
-        self.save().await
     }
 
     /// Records how the running stage ended. It is stored with the next save, which always follows at
@@ -121,17 +126,26 @@ pub async fn run(
     progress: Progress<'_>,
 ) -> Result<PipelineRun, PipelineError> {
     let mut rec = Recorder { env, run, progress, started: Instant::now() };
-    rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
     // A change the agent proposes is asked about before anything of it runs: before the plan when
     // the plan itself runs a tool (`terraform init`), else before the dry run.
     let ask_first = env.ask_before_dry_run.then(|| change.plan_command()).flatten();
-    if let Some(plan_command) = &ask_first {
+    let planned = if let Some(plan_command) = &ask_first {
+        rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
         let command = [Some(plan_command.clone()), change.dry_run_command()].into_iter().flatten().collect();
         if let Some(denied) = ask_dry_run(&mut rec, env, change, command).await? {
             return Ok(denied);
         }
-    }
-    match change.plan(env, &rec.run).await {
+        change.plan(env, &rec.run).await
+    } else {
+        // Nothing to ask: the Plan stage's record is stored while the plan starts. A plan changes
+        // nothing, so a crash before that record leaves nothing to recover (ADR 0024).
+        rec.open(StageName::Plan, PipelineStatus::Planning);
+        let run = rec.run.clone();
+        let (saved, planned) = tokio::join!(rec.save(), change.plan(env, &run));
+        saved?;
+        planned
+    };
+    match planned {
         Ok(outcome) => {
             let ok = outcome.ok;
             // What the plan pinned (the kubeconfig's current context) is kept for resume and rollback.

@@ -73,6 +73,8 @@ pub struct Store {
     path: Arc<Path>,
     /// The audit key and checkpoint, outside the database (ADR 0015).
     audit: Arc<audit::keys::AuditFiles>,
+    /// Writes started in the background (the session row), awaited by [`Store::close`].
+    pending: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 impl Store {
@@ -159,7 +161,12 @@ impl Store {
             })?;
         }
         drop(guard);
-        Ok(Self { pool, path: Arc::from(path), audit: Arc::new(audit::keys::AuditFiles::beside(path)) })
+        Ok(Self {
+            pool,
+            path: Arc::from(path),
+            audit: Arc::new(audit::keys::AuditFiles::beside(path)),
+            pending: Arc::default(),
+        })
     }
 
     /// The full health check (`merlya doctor`): integrity, writability, and the schema version found
@@ -201,23 +208,38 @@ impl Store {
         &self.pool
     }
 
-    /// Records the start of a CLI or console session and returns its id.
-    pub async fn start_session(&self, kind: &str) -> Result<String, StoreError> {
+    /// Records the start of a CLI or console session and returns its id at once: the row is written
+    /// beside the command's first work (it is often the file's first write, which creates the WAL
+    /// and syncs its header), and [`Store::close`] waits for it. A failure is logged; the command's
+    /// own writes report the same cause.
+    pub fn start_session(&self, kind: &str) -> String {
         let now = chrono::Utc::now();
         let id = format!("{}-{}", now.format("%Y%m%dT%H%M%S%.3f"), std::process::id());
-        sqlx::query("INSERT INTO sessions (id, kind, started_at) VALUES (?, ?, ?)")
-            .bind(&id)
-            .bind(kind)
-            .bind(now_rfc3339())
-            .execute(&self.pool)
-            .await
-            .map_err(self.write_error("record the session"))?;
-        Ok(id)
+        let (store, row, kind) = (self.clone(), id.clone(), kind.to_string());
+        let write = tokio::spawn(async move {
+            let written = sqlx::query("INSERT INTO sessions (id, kind, started_at) VALUES (?, ?, ?)")
+                .bind(&row)
+                .bind(&kind)
+                .bind(now_rfc3339())
+                .execute(&store.pool)
+                .await;
+            if let Err(e) = written.map_err(store.write_error("record the session")) {
+                tracing::warn!(error = %e, "session not recorded");
+            }
+        });
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.push(write);
+        }
+        id
     }
 
     /// Closes the pool cleanly (checkpoints the WAL) and records the file as merlya leaves it, so the
     /// next open can skip the full integrity check.
     pub async fn close(&self) {
+        let pending: Vec<_> = self.pending.lock().map(|mut p| p.drain(..).collect()).unwrap_or_default();
+        for write in pending {
+            let _ = write.await;
+        }
         self.settle_audit().await;
         self.pool.close().await;
         integrity::mark_closed_cleanly(&self.path);
