@@ -153,33 +153,35 @@ pub(super) async fn print_events_to(
     // What is queued is written in one go: a burst of lines costs one write, not several per line
     // (stderr is unbuffered), and the reader is woken once.
     let mut batch = Vec::with_capacity(8 * 1024);
+    let render = |event: ExecEvent, batch: &mut Vec<u8>| -> Result<()> {
+        match event {
+            ExecEvent::Started { .. } => {}
+            ExecEvent::Line { host, stream, line } if format == OutputFormat::Text => {
+                let line = shown(&line);
+                let mark = if stream == Stream::Stderr { "!" } else { "|" };
+                let _ = match (color, stream) {
+                    (true, Stream::Stderr) => {
+                        writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
+                    }
+                    (true, Stream::Stdout) => writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m {mark} {line}"),
+                    (false, _) => writeln!(batch, "{host:<width$} {mark} {line}"),
+                };
+            }
+            ExecEvent::Line { .. } => {}
+            ExecEvent::Finished(result) => {
+                if format == OutputFormat::Json {
+                    let _ = writeln!(batch, "{}", serde_json::to_string(&result)?);
+                }
+            }
+        }
+        Ok(())
+    };
     while let Some(event) = rx.recv().await {
-        let mut next = Some(event);
-        while let Some(event) = next.take() {
-            match event {
-                ExecEvent::Started { .. } => {}
-                ExecEvent::Line { host, stream, line } => {
-                    if format == OutputFormat::Text {
-                        let line = shown(&line);
-                        let mark = if stream == Stream::Stderr { "!" } else { "|" };
-                        let _ = match (color, stream) {
-                            (true, Stream::Stderr) => {
-                                writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
-                            }
-                            (true, Stream::Stdout) => writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m {mark} {line}"),
-                            (false, _) => writeln!(batch, "{host:<width$} {mark} {line}"),
-                        };
-                    }
-                }
-                ExecEvent::Finished(result) => {
-                    if format == OutputFormat::Json {
-                        let _ = writeln!(batch, "{}", serde_json::to_string(&result)?);
-                    }
-                }
-            }
-            if batch.len() < BATCH_BYTES {
-                next = rx.try_recv().ok();
-            }
+        render(event, &mut batch)?;
+        while batch.len() < BATCH_BYTES
+            && let Ok(event) = rx.try_recv()
+        {
+            render(event, &mut batch)?;
         }
         if !batch.is_empty() {
             // Written off the runtime's thread: a reader that stops reading (a pager, a paused

@@ -347,7 +347,6 @@ fn current_workspace(dir: &Path) -> Option<String> {
     (!chosen.is_empty() && chosen != "default").then(|| chosen.to_string())
 }
 
-/// Whether the folder's state holds no resource (no state file counts as empty).
 /// What the rollback's choice depends on in the folder, read before `init` runs.
 struct FolderState {
     /// The workspace, when not `default`.
@@ -356,6 +355,7 @@ struct FolderState {
     state_is_empty: bool,
 }
 
+/// Whether the folder's state holds no resource (no state file counts as empty).
 fn state_is_empty(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("terraform.tfstate")) {
         Err(_) => true,
