@@ -102,6 +102,11 @@ pub trait Approver: Send + Sync {
     async fn decide(&self, request: &ApprovalRequest) -> Decision;
     /// Who decided, for the audit log.
     fn who(&self) -> String;
+    /// Whether a decision waits for a person (a modal, a prompt, an MCP client). One that does not
+    /// (`--yes`, no terminal) is immediate, so a change records it with what follows.
+    fn asks_a_person(&self) -> bool {
+        true
+    }
 }
 
 /// `--yes`: approves everything once, on the operator's behalf.
@@ -115,6 +120,9 @@ impl Approver for AutoApprove {
     fn who(&self) -> String {
         format!("{} (--yes)", crate::ssh::target::local_user())
     }
+    fn asks_a_person(&self) -> bool {
+        false
+    }
 }
 
 /// No terminal and no `--yes`: nothing is approved.
@@ -127,6 +135,9 @@ impl Approver for DenyAll {
     }
     fn who(&self) -> String {
         "nobody (no terminal)".into()
+    }
+    fn asks_a_person(&self) -> bool {
+        false
     }
 }
 
@@ -297,6 +308,11 @@ impl ApprovalGate {
     /// `require_confirmation_for`).
     pub fn asking_always(&self) -> Self {
         Self { confirm_all: true, ..self.clone() }
+    }
+
+    /// Whether a decision of this gate can wait for a person (else it is immediate).
+    pub fn asks_a_person(&self) -> bool {
+        self.approver.asks_a_person()
     }
 
     /// Decides whether `request` may run.

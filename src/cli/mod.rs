@@ -216,7 +216,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         }
         Some(command) => command,
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         let ctx = Context::open(home, "cli").await?;
         let outcome = match command {
             Command::Hosts(cmd) => hosts::run(&ctx, cmd).await,
@@ -244,7 +244,11 @@ pub fn run(cli: Cli) -> Result<u8> {
         // A clean close checkpoints the WAL into the database file.
         ctx.store.close().await;
         outcome
-    })
+    });
+    // Everything the command started has been awaited; the idle blocking threads are left to the
+    // process's exit rather than woken and joined one by one.
+    runtime.shutdown_background();
+    code
 }
 
 /// Seeds the registry with the home's history and serves it on `addr` for the life of the process.

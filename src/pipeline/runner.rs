@@ -37,6 +37,18 @@ impl Recorder<'_> {
         self.save().await
     }
 
+    /// Opens the Approval stage. It is stored before a person is asked; a decision nobody is asked
+    /// for (`--yes`) is immediate and stored with what follows it: the next stage's start, before
+    /// anything runs, or the refusal.
+    async fn begin_approval(&mut self) -> Result<(), PipelineError> {
+        if self.env.gate.asks_a_person() {
+            self.begin(StageName::Approval, PipelineStatus::AwaitingApproval).await
+        } else {
+            self.open(StageName::Approval, PipelineStatus::AwaitingApproval);
+            Ok(())
+        }
+    }
+
     /// Marks the stage as running in the record, not yet stored.
     fn open(&mut self, name: StageName, status: PipelineStatus) {
         self.run.status = status;
@@ -208,7 +220,7 @@ pub async fn run(
         change.audit_refused(env, AuditOutcome::Denied, "nobody (no terminal)", why).await;
         return rec.finish(PipelineStatus::Stopped).await;
     }
-    rec.begin(StageName::Approval, PipelineStatus::AwaitingApproval).await?;
+    rec.begin_approval().await?;
     let decision = tokio::select! {
         decision = env.gate.check(&request) => decision,
         () = env.cancel.cancelled() => {
@@ -330,7 +342,7 @@ pub async fn roll_back(
     let before = run.status;
     let mut rec = Recorder { env, run, progress, started: Instant::now() };
     rec.run.owner_pid = std::process::id();
-    rec.begin(StageName::Approval, PipelineStatus::AwaitingApproval).await?;
+    rec.begin_approval().await?;
     let decision = tokio::select! {
         decision = env.gate.check(&request) => decision,
         () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),

@@ -188,7 +188,7 @@ impl TerraformChange {
             self.rollback.workspace = Some(workspace);
             return Ok(());
         }
-        let runs = env.store.succeeded_pipeline_runs(Kind::Terraform, "dir", &self.dir()).await?;
+        let runs = env.store.succeeded_runs_in_folder(Kind::Terraform, &self.dir()).await?;
         let last = runs.iter().filter(|r| r.id != run.id).find(|r| r.stage(StageName::Apply).is_some());
         if let Some(last) = last
             && let Ok(data) = serde_json::from_value::<RollbackData>(last.rollback_data.clone())

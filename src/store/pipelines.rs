@@ -282,6 +282,10 @@ impl PipelineRun {
     }
 }
 
+/// Succeeded runs of a kind (bound first) in a folder (bound second), newest first: the expression
+/// is the one `pipeline_runs_folder` indexes, so the lookup uses it.
+const IN_FOLDER: &str = "kind = ? AND json_extract(spec, '$.dir') = ? AND status = 'succeeded' ORDER BY rowid DESC";
+
 const COLUMNS: &str = "id, kind, status, targets, stages, created_at, updated_at, spec, summary, diff, decision, rollback_data, requested_by, resumed_from, owner_pid";
 
 fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PipelineRun, StoreError> {
@@ -348,22 +352,13 @@ impl Store {
         self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY rowid DESC"), None).await
     }
 
-    /// Succeeded runs of `kind` whose spec has `field` = `value` (a Terraform run's `dir`), newest
-    /// first: a rollback looks for the last good configuration of the same folder.
-    pub async fn succeeded_pipeline_runs(
-        &self,
-        kind: Kind,
-        field: &str,
-        value: &str,
-    ) -> Result<Vec<PipelineRun>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM pipeline_runs WHERE kind = ? AND status = 'succeeded' \
-             AND json_extract(spec, '$.' || ?) = ? ORDER BY rowid DESC"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+    /// Succeeded runs of `kind` in the folder `dir` (the spec's `dir`), newest first: a rollback looks
+    /// for the last good configuration of the same folder. The `pipeline_runs_folder` index answers
+    /// it, so its cost does not grow with the history of other folders.
+    pub async fn succeeded_runs_in_folder(&self, kind: Kind, dir: &str) -> Result<Vec<PipelineRun>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM pipeline_runs WHERE {IN_FOLDER}")))
             .bind(kind.as_str())
-            .bind(field)
-            .bind(value)
+            .bind(dir)
             .fetch_all(self.pool())
             .await
             .ctx("cannot read pipeline runs")?;
@@ -413,5 +408,47 @@ impl Store {
         let query = if let Some(b) = bind { query.bind(b.to_string()) } else { query };
         let rows = query.fetch_all(self.pool()).await.ctx("cannot read pipeline runs")?;
         rows.iter().map(from_row).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn succeeded(dir: &str) -> PipelineRun {
+        let mut run =
+            PipelineRun::new(Kind::Terraform, dir, serde_json::json!({ "kind": "terraform", "dir": dir }), "t");
+        run.status = PipelineStatus::Succeeded;
+        run.id = format!("run-{dir}");
+        run
+    }
+
+    #[tokio::test]
+    async fn the_last_good_run_of_a_folder_is_found_through_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("merlya.db")).await.unwrap();
+        for folder in ["/srv/a", "/srv/b", "/srv/a/b"] {
+            store.save_pipeline_run(&succeeded(folder)).await.unwrap();
+        }
+        let mut failed = succeeded("/srv/a");
+        failed.id = "failed-a".into();
+        failed.status = PipelineStatus::Failed;
+        store.save_pipeline_run(&failed).await.unwrap();
+
+        let found = store.succeeded_runs_in_folder(Kind::Terraform, "/srv/a").await.unwrap();
+        assert_eq!(found.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["run-/srv/a"]);
+        assert!(store.succeeded_runs_in_folder(Kind::Kubernetes, "/srv/a").await.unwrap().is_empty());
+
+        // The lookup reads the folder's entries of the index, not every succeeded run.
+        let sql = format!("EXPLAIN QUERY PLAN SELECT {COLUMNS} FROM pipeline_runs WHERE {IN_FOLDER}");
+        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind("terraform")
+            .bind("/srv/a")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+        let detail: Vec<&str> = plan.iter().map(|p| p.3.as_str()).collect();
+        assert!(detail.iter().any(|d| d.contains("USING INDEX pipeline_runs_folder")), "{detail:?}");
+        store.close().await;
     }
 }
