@@ -152,7 +152,7 @@ pub(super) async fn print_events_to(
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
     // What is queued is written in one go: a burst of lines costs one write, not several per line
     // (stderr is unbuffered), and the reader is woken once.
-    let mut batch = Vec::with_capacity(8 * 1024);
+    let mut batch = Vec::with_capacity(BATCH_START);
     let render = |event: ExecEvent, batch: &mut Vec<u8>| -> Result<()> {
         match event {
             ExecEvent::Started { .. } => {}
@@ -186,7 +186,7 @@ pub(super) async fn print_events_to(
         if !batch.is_empty() {
             // Written off the runtime's thread: a reader that stops reading (a pager, a paused
             // terminal) holds back the lines, not the run's timeouts or Ctrl-C.
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(8 * 1024));
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_START));
             tokio::task::spawn_blocking(move || {
                 let _ = if live_on_stderr {
                     std::io::stderr().write_all(&full)
@@ -203,6 +203,9 @@ pub(super) async fn print_events_to(
 
 /// Live output written at once, at most (a burst larger than this is written in several goes).
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// A batch's first allocation: a typical burst of lines fits without growing it.
+const BATCH_START: usize = 8 * 1024;
 
 /// The table printed after a text-mode run. Errors can quote what a host
 /// sent, so their control characters are shown, never sent to the terminal.

@@ -349,27 +349,21 @@ impl Store {
 
     /// Every run, newest first.
     pub async fn list_pipeline_runs(&self) -> Result<Vec<PipelineRun>, StoreError> {
-        self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY rowid DESC"), None).await
+        self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY rowid DESC"), &[]).await
     }
 
     /// Succeeded runs of `kind` in the folder `dir` (the spec's `dir`), newest first: a rollback looks
     /// for the last good configuration of the same folder. The `pipeline_runs_folder` index answers
     /// it, so its cost does not grow with the history of other folders.
     pub async fn succeeded_runs_in_folder(&self, kind: Kind, dir: &str) -> Result<Vec<PipelineRun>, StoreError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM pipeline_runs WHERE {IN_FOLDER}")))
-            .bind(kind.as_str())
-            .bind(dir)
-            .fetch_all(self.pool())
-            .await
-            .ctx("cannot read pipeline runs")?;
-        rows.iter().map(from_row).collect()
+        self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs WHERE {IN_FOLDER}"), &[kind.as_str(), dir]).await
     }
 
     /// The run whose id is `id` or starts with it (an unambiguous prefix), else `None`.
     pub async fn find_pipeline_run(&self, id: &str) -> Result<Option<PipelineRun>, StoreError> {
         let pattern = format!("{}%", id.replace(['%', '_'], ""));
         let mut runs = self
-            .query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs WHERE id LIKE ? ORDER BY id"), Some(&pattern))
+            .query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs WHERE id LIKE ? ORDER BY id"), &[&pattern])
             .await?;
         if let Some(exact) = runs.iter().position(|r| r.id == id) {
             return Ok(Some(runs.swap_remove(exact)));
@@ -388,7 +382,7 @@ impl Store {
             PipelineStatus::ALL.iter().filter(|s| s.in_flight()).map(|s| format!("'{}'", s.as_str())).collect();
         let sql =
             format!("SELECT {COLUMNS} FROM pipeline_runs WHERE status IN ({}) ORDER BY rowid", in_flight.join(", "));
-        for mut run in self.query_runs(&sql, None).await? {
+        for mut run in self.query_runs(&sql, &[]).await? {
             if !run.status.in_flight() || (run.owner_pid != 0 && alive(run.owner_pid)) {
                 continue;
             }
@@ -403,9 +397,12 @@ impl Store {
         Ok(marked)
     }
 
-    async fn query_runs(&self, sql: &str, bind: Option<&str>) -> Result<Vec<PipelineRun>, StoreError> {
-        let query = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
-        let query = if let Some(b) = bind { query.bind(b.to_string()) } else { query };
+    /// The runs `sql` selects (its columns [`COLUMNS`]), its `?` bound to `binds` in order.
+    async fn query_runs(&self, sql: &str, binds: &[&str]) -> Result<Vec<PipelineRun>, StoreError> {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
+        for bind in binds {
+            query = query.bind(bind.to_string());
+        }
         let rows = query.fetch_all(self.pool()).await.ctx("cannot read pipeline runs")?;
         rows.iter().map(from_row).collect()
     }
