@@ -214,7 +214,10 @@ fn a_line_selection_reaches_the_clipboard_through_osc52() {
     assert_eq!(tmux.tmux(&["show-buffer"]), "one\ntwo\nthree");
     // The layout follows the terminal's size.
     tmux.tmux(&["resize-window", "-t", "0", "-x", "72", "-y", "20"]);
-    let screen = tmux.wait_for("╭ Inventory · 1 ───────╮");
+    // The redraw after a resize can be captured half-way: wait for the whole frame.
+    let screen = tmux.wait_until("the 72-column frame with its status bar", |screen| {
+        screen.contains("╭ Inventory · 1 ───────╮") && screen.lines().last().is_some_and(|l| l.contains("OUTPUT"))
+    });
     let lines: Vec<&str> = screen.lines().collect();
     assert!(lines.iter().all(|l| l.chars().count() <= 72), "{screen}");
     assert!(lines.last().is_some_and(|l| l.contains("OUTPUT")), "the status bar is on the last row:\n{screen}");

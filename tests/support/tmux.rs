@@ -99,20 +99,19 @@ impl Tmux {
     }
 
     pub fn wait_for(&self, needle: &str) -> String {
+        self.wait_until(&format!("{needle:?}"), |screen| screen.contains(needle))
+    }
+
+    /// Waits for a screen `ready` accepts (a redraw can be caught half-way), `what` naming it.
+    pub fn wait_until(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let screen = self.screen();
-            if screen.contains(needle) {
+            if ready(&screen) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "waited for {needle:?}; the screen shows:\n{screen}");
+            assert!(Instant::now() < deadline, "waited for {what}; the screen shows:\n{screen}");
             std::thread::sleep(Duration::from_millis(100));
         }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).status();
     }
 }
