@@ -52,9 +52,15 @@ impl crate::secrets::SecretSource for OnFirstLookup {
 impl Context {
     /// Loads config, starts logging, opens the store and records a session of `kind`.
     pub async fn open(home: MerlyaHome, kind: &str) -> Result<Self> {
-        home.ensure()?;
-        let config = Config::load(&home.config_file())?;
+        let config = Self::load_config(&home)?;
         Self::open_with(home, kind, config).await
+    }
+
+    /// The home's configuration (the home is made first): what [`Context::open_with`] takes, for a
+    /// command that starts work of its own before the store opens.
+    pub fn load_config(home: &MerlyaHome) -> Result<Config> {
+        home.ensure()?;
+        Ok(Config::load(&home.config_file())?)
     }
 
     /// For the console: a config file that cannot be used does not keep the
@@ -69,7 +75,8 @@ impl Context {
         Ok((Self::open_with(home, kind, config).await?, problem))
     }
 
-    async fn open_with(home: MerlyaHome, kind: &str, config: Config) -> Result<Self> {
+    /// Starts logging, opens the store and records a session of `kind`, under `config`.
+    pub async fn open_with(home: MerlyaHome, kind: &str, config: Config) -> Result<Self> {
         // Spilled output follows the raw logs' retention.
         let retention = Duration::from_secs(u64::from(config.policy.raw_log_retention_days) * 86_400);
         crate::exec::spill::prune(&home.output_dir(), retention);

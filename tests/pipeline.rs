@@ -334,6 +334,16 @@ fn terraform_errors_name_what_is_wrong_and_change_nothing() {
     let out = tf.merlya(&["pipeline", "run", "terraform", "/nonexistent/infra", "--format", "json"]).output().unwrap();
     assert!(json(&out)["stages"][0]["detail"].as_str().unwrap().contains("is not a folder"));
     assert!(tf.state().is_empty());
+    // A database merlya cannot open: `init`, started before the store opens, is stopped and waited
+    // for; the error names the file, which is left as it was, and nothing is planned or applied.
+    let db = tf.env.merlya_home().join("merlya.db");
+    std::fs::write(&db, "not a database, and it must stay exactly so").unwrap();
+    let out = tf.run(&["--yes", "--var", "greeting=one"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&db.display().to_string()), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "no record: {}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database, and it must stay exactly so");
+    assert!(tf.state().is_empty());
 }
 
 /// A kubeconfig whose only cluster listens nowhere (no API server can be had on these machines).

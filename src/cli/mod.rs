@@ -217,7 +217,21 @@ pub fn run(cli: Cli) -> Result<u8> {
         Some(command) => command,
     };
     let code = runtime.block_on(async {
-        let ctx = Context::open(home, "cli").await?;
+        let config = Context::load_config(&home)?;
+        // A Terraform change's `init` starts before merlya's own setup and runs beside it (ADR 0024).
+        let early = match &command {
+            Command::Pipeline(cmd) => pipeline::start_early(cmd, &config),
+            _ => None,
+        };
+        let ctx = match Context::open_with(home, "cli", config).await {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                if let Some(early) = early {
+                    early.abandon().await;
+                }
+                return Err(e);
+            }
+        };
         let outcome = match command {
             Command::Hosts(cmd) => hosts::run(&ctx, cmd).await,
             Command::Exec(args) => exec::run(&ctx, args).await,
@@ -225,7 +239,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Audit(cmd) => audit::run(&ctx, cmd).await,
             Command::Secret(cmd) => secret::run(&ctx, cmd).await,
             Command::Approvals(cmd) => approvals::run(&ctx, cmd).await,
-            Command::Pipeline(cmd) => pipeline::run(&ctx, cmd).await,
+            Command::Pipeline(cmd) => pipeline::run(&ctx, cmd, early).await,
             Command::Mcp(cmd) => {
                 if let Some(addr) = cli.metrics_addr {
                     serve_metrics(&ctx, addr).await?;

@@ -14,7 +14,8 @@ use crate::inventory::resolve_targets;
 use crate::pipeline::ansible::AnsibleSpec;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::kubernetes::KubernetesSpec;
-use crate::pipeline::terraform::TerraformSpec;
+use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::pipeline::tool::ToolEnv;
 use crate::pipeline::vars::Vars;
 use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, build, rebuild, runner};
 use crate::term_safe::{visible, visible_line};
@@ -133,7 +134,60 @@ pub(super) fn key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
-pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
+/// Where a change's live lines go and what cancels it (Ctrl-C, SIGTERM): made when the change starts.
+pub struct Wiring {
+    events: crate::exec::EventSender,
+    lines: tokio::sync::mpsc::Receiver<crate::exec::ExecEvent>,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
+impl Wiring {
+    fn new() -> Self {
+        let (events, lines) = crate::exec::event_channel();
+        Self { events, lines, cancel: super::cancel_on_signals() }
+    }
+}
+
+/// A Terraform change a person started, whose `terraform init` already runs.
+pub struct Early {
+    change: TerraformChange,
+    wiring: Wiring,
+}
+
+impl Early {
+    /// merlya could not set itself up (its store, its logs): the `init` stops as Ctrl-C would stop
+    /// it, and is waited for.
+    pub async fn abandon(mut self) {
+        self.wiring.cancel.cancel();
+        self.change.wait_for_init().await;
+    }
+}
+
+/// Starts `terraform init` for `merlya pipeline run terraform` before the store opens: it is most of
+/// a plan's time, and merlya's setup runs beside it. `None` for every other command, and for a folder
+/// the plan refuses (the plan then says why).
+pub fn start_early(cmd: &PipelineCommand, config: &crate::config::Config) -> Option<Early> {
+    let PipelineCommand::Run(RunKind::Terraform { dir, vars, opts }) = cmd else { return None };
+    let wiring = Wiring::new();
+    let mut change = TerraformChange::new(terraform_spec(dir, vars).ok()?);
+    let timeout = stage_timeout(opts, config);
+    change.start_init(ToolEnv { events: wiring.events.clone(), cancel: wiring.cancel.clone(), timeout });
+    Some(Early { change, wiring })
+}
+
+fn terraform_spec(dir: &std::path::Path, vars: &[(String, String)]) -> Result<TerraformSpec> {
+    let dir = std::path::absolute(dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
+    Ok(TerraformSpec { dir, vars: Vars::new(vars.to_vec()) })
+}
+
+/// Bound of each stage that runs something: `--timeout`, else the policy's command timeout.
+fn stage_timeout(opts: &ChangeOpts, config: &crate::config::Config) -> std::time::Duration {
+    opts.timeout
+        .map_or_else(|| config.command_timeout(), |seconds| std::time::Duration::from_secs_f64(seconds.max(0.001)))
+}
+
+/// Runs `cmd`; `early` is the change [`start_early`] began, if any.
+pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> Result<u8> {
     match cmd {
         PipelineCommand::List { format } => list(ctx, format).await,
         PipelineCommand::Show { id, output, format } => show(ctx, &id, output, format).await,
@@ -166,15 +220,17 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
                     (Spec::Kubernetes(KubernetesSpec { path, context, namespace }), opts, Vec::new())
                 }
                 RunKind::Terraform { dir, vars, opts } => {
-                    let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
-                    (Spec::Terraform(TerraformSpec { dir, vars: Vars::new(vars) }), opts, Vec::new())
+                    if let Some(Early { change, wiring }) = early {
+                        return drive(ctx, Box::new(change), inventory, None, &opts, Mode::Run, wiring).await;
+                    }
+                    (Spec::Terraform(terraform_spec(&dir, &vars)?), opts, Vec::new())
                 }
             };
             let change: Box<dyn Change> = match spec {
                 Spec::Bash(spec) => Box::new(BashChange::new(spec, hosts)),
                 other => build(other, &inventory)?,
             };
-            drive(ctx, change, inventory, None, &opts, Mode::Run).await
+            drive(ctx, change, inventory, None, &opts, Mode::Run, Wiring::new()).await
         }
         PipelineCommand::Resume { id, opts } => {
             let old = find(ctx, &id).await?;
@@ -189,13 +245,13 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand) -> Result<u8> {
             }
             let inventory = ctx.store.list_hosts().await?;
             let change = rebuild(&old.spec, &inventory)?;
-            drive(ctx, change, inventory, Some(old), &opts, Mode::Resume).await
+            drive(ctx, change, inventory, Some(old), &opts, Mode::Resume, Wiring::new()).await
         }
         PipelineCommand::Rollback { id, opts } => {
             let old = find(ctx, &id).await?;
             let inventory = ctx.store.list_hosts().await?;
             let change = rebuild(&old.spec, &inventory)?;
-            drive(ctx, change, inventory, Some(old), &opts, Mode::Rollback).await
+            drive(ctx, change, inventory, Some(old), &opts, Mode::Rollback, Wiring::new()).await
         }
     }
 }
@@ -223,16 +279,14 @@ async fn drive(
     old: Option<PipelineRun>,
     opts: &ChangeOpts,
     mode: Mode,
+    wiring: Wiring,
 ) -> Result<u8> {
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(opts.yes);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
-    let (tx, mut rx) = crate::exec::event_channel();
-    let cancel = super::cancel_on_signals();
-    let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);
-    if let Some(seconds) = opts.timeout {
-        env.timeout = std::time::Duration::from_secs_f64(seconds.max(0.001));
-    }
+    let Wiring { events, lines: mut rx, cancel } = wiring;
+    let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), events);
+    env.timeout = stage_timeout(opts, &ctx.config);
     env.stop_before_approval = !interactive && !opts.yes;
     let format = opts.format;
     let work = tokio::spawn(async move {

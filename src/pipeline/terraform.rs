@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::terraform_plan::{PlanSummary, parse};
-use super::tool::{self, ToolCall, ToolOutput, run_cleared};
+use super::tool::{self, ToolCall, ToolEnv, ToolOutput, run_cleared};
 use super::vars::Vars;
 use super::{
     Approved, Change, DryRun, Env, Kind, PipelineError, PipelineRun, Spec, StageName, StageOutcome, private_dir,
@@ -65,12 +65,69 @@ pub struct TerraformChange {
     plan_hash: Option<String>,
     plan: Option<PlanSummary>,
     rollback: RollbackData,
+    started: Option<StartedInit>,
+}
+
+/// `terraform init`, started before merlya's own setup (logging, the store, the record) by
+/// [`TerraformChange::start_init`], with what was read in the folder before it began.
+struct StartedInit {
+    config: Option<Snapshot>,
+    folder: FolderState,
+    init: tokio::task::JoinHandle<ToolOutput>,
 }
 
 impl TerraformChange {
     /// The change `spec` asks for.
     pub fn new(spec: TerraformSpec) -> Self {
-        Self { spec, work: PathBuf::new(), plan_hash: None, plan: None, rollback: RollbackData::default() }
+        Self {
+            spec,
+            work: PathBuf::new(),
+            plan_hash: None,
+            plan: None,
+            rollback: RollbackData::default(),
+            started: None,
+        }
+    }
+
+    /// Starts `terraform init` at once, for a change a person started (a change the agent proposes
+    /// asks before its plan runs anything): it changes nothing but the folder's `.terraform*`, as the
+    /// person typing it would, and it is most of a plan's time, so merlya's own setup runs beside it
+    /// (ADR 0024). A folder the plan would refuse starts nothing; the plan then says why.
+    pub fn start_init(&mut self, tools: ToolEnv) {
+        let Ok(config) = self.checked_config() else { return };
+        let folder = FolderState::read(&self.spec.dir);
+        let init = tool::start(tools, self.init_call());
+        self.started = Some(StartedInit { config, folder, init });
+    }
+
+    /// Waits for an `init` [`TerraformChange::start_init`] began and the plan never took (cancel it
+    /// first to stop it).
+    pub async fn wait_for_init(&mut self) {
+        if let Some(started) = self.started.take() {
+            let _ = started.init.await;
+        }
+    }
+
+    /// The folder's configuration, after the checks a plan makes before it runs anything.
+    fn checked_config(&self) -> Result<Option<Snapshot>, PipelineError> {
+        tool::require("terraform", "install it and make sure it is on PATH")?;
+        if !self.spec.dir.is_dir() {
+            return Err(PipelineError::Invalid(format!("{} is not a folder", self.dir())));
+        }
+        for name in self.spec.vars.names() {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(PipelineError::Invalid(format!("`{name}` is not a Terraform variable name")));
+            }
+        }
+        let config = snapshot(&self.spec.dir);
+        if config.as_ref().is_some_and(|c| !c.keys().any(|f| f.ends_with(".tf") || f.ends_with(".tf.json"))) {
+            return Err(PipelineError::Invalid(format!("{} holds no Terraform configuration (*.tf)", self.dir())));
+        }
+        Ok(config)
+    }
+
+    fn init_call(&self) -> ToolCall {
+        self.call(&["init", "-input=false", "-no-color"], &self.spec.dir)
     }
 
     fn call(&self, args: &[&str], cwd: &Path) -> ToolCall {
@@ -355,6 +412,12 @@ struct FolderState {
     state_is_empty: bool,
 }
 
+impl FolderState {
+    fn read(dir: &Path) -> Self {
+        Self { workspace: current_workspace(dir), state_is_empty: state_is_empty(dir) }
+    }
+}
+
 /// Whether the folder's state holds no resource (no state file counts as empty).
 fn state_is_empty(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("terraform.tfstate")) {
@@ -399,19 +462,16 @@ impl Change for TerraformChange {
     }
 
     async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
-        tool::require("terraform", "install it and make sure it is on PATH")?;
-        if !self.spec.dir.is_dir() {
-            return Err(PipelineError::Invalid(format!("{} is not a folder", self.dir())));
-        }
-        for name in self.spec.vars.names() {
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(PipelineError::Invalid(format!("`{name}` is not a Terraform variable name")));
+        // `init` runs while the rollback's needs are worked out (the last good run, a copy of the
+        // configuration); what they read in the folder is read before it starts, since `init` writes
+        // `.terraform*` (no copy holds those) and can select a workspace itself.
+        let (config, folder, started) = match self.started.take() {
+            Some(StartedInit { config, folder, init }) => (config, folder, Some(init)),
+            None => {
+                let config = self.checked_config()?;
+                (config, FolderState::read(&self.spec.dir), None)
             }
-        }
-        let config = snapshot(&self.spec.dir);
-        if config.as_ref().is_some_and(|c| !c.keys().any(|f| f.ends_with(".tf") || f.ends_with(".tf.json"))) {
-            return Err(PipelineError::Invalid(format!("{} holds no Terraform configuration (*.tf)", self.dir())));
-        }
+        };
         self.work = env.store.pipelines_dir().join(&run.id);
         private_dir(&self.work)
             .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
@@ -419,15 +479,16 @@ impl Change for TerraformChange {
         self.spec.vars.save(&self.work).map_err(|e| {
             PipelineError::Invalid(format!("cannot keep the variables in {}: {e}", self.work.display()))
         })?;
-        // `init` runs while the rollback's needs are worked out (the last good run, a copy of the
-        // configuration); what they read in the folder is read before it starts, since `init` writes
-        // `.terraform*` (no copy holds those) and can select a workspace itself.
-        let folder = FolderState {
-            workspace: current_workspace(&self.spec.dir),
-            state_is_empty: state_is_empty(&self.spec.dir),
+        let init_call = self.init_call();
+        let init = async {
+            match started {
+                Some(init) => init.await.unwrap_or_else(|e| ToolOutput {
+                    error: Some(format!("terraform init was lost: {e}")),
+                    ..ToolOutput::default()
+                }),
+                None => tool::run(env, &init_call).await,
+            }
         };
-        let init_call = self.call(&["init", "-input=false", "-no-color"], &self.spec.dir);
-        let init = tool::run(env, &init_call);
         let kept = self.work.join("config");
         let prepare = async {
             self.previous_config(env, run, config.as_ref(), folder).await?;

@@ -138,10 +138,29 @@ pub fn local_audit(
     }
 }
 
+/// What a tool run needs of its surroundings: where its live lines go, what cancels it, how long it
+/// may take. A run's [`Env`] provides it; a tool started before the store opens is given it directly.
+#[derive(Clone)]
+pub struct ToolEnv {
+    /// Live output.
+    pub events: crate::exec::EventSender,
+    /// Cancels the run (Ctrl-C, `:cancel`).
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Bound of the call.
+    pub timeout: Duration,
+}
+
+impl Env {
+    /// What a tool run of this change needs.
+    pub fn tools(&self) -> ToolEnv {
+        ToolEnv { events: self.events.clone(), cancel: self.cancel.clone(), timeout: self.timeout }
+    }
+}
+
 /// Runs a call that only looks or plans (it may still run code: the person started it, or approved
 /// its dry run).
 pub async fn run(env: &Env, call: &ToolCall) -> ToolOutput {
-    spawn(env, call).await
+    spawn(&env.tools(), call).await
 }
 
 /// Runs a call that changes something: only with a clearance for exactly its command line.
@@ -156,10 +175,30 @@ pub async fn run_cleared(env: &Env, call: &ToolCall, clearance: &Clearance) -> T
             ..ToolOutput::default()
         };
     }
-    spawn(env, call).await
+    spawn(&env.tools(), call).await
 }
 
-async fn spawn(env: &Env, call: &ToolCall) -> ToolOutput {
+/// Starts a call that only looks or plans now — its process runs when this returns, before the
+/// caller's next await — and waits for it in a task of its own.
+pub fn start(tools: ToolEnv, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
+    let launched = launch(&call);
+    tokio::spawn(async move {
+        match launched {
+            Ok(child) => supervise(&tools, &call, child).await,
+            Err(failed) => failed,
+        }
+    })
+}
+
+async fn spawn(tools: &ToolEnv, call: &ToolCall) -> ToolOutput {
+    match launch(call) {
+        Ok(child) => supervise(tools, call, child).await,
+        Err(failed) => failed,
+    }
+}
+
+/// The call's process, started in a process group of its own with its output piped.
+fn launch(call: &ToolCall) -> Result<tokio::process::Child, ToolOutput> {
     let mut command = Command::new(&call.program);
     command
         .args(&call.args)
@@ -171,12 +210,13 @@ async fn spawn(env: &Env, call: &ToolCall) -> ToolOutput {
         .process_group(0)
         .kill_on_drop(true);
     tracing::debug!(program = %call.program, args = call.args.len(), "tool started");
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            return ToolOutput { error: Some(format!("cannot start {}: {e}", call.program)), ..ToolOutput::default() };
-        }
-    };
+    command
+        .spawn()
+        .map_err(|e| ToolOutput { error: Some(format!("cannot start {}: {e}", call.program)), ..ToolOutput::default() })
+}
+
+/// Streams the call's lines, bounds it by the timeout, stops it on cancel, and collects how it ended.
+async fn supervise(env: &ToolEnv, call: &ToolCall, mut child: tokio::process::Child) -> ToolOutput {
     let pgid = child.id().and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1);
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         return ToolOutput { error: Some("no output pipes".into()), ..ToolOutput::default() };
