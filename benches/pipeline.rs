@@ -7,8 +7,9 @@
 //!   playbook, then `--check` again, against `merlya pipeline run ansible --yes` (the same three runs).
 //!
 //! Run: `cargo bench --bench pipeline` (as root; BENCH_ROUNDS=3, BENCH_HOSTS=10, BENCH_ONLY=terraform|ansible).
-//! Rounds alternate the two sides; the table gives the ratio of the medians and the median of each
-//! round's difference (Terraform's ~0.35 s varies by more than merlya's cost: use BENCH_ROUNDS=40).
+//! Each round runs both sides, the first one alternating, after a round not counted; the table gives
+//! the ratio of the medians, the median of each round's difference and a 95 % interval of that median
+//! (Terraform's ~0.25 s varies by more than merlya's cost: use BENCH_ROUNDS=100 or more).
 
 mod common;
 #[path = "../tests/support/mod.rs"]
@@ -50,27 +51,64 @@ fn terraform(rounds: usize, env: &TestEnv) -> (Vec<f64>, Vec<f64>) {
             .env("CHECKPOINT_DISABLE", "1");
         cmd
     };
-    let (mut bare, mut merlya) = (Vec::new(), Vec::new());
-    for round in 0..rounds {
+    let bare_run = |round: usize| {
         let dir = fresh(&format!("bare{round}"));
-        bare.push(time(|| {
+        time(|| {
             ok(&mut tf(&dir, &["init", "-input=false", "-no-color"]), &[0]);
             ok(&mut tf(&dir, &["plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=p.tfplan"]), &[2]);
             ok(&mut tf(&dir, &["show", "-no-color", "-json", "p.tfplan"]), &[0]);
             ok(&mut tf(&dir, &["apply", "-input=false", "-no-color", "p.tfplan"]), &[0]);
             ok(&mut tf(&dir, &["plan", "-input=false", "-no-color", "-detailed-exitcode"]), &[0]);
-        }));
+        })
+    };
+    let merlya_run = |round: usize| {
         let dir = fresh(&format!("merlya{round}"));
         let path = dir.display().to_string();
-        merlya.push(time(|| {
+        time(|| {
             ok(
                 env.merlya(&["pipeline", "run", "terraform", &path, "--yes", "--format", "json"])
                     .env("TF_CLI_CONFIG_FILE", &rc),
                 &[0],
             );
-        }));
+        })
+    };
+    paired_rounds(rounds, bare_run, merlya_run)
+}
+
+/// `rounds` rounds of one bare run and one merlya run, after one of each not counted (cold caches).
+/// The side that goes first alternates, so neither always runs on a machine the other just left busy.
+fn paired_rounds(
+    rounds: usize,
+    mut bare: impl FnMut(usize) -> f64,
+    mut merlya: impl FnMut(usize) -> f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut b, mut m) = (Vec::new(), Vec::new());
+    for round in 0..=rounds {
+        let (x, y) = if round % 2 == 0 {
+            let x = bare(round);
+            (x, merlya(round))
+        } else {
+            let y = merlya(round);
+            (bare(round), y)
+        };
+        if round > 0 {
+            b.push(x);
+            m.push(y);
+        }
     }
-    (bare, merlya)
+    (b, m)
+}
+
+/// A distribution-free 95 % confidence interval of the median of `v` (order statistics of the
+/// binomial(n, ½) bounds), `None` below 6 values.
+fn median_interval(mut v: Vec<f64>) -> Option<(f64, f64)> {
+    let n = v.len();
+    if n < 6 {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let k = ((n as f64) / 2.0 - 0.98 * (n as f64).sqrt()).floor().max(0.0) as usize;
+    Some((v[k], v[n - 1 - k]))
 }
 
 fn ansible(rounds: usize, hosts: usize) -> (Vec<f64>, Vec<f64>) {
@@ -111,16 +149,17 @@ fn ansible(rounds: usize, hosts: usize) -> (Vec<f64>, Vec<f64>) {
         cmd.env("ANSIBLE_HOST_KEY_CHECKING", "True");
         cmd
     };
-    let (mut bare, mut merlya) = (Vec::new(), Vec::new());
-    for round in 0..rounds {
-        bare.push(time(|| {
+    let bare_run = |round: usize| {
+        time(|| {
             ok(&mut playbook(&["--check", "--diff"], 2 * round), &[0]);
             ok(&mut playbook(&[], 2 * round), &[0]);
             ok(&mut playbook(&["--check"], 2 * round), &[0]);
-        }));
+        })
+    };
+    let merlya_run = |round: usize| {
         let p = play.display().to_string();
         let r = format!("r={}", 2 * round + 1);
-        merlya.push(time(|| {
+        time(|| {
             ok(
                 env.merlya(&[
                     "pipeline",
@@ -139,9 +178,9 @@ fn ansible(rounds: usize, hosts: usize) -> (Vec<f64>, Vec<f64>) {
                 .env("ANSIBLE_FORKS", "10"),
                 &[0],
             );
-        }));
-    }
-    (bare, merlya)
+        })
+    };
+    paired_rounds(rounds, bare_run, merlya_run)
 }
 
 fn main() {
@@ -159,15 +198,24 @@ fn main() {
         let (bare, merlya) = ansible(rounds, hosts);
         rows.push((format!("ansible-playbook on {hosts} hosts: --check --diff, apply, --check"), bare, merlya));
     }
-    println!("| work | bare tool (s) | merlya pipeline (s) | overhead | paired overhead |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| work | rounds | bare tool (s) | merlya pipeline (s) | overhead | paired overhead | its 95 % interval |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for (what, bare, merlya) in rows {
-        // Rounds alternate bare and merlya, so each round's difference leaves out the machine's drift
-        // over the run; its median is the second estimate.
-        let paired = median(merlya.iter().zip(&bare).map(|(m, b)| m - b).collect());
+        // Each round's difference leaves out the machine's drift over the run; its median is the
+        // second estimate, with an interval that says how far the noise could move it.
+        let diffs: Vec<f64> = merlya.iter().zip(&bare).map(|(m, b)| m - b).collect();
+        let n = diffs.len();
+        let interval = median_interval(diffs.clone());
+        let paired = median(diffs);
         let (bare, merlya) = (median(bare), median(merlya));
+        let interval = interval.map_or_else(
+            || "(more rounds)".to_string(),
+            |(lo, hi)| format!("{:+.1} … {:+.1} %", lo / bare * 100.0, hi / bare * 100.0),
+        );
         println!(
-            "| {what} | {bare:.3} | {merlya:.3} | {:+.1} % | {:+.1} ms ({:+.1} %) |",
+            "| {what} | {n} | {bare:.3} | {merlya:.3} | {:+.1} % | {:+.1} ms ({:+.1} %) | {interval} |",
             (merlya / bare - 1.0) * 100.0,
             paired * 1000.0,
             paired / bare * 100.0
