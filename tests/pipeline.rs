@@ -344,6 +344,18 @@ fn terraform_errors_name_what_is_wrong_and_change_nothing() {
     assert!(out.stdout.is_empty(), "no record: {}", text(&out.stdout));
     assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database, and it must stay exactly so");
     assert!(tf.state().is_empty());
+    // An SSH configuration that cannot be read fails the command after the store opened, before the
+    // plan: the early `init` is stopped and waited for too, and no change is recorded.
+    std::fs::remove_file(&db).unwrap();
+    let ssh = tf.env.home().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("config"), "Host bad\n  Port not-a-port\n").unwrap();
+    let out = tf.run(&["--yes", "--var", "greeting=one"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("not-a-port") || text(&out.stderr).contains("line 2"), "{}", text(&out.stderr));
+    let listed = tf.env.ok(&["pipeline", "list", "--format", "json"]);
+    assert_eq!(serde_json::from_str::<Value>(&listed).unwrap(), serde_json::json!([]), "no change was recorded");
+    assert!(tf.state().is_empty());
 }
 
 /// A kubeconfig whose only cluster listens nowhere (no API server can be had on these machines).

@@ -223,11 +223,12 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Pipeline(cmd) => pipeline::start_early(cmd, &config),
             _ => None,
         };
+        let early_stop = early.as_ref().map(pipeline::Early::stopper);
         let ctx = match Context::open_with(home, "cli", config).await {
             Ok(ctx) => ctx,
             Err(e) => {
-                if let Some(early) = early {
-                    early.abandon().await;
+                if let Some(stop) = early_stop {
+                    stop.stop().await;
                 }
                 return Err(e);
             }
@@ -255,6 +256,12 @@ pub fn run(cli: Cli) -> Result<u8> {
             }
             Command::Config(_) | Command::Policy(_) | Command::Doctor(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
+        // A command that failed before its plan took an `init` started early leaves none running.
+        if outcome.is_err()
+            && let Some(stop) = early_stop
+        {
+            stop.stop().await;
+        }
         // A clean close checkpoints the WAL into the database file.
         ctx.store.close().await;
         outcome

@@ -152,14 +152,31 @@ impl Wiring {
 pub struct Early {
     change: TerraformChange,
     wiring: Wiring,
+    finished: tokio_util::sync::CancellationToken,
 }
 
 impl Early {
-    /// merlya could not set itself up (its store, its logs): the `init` stops as Ctrl-C would stop
-    /// it, and is waited for.
-    pub async fn abandon(mut self) {
-        self.wiring.cancel.cancel();
-        self.change.wait_for_init().await;
+    /// What stops its `init` if the command fails before the plan takes it.
+    pub fn stopper(&self) -> EarlyStop {
+        EarlyStop { cancel: self.wiring.cancel.clone(), finished: self.finished.clone() }
+    }
+}
+
+/// Stops an `init` started early, as Ctrl-C would (SIGINT, then SIGTERM, SIGKILL to its process group),
+/// and waits for it: the command failed before its plan took the `init` (the store, the logs or the
+/// SSH configuration could not be read), so nothing is left half-done in the folder.
+pub struct EarlyStop {
+    cancel: tokio_util::sync::CancellationToken,
+    finished: tokio_util::sync::CancellationToken,
+}
+
+impl EarlyStop {
+    /// Cancels and waits; at once when the `init` has already ended.
+    pub async fn stop(self) {
+        if !self.finished.is_cancelled() {
+            self.cancel.cancel();
+        }
+        self.finished.cancelled().await;
     }
 }
 
@@ -171,8 +188,10 @@ pub fn start_early(cmd: &PipelineCommand, config: &crate::config::Config) -> Opt
     let wiring = Wiring::new();
     let mut change = TerraformChange::new(terraform_spec(dir, vars).ok()?);
     let timeout = stage_timeout(opts, config);
-    change.start_init(ToolEnv { events: wiring.events.clone(), cancel: wiring.cancel.clone(), timeout });
-    Some(Early { change, wiring })
+    let finished = tokio_util::sync::CancellationToken::new();
+    let tools = ToolEnv { events: wiring.events.clone(), cancel: wiring.cancel.clone(), timeout };
+    change.start_init(tools, finished.clone());
+    Some(Early { change, wiring, finished })
 }
 
 fn terraform_spec(dir: &std::path::Path, vars: &[(String, String)]) -> Result<TerraformSpec> {
@@ -220,7 +239,7 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
                     (Spec::Kubernetes(KubernetesSpec { path, context, namespace }), opts, Vec::new())
                 }
                 RunKind::Terraform { dir, vars, opts } => {
-                    if let Some(Early { change, wiring }) = early {
+                    if let Some(Early { change, wiring, .. }) = early {
                         return drive(ctx, Box::new(change), inventory, None, &opts, Mode::Run, wiring).await;
                     }
                     (Spec::Terraform(terraform_spec(&dir, &vars)?), opts, Vec::new())

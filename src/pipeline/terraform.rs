@@ -93,19 +93,16 @@ impl TerraformChange {
     /// asks before its plan runs anything): it changes nothing but the folder's `.terraform*`, as the
     /// person typing it would, and it is most of a plan's time, so merlya's own setup runs beside it
     /// (ADR 0024). A folder the plan would refuse starts nothing; the plan then says why.
-    pub fn start_init(&mut self, tools: ToolEnv) {
-        let Ok(config) = self.checked_config() else { return };
+    /// `finished` is cancelled when that `init` has ended: a command that fails before its plan took it
+    /// cancels `tools.cancel` and waits for `finished`.
+    pub fn start_init(&mut self, tools: ToolEnv, finished: tokio_util::sync::CancellationToken) {
+        let Ok(config) = self.checked_config() else {
+            finished.cancel();
+            return;
+        };
         let folder = FolderState::read(&self.spec.dir);
-        let init = tool::start(tools, self.init_call());
+        let init = tool::start(tools, self.init_call(), finished);
         self.started = Some(StartedInit { config, folder, init });
-    }
-
-    /// Waits for an `init` [`TerraformChange::start_init`] began and the plan never took (cancel it
-    /// first to stop it).
-    pub async fn wait_for_init(&mut self) {
-        if let Some(started) = self.started.take() {
-            let _ = started.init.await;
-        }
     }
 
     /// The folder's configuration, after the checks a plan makes before it runs anything.

@@ -179,10 +179,16 @@ pub async fn run_cleared(env: &Env, call: &ToolCall, clearance: &Clearance) -> T
 }
 
 /// Starts a call that only looks or plans now — its process runs when this returns, before the
-/// caller's next await — and waits for it in a task of its own.
-pub fn start(tools: ToolEnv, call: ToolCall) -> tokio::task::JoinHandle<ToolOutput> {
+/// caller's next await — and waits for it in a task of its own, which cancels `finished` when it ends
+/// (or is dropped).
+pub fn start(
+    tools: ToolEnv,
+    call: ToolCall,
+    finished: tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinHandle<ToolOutput> {
     let launched = launch(&call);
     tokio::spawn(async move {
+        let _finished = finished.drop_guard();
         match launched {
             Ok(child) => supervise(&tools, &call, child).await,
             Err(failed) => failed,
