@@ -181,8 +181,8 @@ impl EarlyStop {
 }
 
 /// Starts `terraform init` for `merlya pipeline run terraform` before the store opens: it is most of
-/// a plan's time, and merlya's setup runs beside it. `None` for every other command, and for a folder
-/// the plan refuses (the plan then says why).
+/// a plan's time, and merlya's setup runs beside it. `None` for every other command; for a folder the
+/// plan refuses no `init` starts, and the plan says why.
 pub fn start_early(cmd: &PipelineCommand, config: &crate::config::Config) -> Option<Early> {
     let PipelineCommand::Run(RunKind::Terraform { dir, vars, opts }) = cmd else { return None };
     let wiring = Wiring::new();
