@@ -185,8 +185,8 @@ impl EarlyStop {
 /// plan refuses no `init` starts, and the plan says why.
 pub fn start_early(cmd: &PipelineCommand, config: &crate::config::Config) -> Option<Early> {
     let PipelineCommand::Run(RunKind::Terraform { dir, vars, opts }) = cmd else { return None };
-    let wiring = Wiring::new();
     let mut change = TerraformChange::new(terraform_spec(dir, vars).ok()?);
+    let wiring = Wiring::new();
     let timeout = stage_timeout(opts, config);
     let finished = tokio_util::sync::CancellationToken::new();
     let tools = ToolEnv { events: wiring.events.clone(), cancel: wiring.cancel.clone(), timeout };

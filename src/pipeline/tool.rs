@@ -189,18 +189,12 @@ pub fn start(
     let launched = launch(&call);
     tokio::spawn(async move {
         let _finished = finished.drop_guard();
-        match launched {
-            Ok(child) => supervise(&tools, &call, child).await,
-            Err(failed) => failed,
-        }
+        supervise(&tools, &call, launched).await
     })
 }
 
 async fn spawn(tools: &ToolEnv, call: &ToolCall) -> ToolOutput {
-    match launch(call) {
-        Ok(child) => supervise(tools, call, child).await,
-        Err(failed) => failed,
-    }
+    supervise(tools, call, launch(call)).await
 }
 
 /// The call's process, started in a process group of its own with its output piped.
@@ -221,8 +215,13 @@ fn launch(call: &ToolCall) -> Result<tokio::process::Child, ToolOutput> {
         .map_err(|e| ToolOutput { error: Some(format!("cannot start {}: {e}", call.program)), ..ToolOutput::default() })
 }
 
-/// Streams the call's lines, bounds it by the timeout, stops it on cancel, and collects how it ended.
-async fn supervise(env: &ToolEnv, call: &ToolCall, mut child: tokio::process::Child) -> ToolOutput {
+/// Streams the call's lines, bounds it by the timeout, stops it on cancel, and collects how it ended
+/// (or why it did not start).
+async fn supervise(env: &ToolEnv, call: &ToolCall, launched: Result<tokio::process::Child, ToolOutput>) -> ToolOutput {
+    let mut child = match launched {
+        Ok(child) => child,
+        Err(failed) => return failed,
+    };
     let pgid = child.id().and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 1);
     let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         return ToolOutput { error: Some("no output pipes".into()), ..ToolOutput::default() };
