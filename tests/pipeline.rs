@@ -252,6 +252,14 @@ fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(json(&out)["status"], "rolled_back");
     assert!(tf.state().is_empty(), "{:?}", tf.state());
+
+    // Every apply's audit entry is finished (the finish is written beside the stage that follows),
+    // with the apply's outcome, and the chain verifies.
+    let audit: Vec<Value> = serde_json::from_str(&tf.env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert!(audit.len() >= 5, "{audit:?}");
+    assert!(audit.iter().all(|e| e["outcome"] != "unfinished"), "{audit:?}");
+    assert_eq!(audit.iter().filter(|e| e["outcome"] == "failed").count(), 1, "the apply that failed: {audit:?}");
+    tf.env.ok(&["audit", "verify"]);
 }
 
 #[test]

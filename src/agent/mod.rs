@@ -284,6 +284,7 @@ impl Agent {
             events,
             stop_before_approval: false,
             ask_before_dry_run: false,
+            deferred: crate::pipeline::Deferred::default(),
         }
     }
 

@@ -149,6 +149,7 @@ impl Served {
             events: tx,
             stop_before_approval: true,
             ask_before_dry_run: true,
+            deferred: crate::pipeline::Deferred::default(),
         };
         if let Some(prefix) = env.gate.blocked_by(command) {
             let why = format!("REFUSED by policy.blocked_commands ({prefix}), not executed");

@@ -58,6 +58,31 @@ pub struct Env {
     pub stop_before_approval: bool,
     /// Ask before the dry run too: a change the agent proposes, since a dry run can run code.
     pub ask_before_dry_run: bool,
+    /// Records a stage left to write beside the next one (the runner writes them).
+    pub deferred: Deferred,
+}
+
+/// Records of a stage that just ended which the next stage does not depend on (the audit entry
+/// that finishes an apply): the runner writes them beside the next stage's work, and always before
+/// it stores the run's end. A crash in between leaves the audit entry unfinished, never wrong.
+#[derive(Clone, Default)]
+pub struct Deferred(Arc<std::sync::Mutex<Vec<futures::future::BoxFuture<'static, ()>>>>);
+
+impl Deferred {
+    /// Leaves `write` to the runner.
+    pub fn push(&self, write: impl std::future::Future<Output = ()> + Send + 'static) {
+        if let Ok(mut writes) = self.0.lock() {
+            writes.push(Box::pin(write));
+        }
+    }
+
+    /// Writes what was left, in the order it was left.
+    pub async fn write(&self) {
+        let writes: Vec<_> = self.0.lock().map(|mut w| w.drain(..).collect()).unwrap_or_default();
+        for write in writes {
+            write.await;
+        }
+    }
 }
 
 impl Env {
@@ -83,6 +108,7 @@ impl Env {
             events,
             stop_before_approval: false,
             ask_before_dry_run: false,
+            deferred: Deferred::default(),
         }
     }
 }
@@ -270,4 +296,25 @@ pub(crate) fn private_dir(path: &std::path::Path) -> std::io::Result<()> {
 /// The run's ids as a short reference for audit rows (`pipeline ID (stage)`).
 pub fn audit_ref(run: &PipelineRun, stage: StageName) -> Option<String> {
     Some(format!("pipeline {} ({})", run.id, stage.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Deferred;
+    use std::sync::{Arc, Mutex};
+
+    #[tokio::test]
+    async fn deferred_writes_run_once_in_the_order_they_were_left() {
+        let deferred = Deferred::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..3 {
+            let seen = seen.clone();
+            deferred.push(async move { seen.lock().unwrap().push(i) });
+        }
+        let clone = deferred.clone();
+        assert!(seen.lock().unwrap().is_empty(), "nothing runs before the runner writes them");
+        clone.write().await;
+        deferred.write().await;
+        assert_eq!(*seen.lock().unwrap(), [0, 1, 2]);
+    }
 }

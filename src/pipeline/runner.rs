@@ -96,8 +96,10 @@ impl Recorder<'_> {
         });
     }
 
-    /// The run is over: the owner is cleared so no later start marks it interrupted.
+    /// The run is over: the owner is cleared so no later start marks it interrupted. What the
+    /// stages left to write is written first.
     async fn finish(&mut self, status: PipelineStatus) -> Result<PipelineRun, PipelineError> {
+        self.env.deferred.write().await;
         crate::metrics::pipeline(self.run.kind.as_str(), status.as_str());
         self.run.status = status;
         self.run.owner_pid = 0;
@@ -132,6 +134,18 @@ pub fn record_of(env: &Env, change: &dyn Change) -> PipelineRun {
 /// that fails ends the run (recorded); only a record that cannot be stored is
 /// an error, and then nothing after it ran.
 pub async fn run(
+    env: &Env,
+    change: &mut dyn Change,
+    run: PipelineRun,
+    progress: Progress<'_>,
+) -> Result<PipelineRun, PipelineError> {
+    let result = run_stages(env, change, run, progress).await;
+    // Also when a record could not be stored: an audit entry is finished whatever the record says.
+    env.deferred.write().await;
+    result
+}
+
+async fn run_stages(
     env: &Env,
     change: &mut dyn Change,
     run: PipelineRun,
@@ -293,9 +307,15 @@ async fn after_approval(
     let mut needs_rollback = !apply_ok;
     if apply_ok {
         rec.begin(StageName::PostCheck, PipelineStatus::Checking).await?;
-        // The apply's records reach the database file while the post-check runs, so the close at
-        // the end has little left to write (ADR 0024).
-        let (checked, ()) = tokio::join!(change.post_check(env, &rec.run, decision), env.store.checkpoint());
+        // Beside the post-check: the apply's records reach the database file, so the close at the
+        // end has little left to write; then what the apply left to write (its audit finish) starts
+        // the emptied log afresh, paying the sync of its header here rather than in the next save
+        // (ADR 0024).
+        let beside = async {
+            env.store.checkpoint().await;
+            env.deferred.write().await;
+        };
+        let (checked, ()) = tokio::join!(change.post_check(env, &rec.run, decision), beside);
         match checked {
             Some(checked) => {
                 needs_rollback = !checked.ok;
@@ -312,7 +332,8 @@ async fn after_approval(
         return rec.finish(PipelineStatus::Succeeded).await;
     }
     rec.begin(StageName::Rollback, PipelineStatus::RollingBack).await?;
-    match change.rollback(env, &rec.run, decision).await {
+    let (undone, ()) = tokio::join!(change.rollback(env, &rec.run, decision), env.deferred.write());
+    match undone {
         Some(undone) => {
             let status = if undone.ok { PipelineStatus::RolledBack } else { PipelineStatus::Failed };
             rec.end(status_of(&undone, env), undone.detail, undone.output).await?;
@@ -327,6 +348,17 @@ async fn after_approval(
 
 /// Rolls back a finished run on demand: its own approval, then the Rollback stage, appended to the record.
 pub async fn roll_back(
+    env: &Env,
+    change: &mut dyn Change,
+    run: PipelineRun,
+    progress: Progress<'_>,
+) -> Result<PipelineRun, PipelineError> {
+    let result = roll_back_stages(env, change, run, progress).await;
+    env.deferred.write().await;
+    result
+}
+
+async fn roll_back_stages(
     env: &Env,
     change: &mut dyn Change,
     run: PipelineRun,

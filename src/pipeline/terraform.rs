@@ -193,9 +193,12 @@ impl TerraformChange {
             (_, Some(e)) if e.starts_with("timed out") => AuditOutcome::TimedOut,
             _ => AuditOutcome::Failed,
         };
-        if let Err(e) = ticket.finish(outcome, out.code, out.error.clone()).await {
-            tracing::warn!(error = %e, "cannot finish a terraform audit entry");
-        }
+        let finish = ticket.finish(outcome, out.code, out.error.clone());
+        env.deferred.push(async move {
+            if let Err(e) = finish.await {
+                tracing::warn!(error = %e, "cannot finish a terraform audit entry");
+            }
+        });
         out
     }
 

@@ -37,11 +37,19 @@ pub(super) fn closed_cleanly(path: &Path) -> bool {
     }
 }
 
-/// Records the file as merlya leaves it (after the pool closed and the WAL was checkpointed).
+/// Records the file as merlya leaves it (after the pool closed and the WAL was checkpointed). The
+/// stamp is overwritten in place and trimmed, not truncated first: a file truncated and written
+/// again is flushed by the filesystem when it is closed, on the way out of every command.
 pub(super) fn mark_closed_cleanly(path: &Path) {
-    if let Some(now) = fingerprint(path)
-        && let Err(e) = crate::home::write_private(&stamp_path(path), now.as_bytes())
-    {
+    let Some(now) = fingerprint(path) else { return };
+    let written =
+        crate::home::private_file_options().write(true).create(true).truncate(false).open(stamp_path(path)).and_then(
+            |mut file| {
+                std::io::Write::write_all(&mut file, now.as_bytes())?;
+                file.set_len(now.len() as u64)
+            },
+        );
+    if let Err(e) = written {
         tracing::debug!(error = %e, "cannot record the clean close of the database");
     }
 }

@@ -310,18 +310,19 @@ impl AuditTicket {
     }
 
     /// Appends the outcome, naming the start entry; `exit_code` may come late
-    /// (after a timeout) and `reason` says what went wrong.
-    pub async fn finish(
+    /// (after a timeout) and `reason` says what went wrong. The duration is taken when this is
+    /// called, so the entry may be written later (beside the next stage) and still be right.
+    pub fn finish(
         mut self,
         outcome: AuditOutcome,
         exit_code: Option<i32>,
         reason: Option<String>,
-    ) -> Result<AuditEntry, StoreError> {
+    ) -> impl std::future::Future<Output = Result<AuditEntry, StoreError>> + Send + 'static {
         self.finished = true;
         let duration_ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
         let row =
             RowPart { event: AuditEvent::Finish, outcome, ref_id: Some(self.start_id), exit_code, duration_ms, reason };
-        self.store.append(&self.request, row).await
+        async move { self.store.append(&self.request, row).await }
     }
 
     /// Finishes with what the executor reported for the host.
@@ -470,19 +471,23 @@ impl Store {
     async fn append(&self, request: &AuditRequest, row: RowPart) -> Result<AuditEntry, StoreError> {
         let key = self.audit_key().await?;
         let mut tx = self.begin_write("append to the audit log").await?;
-        let head: Option<(i64, String, i64)> =
-            sqlx::query_as("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
-                .fetch_optional(&mut *tx)
-                .await
-                .ctx("cannot read the audit head")?;
-        let (mut prev_hash, mut count) = head.map(|(_, h, c)| (h, c)).unwrap_or_else(|| (GENESIS.to_string(), 0));
-        let last: Option<(i64, String)> = sqlx::query_as("SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1")
-            .fetch_optional(&mut *tx)
+        // The head and the newest row in one round trip (an append waits on each).
+        let (head_hash, head_count, last_id, last_chain): (Option<String>, Option<i64>, Option<i64>, Option<String>) =
+            sqlx::query_as(
+                "SELECT (SELECT hash FROM audit_head WHERE id = 1), (SELECT count FROM audit_head WHERE id = 1),
+                        last.id, last.chain
+                 FROM (SELECT 1) LEFT JOIN (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last",
+            )
+            .fetch_one(&mut *tx)
             .await
-            .ctx("cannot read the audit log")?;
-        let mut next_id = last.as_ref().map(|(id, _)| id + 1).unwrap_or(1);
+            .ctx("cannot read the audit head")?;
+        let (mut prev_hash, mut count) = match (head_hash, head_count) {
+            (Some(hash), Some(count)) => (hash, count),
+            _ => (GENESIS.to_string(), 0),
+        };
+        let mut next_id = last_id.map_or(1, |id| id + 1);
         let user = crate::ssh::target::local_user();
-        if last.as_ref().is_some_and(|(_, chain)| chain == CHAIN_SHA256) {
+        if last_chain.as_deref() == Some(CHAIN_SHA256) {
             // The log so far is unkeyed: pin its head under the key, saying so.
             let mut rebase = AuditEntry {
                 id: next_id,
@@ -510,7 +515,7 @@ impl Store {
                 hash: String::new(),
             };
             rebase.hash = rebase.keyed_hash(&key, &prev_hash);
-            insert(&mut tx, &rebase).await?;
+            insert(&rebase, INSERT_ENTRY).execute(&mut *tx).await.ctx("cannot append to the audit log")?;
             prev_hash = rebase.hash;
             count += 1;
             next_id += 1;
@@ -539,18 +544,15 @@ impl Store {
             hash: String::new(),
         };
         entry.hash = entry.keyed_hash(&key, &prev_hash);
-        insert(&mut tx, &entry).await?;
         count += 1;
-        sqlx::query(
-            "INSERT INTO audit_head (id, last_id, hash, count) VALUES (1, ?, ?, ?)
-             ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id, hash = excluded.hash, count = excluded.count",
-        )
-        .bind(entry.id)
-        .bind(&entry.hash)
-        .bind(count)
-        .execute(&mut *tx)
-        .await
-        .ctx("cannot move the audit head")?;
+        // The entry and the head that names it, in one round trip.
+        insert(&entry, INSERT_ENTRY_MOVE_HEAD)
+            .bind(entry.id)
+            .bind(&entry.hash)
+            .bind(count)
+            .execute(&mut *tx)
+            .await
+            .ctx("cannot append to the audit log")?;
         tx.commit().await.map_err(self.write_error("append to the audit log"))?;
         // After the commit: a checkpoint must never name an entry that is not stored. Written beside
         // the work that follows (the command this entry announces), not before it.
@@ -624,35 +626,50 @@ fn merge(entries: &[AuditEntry]) -> Vec<AuditRecord> {
         .collect()
 }
 
-async fn insert(tx: &mut sqlx::SqliteConnection, e: &AuditEntry) -> Result<(), StoreError> {
-    sqlx::query(
+/// The insert of one entry; [`INSERT_ENTRY_MOVE_HEAD`] adds the head that names it.
+macro_rules! insert_entry_sql {
+    () => {
         "INSERT INTO audit_log (id, ts, session_id, event, outcome, ref_id, requested_by, user, login_user, host,
              address, port, command, exit_code, duration_ms, approved_by, approval_ref, reason, chain, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(e.id)
-    .bind(&e.ts)
-    .bind(&e.session_id)
-    .bind(e.event.as_str())
-    .bind(e.outcome.as_str())
-    .bind(e.ref_id)
-    .bind(&e.requested_by)
-    .bind(&e.user)
-    .bind(&e.login_user)
-    .bind(&e.host)
-    .bind(&e.address)
-    .bind(e.port)
-    .bind(&e.command)
-    .bind(e.exit_code)
-    .bind(e.duration_ms)
-    .bind(&e.approved_by)
-    .bind(&e.approval_ref)
-    .bind(&e.reason)
-    .bind(&e.chain)
-    .bind(&e.prev_hash)
-    .bind(&e.hash)
-    .execute(tx)
-    .await
-    .ctx("cannot append to the audit log")?;
-    Ok(())
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    };
+}
+
+/// An entry alone (a re-base entry, followed by the entry that moves the head).
+const INSERT_ENTRY: &str = insert_entry_sql!();
+
+/// An entry and the head moved to (last_id, hash, count), bound after the entry's values.
+const INSERT_ENTRY_MOVE_HEAD: &str = concat!(
+    insert_entry_sql!(),
+    "; INSERT INTO audit_head (id, last_id, hash, count) VALUES (1, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id, hash = excluded.hash, count = excluded.count"
+);
+
+/// `sql` (one of the inserts above) with the entry's values bound.
+fn insert<'q>(
+    e: &'q AuditEntry,
+    sql: &'static str,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    sqlx::query(sql)
+        .bind(e.id)
+        .bind(&e.ts)
+        .bind(&e.session_id)
+        .bind(e.event.as_str())
+        .bind(e.outcome.as_str())
+        .bind(e.ref_id)
+        .bind(&e.requested_by)
+        .bind(&e.user)
+        .bind(&e.login_user)
+        .bind(&e.host)
+        .bind(&e.address)
+        .bind(e.port)
+        .bind(&e.command)
+        .bind(e.exit_code)
+        .bind(e.duration_ms)
+        .bind(&e.approved_by)
+        .bind(&e.approval_ref)
+        .bind(&e.reason)
+        .bind(&e.chain)
+        .bind(&e.prev_hash)
+        .bind(&e.hash)
 }

@@ -72,7 +72,7 @@ async fn recompute(f: &Fixture, chain: &str, hash: impl Fn(&AuditEntry, &str) ->
         e.chain = chain.to_string();
         e.prev_hash = prev.clone();
         e.hash = hash(&e, &prev);
-        insert(&mut conn, &e).await.unwrap();
+        insert(&e, INSERT_ENTRY).execute(&mut conn).await.unwrap();
         prev = e.hash.clone();
     }
     let last = entries.last().unwrap().id;
@@ -136,7 +136,7 @@ async fn an_appended_forged_row_is_detected() {
     forged.command = "echo forged".into();
     forged.hash = forged.legacy_hash(&forged.prev_hash);
     let mut conn = attacker(&f.db).await;
-    insert(&mut conn, &forged).await.unwrap();
+    insert(&forged, INSERT_ENTRY).execute(&mut conn).await.unwrap();
     sqlx::query("UPDATE audit_head SET hash = ?, last_id = ?, count = count + 1")
         .bind(&forged.hash)
         .bind(forged.id)
@@ -378,7 +378,7 @@ async fn an_unkeyed_row_after_the_keyed_chain_is_detected() {
     forged.chain = CHAIN_SHA256.into();
     forged.hash = forged.legacy_hash(&forged.prev_hash);
     let mut conn = attacker(&f.db).await;
-    insert(&mut conn, &forged).await.unwrap();
+    insert(&forged, INSERT_ENTRY).execute(&mut conn).await.unwrap();
     conn.close().await.unwrap();
     let b = broken(&f.store).await;
     assert_eq!(b.id, 7);
