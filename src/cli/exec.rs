@@ -150,8 +150,9 @@ pub(super) async fn print_events_to(
     let color = tty && std::env::var_os("NO_COLOR").is_none();
     let neutralise = tty && !raw;
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
-    // What is queued is written in one go: a burst of lines costs one write, not several per line
-    // (stderr is unbuffered), and the reader is woken once.
+    // Lines are written a frame at a time: what arrives within a frame of the first line costs one
+    // write (stderr is unbuffered) and wakes whoever reads it once, not once per line, while the
+    // tool that prints them still has the cores.
     let mut batch = Vec::with_capacity(BATCH_START);
     let render = |event: ExecEvent, batch: &mut Vec<u8>| -> Result<()> {
         match event {
@@ -176,12 +177,19 @@ pub(super) async fn print_events_to(
         }
         Ok(())
     };
-    while let Some(event) = rx.recv().await {
+    let mut open = true;
+    while open && let Some(event) = rx.recv().await {
         render(event, &mut batch)?;
-        while batch.len() < BATCH_BYTES
-            && let Ok(event) = rx.try_recv()
-        {
-            render(event, &mut batch)?;
+        let frame_end = tokio::time::Instant::now() + FRAME;
+        while batch.len() < BATCH_BYTES {
+            match tokio::time::timeout_at(frame_end, rx.recv()).await {
+                Ok(Some(event)) => render(event, &mut batch)?,
+                Ok(None) => {
+                    open = false;
+                    break;
+                }
+                Err(_) => break,
+            }
         }
         if !batch.is_empty() {
             // Written off the runtime's thread: a reader that stops reading (a pager, a paused
@@ -200,6 +208,10 @@ pub(super) async fn print_events_to(
     }
     Ok(())
 }
+
+/// How long live lines are gathered before they are written: a person sees no delay, and a tool
+/// printing a line at a time costs a write per frame.
+const FRAME: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Live output written at once, at most (a burst larger than this is written in several goes).
 const BATCH_BYTES: usize = 64 * 1024;

@@ -408,6 +408,16 @@ impl Store {
         Ok(AuditTicket { store: self.clone(), request, start_id: entry.id, started: Instant::now(), finished: false })
     }
 
+    /// Prepares the statements of an append (kept by the connection), so the entry a change writes
+    /// right before it runs does not wait for SQLite to compile them. A failure is left to the append.
+    pub async fn prepare_audit(&self) {
+        for sql in [READ_HEAD, INSERT_ENTRY_MOVE_HEAD] {
+            if let Err(e) = sqlx::Executor::prepare(self.pool(), sqlx::SqlSafeStr::into_sql_str(sql)).await {
+                tracing::debug!(error = %e, "audit statement not prepared ahead");
+            }
+        }
+    }
+
     /// Records an attempt that never ran: refused by the policy (with the
     /// rule or reason) or denied by whoever was asked.
     pub async fn audit_refused(
@@ -473,14 +483,7 @@ impl Store {
         let mut tx = self.begin_write("append to the audit log").await?;
         // The head and the newest row in one round trip (an append waits on each).
         let (head_hash, head_count, last_id, last_chain): (Option<String>, Option<i64>, Option<i64>, Option<String>) =
-            sqlx::query_as(
-                "SELECT (SELECT hash FROM audit_head WHERE id = 1), (SELECT count FROM audit_head WHERE id = 1),
-                        last.id, last.chain
-                 FROM (SELECT 1) LEFT JOIN (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last",
-            )
-            .fetch_one(&mut *tx)
-            .await
-            .ctx("cannot read the audit head")?;
+            sqlx::query_as(READ_HEAD).fetch_one(&mut *tx).await.ctx("cannot read the audit head")?;
         let (mut prev_hash, mut count) = match (head_hash, head_count) {
             (Some(hash), Some(count)) => (hash, count),
             _ => (GENESIS.to_string(), 0),
@@ -625,6 +628,12 @@ fn merge(entries: &[AuditEntry]) -> Vec<AuditRecord> {
         })
         .collect()
 }
+
+/// The head (hash, count) and the newest row (id, chain), in one round trip.
+const READ_HEAD: &str =
+    "SELECT (SELECT hash FROM audit_head WHERE id = 1), (SELECT count FROM audit_head WHERE id = 1),
+        last.id, last.chain
+    FROM (SELECT 1) LEFT JOIN (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last";
 
 /// The insert of one entry; [`INSERT_ENTRY_MOVE_HEAD`] adds the head that names it.
 macro_rules! insert_entry_sql {
