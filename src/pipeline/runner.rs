@@ -195,26 +195,16 @@ async fn run_stages(
             return rec.finish(PipelineStatus::Failed).await;
         }
     }
-    let ask_now = env.ask_before_dry_run && ask_first.is_none();
-    let dry = match change.dry_run_command().filter(|_| ask_now) {
-        Some(command) => {
-            rec.begin(StageName::Diff, PipelineStatus::Planning).await?;
-            if let Some(denied) = ask_dry_run(&mut rec, env, change, vec![command]).await? {
-                return Ok(denied);
-            }
-            change.dry_run(env, &rec.run).await
-        }
-        None => {
-            // Nothing to ask: as the plan, the dry run changes nothing, and its stage's record is
-            // stored while it starts (ADR 0024).
-            rec.open(StageName::Diff, PipelineStatus::Planning);
-            let run = rec.run.clone();
-            let (saved, dry) = tokio::join!(rec.save(), change.dry_run(env, &run));
-            saved?;
-            dry
-        }
-    };
-    match dry {
+    // Stored before it starts, as every stage after the plan: a dry run can run code.
+    rec.begin(StageName::Diff, PipelineStatus::Planning).await?;
+    if env.ask_before_dry_run
+        && ask_first.is_none()
+        && let Some(command) = change.dry_run_command()
+        && let Some(denied) = ask_dry_run(&mut rec, env, change, vec![command]).await?
+    {
+        return Ok(denied);
+    }
+    match change.dry_run(env, &rec.run).await {
         None => {
             let why = "this change has no dry run; the approval shows exactly what runs";
             rec.end(StageStatus::Skipped, why.into(), String::new()).await?;
