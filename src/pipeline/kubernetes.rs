@@ -237,12 +237,7 @@ impl KubernetesChange {
             };
             let out = run_cleared(env, call, &clearance).await;
             let outcome = if out.code == Some(0) { AuditOutcome::Ok } else { AuditOutcome::Failed };
-            let finish = ticket.finish(outcome, out.code, out.error.clone());
-            env.deferred.push(async move {
-                if let Err(e) = finish.await {
-                    tracing::warn!(error = %e, "cannot finish a kubectl audit entry");
-                }
-            });
+            env.deferred.finish_audit(ticket, outcome, out.code, out.error.clone());
             text.push_str(&out.text());
             if out.code != Some(0) {
                 return failed(&call.display(), &out);

@@ -76,6 +76,29 @@ impl Deferred {
         }
     }
 
+    /// Leaves the entry that finishes `ticket`'s command to the runner (its duration is taken now).
+    pub fn finish_audit(
+        &self,
+        ticket: crate::store::audit::AuditTicket,
+        outcome: AuditOutcome,
+        exit_code: Option<i32>,
+        reason: Option<String>,
+    ) {
+        let finish = ticket.finish(outcome, exit_code, reason);
+        self.push(async move {
+            if let Err(e) = finish.await {
+                tracing::warn!(error = %e, "cannot finish an audit entry");
+            }
+        });
+    }
+
+    /// Runs `work`, then writes what it left — also when it failed.
+    pub async fn after<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        let out = work.await;
+        self.write().await;
+        out
+    }
+
     /// Writes what was left, in the order it was left.
     pub async fn write(&self) {
         let writes: Vec<_> = self.0.lock().map(|mut w| w.drain(..).collect()).unwrap_or_default();

@@ -139,10 +139,8 @@ pub async fn run(
     run: PipelineRun,
     progress: Progress<'_>,
 ) -> Result<PipelineRun, PipelineError> {
-    let result = run_stages(env, change, run, progress).await;
     // Also when a record could not be stored: an audit entry is finished whatever the record says.
-    env.deferred.write().await;
-    result
+    env.deferred.after(run_stages(env, change, run, progress)).await
 }
 
 async fn run_stages(
@@ -361,9 +359,7 @@ pub async fn roll_back(
     run: PipelineRun,
     progress: Progress<'_>,
 ) -> Result<PipelineRun, PipelineError> {
-    let result = roll_back_stages(env, change, run, progress).await;
-    env.deferred.write().await;
-    result
+    env.deferred.after(roll_back_stages(env, change, run, progress)).await
 }
 
 async fn roll_back_stages(

@@ -193,12 +193,7 @@ impl TerraformChange {
             (_, Some(e)) if e.starts_with("timed out") => AuditOutcome::TimedOut,
             _ => AuditOutcome::Failed,
         };
-        let finish = ticket.finish(outcome, out.code, out.error.clone());
-        env.deferred.push(async move {
-            if let Err(e) = finish.await {
-                tracing::warn!(error = %e, "cannot finish a terraform audit entry");
-            }
-        });
+        env.deferred.finish_audit(ticket, outcome, out.code, out.error.clone());
         out
     }
 
