@@ -7,6 +7,7 @@ use super::{EXIT_ERROR, EXIT_OK, ListFormat, table};
 use crate::context::Context;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ApprovalsCommand {
     /// List stored rules.
     List {

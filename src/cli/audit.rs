@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::store::audit::{AuditFilter, AuditOutcome, AuditRecord};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum AuditCommand {
     /// List entries, oldest first.
     List {

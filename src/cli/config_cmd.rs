@@ -8,6 +8,7 @@ use crate::config::{Config, DEFAULT_CONFIG_YAML};
 use crate::home::MerlyaHome;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ConfigCommand {
     /// Print the path of config.yaml.
     Path,

@@ -13,6 +13,7 @@ use crate::inventory::import::{self, ImportFormat};
 use crate::inventory::{Elevation, Host};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum HostsCommand {
     /// Add a host.
     Add {

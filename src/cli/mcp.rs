@@ -23,6 +23,7 @@ use crate::mcp_serve::server::Served;
 const EXIT_REFUSED: u8 = 3;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum McpCommand {
     /// The configured servers (not started).
     List {

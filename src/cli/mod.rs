@@ -101,8 +101,10 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Subcommands.
+/// Subcommands. Each one's arguments are built only when it is the one parsed (`defer`): building
+/// every command's ~100 arguments and their help took ~0.35 ms of every start.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Manage the host inventory.
     #[command(subcommand)]
@@ -344,5 +346,36 @@ mod error_tests {
         let text = super::error_text(&report);
         assert!(text.starts_with("Error: cannot call remote.x\n\nCaused by:\n   0: server said ^[]52;c;"), "{text}");
         assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'));
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+    use crate::cli::pipeline::{PipelineCommand, RunKind};
+
+    #[test]
+    fn the_whole_command_line_is_consistent_once_every_deferred_part_is_built() {
+        // `debug_assert` builds every subcommand, deferred ones included, and checks them.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_deferred_subcommand_parses_and_keeps_its_own_help() {
+        let cli =
+            Cli::try_parse_from(["merlya", "--home", "/h", "pipeline", "run", "terraform", "/srv/tf", "--var", "a=b"])
+                .unwrap();
+        let Some(Command::Pipeline(PipelineCommand::Run(RunKind::Terraform { dir, vars, .. }))) = cli.command else {
+            panic!("not a terraform run");
+        };
+        assert_eq!((dir.to_str(), vars), (Some("/srv/tf"), vec![("a".to_string(), "b".to_string())]));
+        assert_eq!(cli.home.as_deref().and_then(|h| h.to_str()), Some("/h"));
+        // The options every change takes do not replace the about of the command that flattens them.
+        let help = Cli::try_parse_from(["merlya", "pipeline", "run", "terraform", "--help"]).unwrap_err().to_string();
+        assert!(help.starts_with("A Terraform configuration folder: init, plan"), "{help}");
+        let err = Cli::try_parse_from(["merlya", "pipeline", "run", "terraform"]).unwrap_err().to_string();
+        assert!(err.contains("<DIR>"), "{err}");
     }
 }

@@ -21,6 +21,7 @@ use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatu
 use crate::term_safe::{visible, visible_line};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum PipelineCommand {
     /// Start a change: plan, dry run, summary, approval, apply, post-check, rollback.
     #[command(subcommand)]
@@ -55,7 +56,9 @@ pub enum PipelineCommand {
     },
 }
 
-/// What every command that may change something takes.
+// Documented through `cfg_attr`: clap would take a doc comment for the `about` of each command that
+// flattens these options, and its commands are built deferred, so it would replace theirs.
+#[cfg_attr(doc, doc = "What every command that may change something takes.")]
 #[derive(Debug, Args)]
 pub struct ChangeOpts {
     /// Approve without asking (recorded as such in the audit log).
@@ -69,6 +72,7 @@ pub struct ChangeOpts {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum RunKind {
     /// A shell command on hosts.
     Bash {

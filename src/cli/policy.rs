@@ -9,6 +9,7 @@ use crate::safety::leaks::find_leaks;
 use crate::safety::{Specialist, decide};
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum PolicyCommand {
     /// Classify a command as a specialist would see it (exit 0 allowed, 3 refused).
     Check {

@@ -10,6 +10,7 @@ use super::{EXIT_ERROR, EXIT_OK, ListFormat, table};
 use crate::context::Context;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum SecretCommand {
     /// Store a secret; the value is read from the terminal (hidden) or stdin.
     Set {

@@ -17,6 +17,7 @@ use crate::skills::{Library, Limits, Origin, Skill};
 use crate::term_safe::visible_line;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum SkillCommand {
     /// The skills this home can run (built-in and MERLYA_HOME/skills), and files that are not valid.
     List {

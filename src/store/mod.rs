@@ -178,6 +178,10 @@ impl Store {
     /// Waits until the audit checkpoint names the newest entry this process appended (it is written
     /// beside the work that follows each append).
     pub async fn settle_audit(&self) {
+        // Most often it was written long ago: no blocking thread to wake for nothing.
+        if !self.audit.writing() {
+            return;
+        }
         let files = Arc::clone(&self.audit);
         if let Err(e) = tokio::task::spawn_blocking(move || files.settle()).await {
             tracing::warn!(error = %e, "cannot wait for the audit checkpoint");

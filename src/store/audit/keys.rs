@@ -273,6 +273,11 @@ impl AuditFiles {
         }
     }
 
+    /// Whether a queued checkpoint is still being written (then [`Self::settle`] would block).
+    pub fn writing(&self) -> bool {
+        self.queue.0.lock().map(|queue| queue.writing).unwrap_or(false)
+    }
+
     /// Blocks until every queued checkpoint is written (before reading it, and when closing).
     pub fn settle(&self) {
         let Ok(mut queue) = self.queue.0.lock() else {
