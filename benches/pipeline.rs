@@ -2,7 +2,9 @@
 //!
 //! - Terraform, 20 `terraform_data` resources: the bare sequence the runner runs (`init`, `plan -out
 //!   -detailed-exitcode`, `show -json`, `apply PLAN`, `plan -detailed-exitcode`) against
-//!   `merlya pipeline run terraform DIR --yes` (plan, diff, approval, apply, post-check, all persisted).
+//!   `merlya pipeline run terraform DIR --yes` (plan, diff, approval, apply, post-check, all persisted),
+//!   and against the runner alone, in-process, as the console and the agent drive it (a store already
+//!   open, no process of merlya's own to start and close).
 //! - Ansible on 10 real sshd hosts, a `copy` task per host: bare `ansible-playbook --check --diff`, the
 //!   playbook, then `--check` again, against `merlya pipeline run ansible --yes` (the same three runs).
 //!
@@ -28,9 +30,12 @@ fn ok(cmd: &mut Command, allowed: &[i32]) {
     assert!(allowed.contains(&code), "{cmd:?}: {code}\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
-fn terraform(rounds: usize, env: &TestEnv) -> (Vec<f64>, Vec<f64>) {
+fn terraform(rounds: usize, env: &TestEnv) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let rc = env.dir.path().join("terraformrc");
     std::fs::write(&rc, "").unwrap();
+    // SAFETY: set before the in-process side starts its runtime, while this is the only thread; its
+    // terraform runs inherit it, as the other sides get it on their command lines.
+    unsafe { std::env::set_var("TF_CLI_CONFIG_FILE", &rc) };
     let config: String =
         (0..20).map(|i| format!("resource \"terraform_data\" \"r{i}\" {{\n  input = \"value-{i}\"\n}}\n")).collect();
     let fresh = |name: &str| {
@@ -72,31 +77,70 @@ fn terraform(rounds: usize, env: &TestEnv) -> (Vec<f64>, Vec<f64>) {
             );
         })
     };
-    paired_rounds(rounds, bare_run, merlya_run)
+    let runner = InProcess::open(&env.dir.path().join("in-process"));
+    let runner_run = |round: usize| {
+        let dir = fresh(&format!("runner{round}"));
+        time(|| runner.terraform(dir))
+    };
+    let mut sides = interleaved(rounds, &mut [&mut { bare_run }, &mut { merlya_run }, &mut { runner_run }]);
+    let in_process = sides.pop().unwrap_or_default();
+    let cli = sides.pop().unwrap_or_default();
+    (sides.pop().unwrap_or_default(), cli, in_process)
 }
 
-/// `rounds` rounds of one bare run and one merlya run, after one of each not counted (cold caches).
-/// The side that goes first alternates, so neither always runs on a machine the other just left busy.
-fn paired_rounds(
-    rounds: usize,
-    mut bare: impl FnMut(usize) -> f64,
-    mut merlya: impl FnMut(usize) -> f64,
-) -> (Vec<f64>, Vec<f64>) {
-    let (mut b, mut m) = (Vec::new(), Vec::new());
+/// The pipeline runner in this process, as the console drives it: the home's store opened once, then
+/// one `runner::run` per change, approved as `--yes` would, its live lines dropped.
+struct InProcess {
+    runtime: tokio::runtime::Runtime,
+    ctx: merlya::context::Context,
+}
+
+impl InProcess {
+    fn open(home: &Path) -> Self {
+        // As the CLI runs a pipeline: one thread (ADR 0024).
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let home = merlya::home::MerlyaHome::at(home.to_path_buf());
+        let config = merlya::context::Context::load_config(&home).unwrap();
+        let ctx = runtime.block_on(merlya::context::Context::open_with(home, "bench", config)).unwrap();
+        Self { runtime, ctx }
+    }
+
+    fn terraform(&self, dir: std::path::PathBuf) {
+        use std::sync::Arc;
+
+        use merlya::pipeline::{Env, runner, terraform};
+        let ctx = &self.ctx;
+        let done = self.runtime.block_on(async {
+            let mut change =
+                terraform::TerraformChange::new(terraform::TerraformSpec { dir, vars: Default::default() });
+            let executor = Arc::new(ctx.executor(Vec::new(), Arc::new(merlya::prompt::NoPrompter), false).unwrap());
+            let approver = Arc::new(merlya::approval::AutoApprove);
+            let gate = merlya::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let env = Env::from_context(ctx, executor, gate, cancel, merlya::exec::no_events());
+            let record = runner::record_of(&env, &change);
+            runner::run(&env, &mut change, record, &|_| {}).await.unwrap()
+        });
+        assert_eq!(done.status, merlya::store::pipelines::PipelineStatus::Succeeded, "{done:?}");
+    }
+}
+
+/// `rounds` rounds of one run of each side, after one round not counted (cold caches): the times of
+/// each side, in the order given. The side that goes first turns round by round, so none always runs
+/// on a machine another just left busy.
+fn interleaved(rounds: usize, sides: &mut [&mut dyn FnMut(usize) -> f64]) -> Vec<Vec<f64>> {
+    let n = sides.len();
+    let mut times = vec![Vec::new(); n];
     for round in 0..=rounds {
-        let (x, y) = if round % 2 == 0 {
-            let x = bare(round);
-            (x, merlya(round))
-        } else {
-            let y = merlya(round);
-            (bare(round), y)
-        };
-        if round > 0 {
-            b.push(x);
-            m.push(y);
+        for k in 0..n {
+            let side = (round + k) % n;
+            let t = sides[side](round);
+            if round > 0 {
+                times[side].push(t);
+            }
         }
     }
-    (b, m)
+    times
 }
 
 /// A distribution-free 95 % confidence interval of the median of `v` (order statistics of the
@@ -180,7 +224,9 @@ fn ansible(rounds: usize, hosts: usize) -> (Vec<f64>, Vec<f64>) {
             );
         })
     };
-    paired_rounds(rounds, bare_run, merlya_run)
+    let mut sides = interleaved(rounds, &mut [&mut { bare_run }, &mut { merlya_run }]);
+    let merlya = sides.pop().unwrap_or_default();
+    (sides.pop().unwrap_or_default(), merlya)
 }
 
 fn main() {
@@ -191,8 +237,10 @@ fn main() {
     let env = TestEnv::new();
     let mut rows = Vec::new();
     if only != "ansible" {
-        let (bare, merlya) = terraform(rounds, &env);
-        rows.push(("terraform, 20 terraform_data: plan, apply, post-check plan".to_string(), bare, merlya));
+        let (bare, merlya, in_process) = terraform(rounds, &env);
+        let what = "terraform, 20 terraform_data: plan, apply, post-check plan";
+        rows.push((format!("{what}: `merlya pipeline run`"), bare.clone(), merlya));
+        rows.push((format!("{what}: the runner in-process (console, agent)"), bare, in_process));
     }
     if only != "terraform" {
         let (bare, merlya) = ansible(rounds, hosts);

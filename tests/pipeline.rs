@@ -366,6 +366,69 @@ fn terraform_errors_name_what_is_wrong_and_change_nothing() {
     assert!(tf.state().is_empty());
 }
 
+/// Processes whose command line contains `needle` (from /proc).
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+/// A plan that fails after the CLI started `init` early (here the run's own folder cannot be made)
+/// leaves nothing of that `init` running: its whole process group is stopped, the `git` it started
+/// to fetch a module from a server that never answers included, before merlya exits.
+#[test]
+fn an_init_started_early_is_stopped_with_its_children_when_the_plan_fails_before_taking_it() {
+    let tf = Tf::new();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
+    let url = format!("127.0.0.1:{}", silent.local_addr().unwrap().port());
+    tf.write(&format!("module \"slow\" {{\n  source = \"git::http://{url}/modules.git\"\n}}\n"));
+    let home = tf.env.merlya_home();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("pipelines"), "a file where the runs' folders go").unwrap();
+    // The store's lock held here: merlya waits for it while its early `init` gets to the module.
+    let lock = std::fs::File::create(home.join("merlya.db.lock")).unwrap();
+    lock.lock().unwrap();
+    let dir = tf.dir.display().to_string();
+    let mut child = tf
+        .merlya(&["pipeline", "run", "terraform", &dir, "--yes", "--timeout", "600", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let _fetching = loop {
+        if let Ok((conn, _)) = silent.accept() {
+            break conn;
+        }
+        assert!(Instant::now() < deadline, "terraform init never asked the module's server");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!processes_with(&url).is_empty(), "git fetches the module");
+    drop(lock);
+    // Left alone, the fetch would run into the 600 s stage timeout: ending at all says it was stopped.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("merlya did not end; still running: {:?}", processes_with(&url));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let run = json(&out);
+    assert_eq!(run["status"], "failed", "{run}");
+    assert!(run["stages"][0]["detail"].as_str().unwrap().starts_with("cannot make"), "{run}");
+    assert_eq!(processes_with(&url), Vec::<String>::new(), "nothing of the init is left");
+}
+
 /// A kubeconfig whose only cluster listens nowhere (no API server can be had on these machines).
 fn unreachable_cluster(env: &TestEnv) -> PathBuf {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -150,9 +150,10 @@ pub(super) async fn print_events_to(
     let color = tty && std::env::var_os("NO_COLOR").is_none();
     let neutralise = tty && !raw;
     let shown = |text: &str| if neutralise { visible_line(text).into_owned() } else { text.to_string() };
-    // Lines are written a frame at a time: what arrives within a frame of the first line costs one
-    // write (stderr is unbuffered) and wakes whoever reads it once, not once per line, while the
-    // tool that prints them still has the cores.
+    // Lines are written a burst at a time: every line already waiting when the first is taken goes
+    // in one write (stderr is unbuffered) and wakes whoever reads it once, not once per line, while
+    // the tool that prints them still has the cores. Nothing waits for more: a line is never held
+    // back behind a prompt that follows it (an approval, a passphrase).
     let mut batch = Vec::with_capacity(BATCH_START);
     let render = |event: ExecEvent, batch: &mut Vec<u8>| -> Result<()> {
         match event {
@@ -180,15 +181,14 @@ pub(super) async fn print_events_to(
     let mut open = true;
     while open && let Some(event) = rx.recv().await {
         render(event, &mut batch)?;
-        let frame_end = tokio::time::Instant::now() + FRAME;
         while batch.len() < BATCH_BYTES {
-            match tokio::time::timeout_at(frame_end, rx.recv()).await {
-                Ok(Some(event)) => render(event, &mut batch)?,
-                Ok(None) => {
+            match rx.try_recv() {
+                Ok(event) => render(event, &mut batch)?,
+                Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
                     open = false;
                     break;
                 }
-                Err(_) => break,
+                Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
             }
         }
         if !batch.is_empty() {
@@ -208,10 +208,6 @@ pub(super) async fn print_events_to(
     }
     Ok(())
 }
-
-/// How long live lines are gathered before they are written: a person sees no delay, and a tool
-/// printing a line at a time costs a write per frame.
-const FRAME: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Live output written at once, at most (a burst larger than this is written in several goes).
 const BATCH_BYTES: usize = 64 * 1024;

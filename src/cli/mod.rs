@@ -258,10 +258,10 @@ pub fn run(cli: Cli) -> Result<u8> {
             }
             Command::Config(_) | Command::Policy(_) | Command::Doctor(_) | Command::Completions { .. } => Ok(EXIT_OK),
         };
-        // A command that failed before its plan took an `init` started early leaves none running.
-        if outcome.is_err()
-            && let Some(stop) = early_stop
-        {
+        // An `init` started early is never left running: the plan awaits it, but a command that failed
+        // first (an error, or a plan that stopped before it took the `init`) stops it here. At once
+        // when it has already ended.
+        if let Some(stop) = early_stop {
             stop.stop().await;
         }
         // A clean close checkpoints the WAL into the database file.

@@ -222,6 +222,8 @@ impl KubernetesChange {
             let Some(clearance) = decision.clearance(&call.display()) else {
                 return StageOutcome::failed(format!("`{}` was not cleared to run", call.display()), text);
             };
+            // The previous call's finish first: only the last one is left beside the next stage.
+            env.deferred.write().await;
             let ticket = match env
                 .store
                 .audit_start(tool::local_audit(

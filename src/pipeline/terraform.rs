@@ -74,6 +74,8 @@ struct StartedInit {
     config: Option<Snapshot>,
     folder: FolderState,
     init: tokio::task::JoinHandle<ToolOutput>,
+    /// Stops that `init` alone (a child of the run's cancel): a plan that fails before taking it.
+    stop: tokio_util::sync::CancellationToken,
 }
 
 impl TerraformChange {
@@ -94,15 +96,16 @@ impl TerraformChange {
     /// person typing it would, and it is most of a plan's time, so merlya's own setup runs beside it
     /// (ADR 0024). A folder the plan would refuse starts nothing; the plan then says why.
     /// `finished` is cancelled when that `init` has ended: a command that fails before its plan took it
-    /// cancels `tools.cancel` and waits for `finished`.
+    /// cancels `tools.cancel` and waits for `finished`; a plan that fails before taking it stops it.
     pub fn start_init(&mut self, tools: ToolEnv, finished: tokio_util::sync::CancellationToken) {
         let Ok(config) = self.checked_config() else {
             finished.cancel();
             return;
         };
         let folder = FolderState::read(&self.spec.dir);
-        let init = tool::start(tools, self.init_call(), finished);
-        self.started = Some(StartedInit { config, folder, init });
+        let stop = tools.cancel.child_token();
+        let init = tool::start(ToolEnv { cancel: stop.clone(), ..tools }, self.init_call(), finished);
+        self.started = Some(StartedInit { config, folder, init, stop });
     }
 
     /// The folder's configuration, after the checks a plan makes before it runs anything.
@@ -121,6 +124,17 @@ impl TerraformChange {
             return Err(PipelineError::Invalid(format!("{} holds no Terraform configuration (*.tf)", self.dir())));
         }
         Ok(config)
+    }
+
+    /// The run's private folder, with the variables it plans with (restored for a resumed run).
+    fn make_work(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
+        private_dir(&self.work)
+            .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
+        self.spec.vars.restore(env, run)?;
+        self.spec
+            .vars
+            .save(&self.work)
+            .map_err(|e| PipelineError::Invalid(format!("cannot keep the variables in {}: {e}", self.work.display())))
     }
 
     fn init_call(&self) -> ToolCall {
@@ -461,19 +475,23 @@ impl Change for TerraformChange {
         // configuration); what they read in the folder is read before it starts, since `init` writes
         // `.terraform*` (no copy holds those) and can select a workspace itself.
         let (config, folder, started) = match self.started.take() {
-            Some(StartedInit { config, folder, init }) => (config, folder, Some(init)),
+            Some(StartedInit { config, folder, init, stop }) => (config, folder, Some((init, stop))),
             None => {
                 let config = self.checked_config()?;
                 (config, FolderState::read(&self.spec.dir), None)
             }
         };
         self.work = env.store.pipelines_dir().join(&run.id);
-        private_dir(&self.work)
-            .map_err(|e| PipelineError::Invalid(format!("cannot make {}: {e}", self.work.display())))?;
-        self.spec.vars.restore(env, run)?;
-        self.spec.vars.save(&self.work).map_err(|e| {
-            PipelineError::Invalid(format!("cannot keep the variables in {}: {e}", self.work.display()))
-        })?;
+        if let Err(e) = self.make_work(env, run) {
+            // An `init` started early is not left running: stopped as Ctrl-C would (its whole process
+            // group) and waited for, so nothing it started outlives merlya or is cut off mid-write.
+            if let Some((init, stop)) = started {
+                stop.cancel();
+                let _ = init.await;
+            }
+            return Err(e);
+        }
+        let started = started.map(|(init, _)| init);
         let init_call = self.init_call();
         let init = async {
             match started {

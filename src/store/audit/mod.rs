@@ -310,19 +310,35 @@ impl AuditTicket {
     }
 
     /// Appends the outcome, naming the start entry; `exit_code` may come late
-    /// (after a timeout) and `reason` says what went wrong. The duration is taken when this is
-    /// called, so the entry may be written later (beside the next stage) and still be right.
+    /// (after a timeout) and `reason` says what went wrong. The time and the duration are taken when
+    /// this is called, so the entry may be written later (beside the next stage) and still be right.
     pub fn finish(
         mut self,
         outcome: AuditOutcome,
         exit_code: Option<i32>,
         reason: Option<String>,
     ) -> impl std::future::Future<Output = Result<AuditEntry, StoreError>> + Send + 'static {
-        self.finished = true;
         let duration_ms = i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX);
-        let row =
-            RowPart { event: AuditEvent::Finish, outcome, ref_id: Some(self.start_id), exit_code, duration_ms, reason };
-        async move { self.store.append(&self.request, row).await }
+        let row = RowPart {
+            ts: now_rfc3339(),
+            event: AuditEvent::Finish,
+            outcome,
+            ref_id: Some(self.start_id),
+            exit_code,
+            duration_ms,
+            reason,
+        };
+        // Finished once written: a finish dropped before it ran (a task aborted, a panic) still warns.
+        async move {
+            let entry = self.store.append(&self.request, row).await;
+            self.mark_finished();
+            entry
+        }
+    }
+
+    /// Its outcome is written (or failed to be, which the caller reports): dropping it says nothing.
+    fn mark_finished(&mut self) {
+        self.finished = true;
     }
 
     /// Finishes with what the executor reported for the host.
@@ -343,6 +359,8 @@ impl Drop for AuditTicket {
 
 /// The per-row half of an entry.
 struct RowPart {
+    /// When it happened: a finish written later (beside the next stage) keeps its command's end.
+    ts: String,
     event: AuditEvent,
     outcome: AuditOutcome,
     ref_id: Option<i64>,
@@ -397,6 +415,7 @@ impl Store {
     /// fails the caller must not run the command.
     pub async fn audit_start(&self, request: AuditRequest) -> Result<AuditTicket, StoreError> {
         let row = RowPart {
+            ts: now_rfc3339(),
             event: AuditEvent::Start,
             outcome: AuditOutcome::Started,
             ref_id: None,
@@ -428,6 +447,7 @@ impl Store {
     ) -> Result<AuditEntry, StoreError> {
         let outcome = if outcome == AuditOutcome::Denied { outcome } else { AuditOutcome::Refused };
         let row = RowPart {
+            ts: now_rfc3339(),
             event: AuditEvent::Attempt,
             outcome,
             ref_id: None,
@@ -525,7 +545,7 @@ impl Store {
         }
         let mut entry = AuditEntry {
             id: next_id,
-            ts: now_rfc3339(),
+            ts: row.ts,
             session_id: request.session_id.clone(),
             event: row.event,
             outcome: row.outcome,

@@ -463,3 +463,30 @@ async fn concurrent_first_appends_on_one_thread_do_not_deadlock() {
     b.unwrap().finish(AuditOutcome::Ok, Some(0), None).await.unwrap();
     assert_eq!(f.store.verify_audit().await.unwrap().broken, None);
 }
+
+#[tokio::test]
+async fn a_finish_written_later_keeps_the_time_its_command_ended_and_one_never_written_stays_unfinished() {
+    let f = fixture().await;
+    let ticket = f.store.audit_start(request("web01", "terraform apply plan")).await.unwrap();
+    let finish = ticket.finish(AuditOutcome::Ok, Some(0), None);
+    let ended = now_rfc3339();
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    let written = now_rfc3339();
+    let entry = finish.await.unwrap();
+    assert!(entry.ts <= ended && entry.ts < written, "{} written at {written}", entry.ts);
+
+    // A finish dropped before it ran (its task aborted) writes nothing: the start stays unfinished.
+    let ticket = f.store.audit_start(request("web01", "kubectl apply")).await.unwrap();
+    let start_id = ticket.id();
+    drop(ticket.finish(AuditOutcome::Ok, Some(0), None));
+    let finishes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE ref_id = ?")
+        .bind(start_id)
+        .fetch_one(f.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(finishes, 0);
+    f.store.settle_audit().await;
+    let report = f.store.verify_audit().await.unwrap();
+    assert_eq!(report.broken, None, "{}", report.describe());
+    assert_eq!(report.unfinished, vec![start_id]);
+}
