@@ -9,7 +9,7 @@
 //!   playbook, then `--check` again, against `merlya pipeline run ansible --yes` (the same three runs).
 //!
 //! Run: `cargo bench --bench pipeline` (as root; BENCH_ROUNDS=3, BENCH_HOSTS=10, BENCH_ONLY=terraform|ansible).
-//! Each round runs both sides, the first one alternating, after a round not counted; the table gives
+//! Each round runs every side, the first one turning, after a round not counted; the table gives
 //! the ratio of the medians, the median of each round's difference and a 95 % interval of that median
 //! (Terraform's ~0.25 s varies by more than merlya's cost: use BENCH_ROUNDS=100 or more).
 
