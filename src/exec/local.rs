@@ -56,7 +56,9 @@ pub async fn run(
     let not_started = |e: String| RunError::new(super::HostFailure::NotStarted, e);
     let lost = |e: String| RunError::new(super::HostFailure::Lost, e);
     let sudo = prepared.sudo.as_ref();
-    let mut child = Command::new("sh")
+    // The read-only proof reads commands as bash does (tree-sitter-bash): run them in bash.
+    let shell = if std::path::Path::new("/bin/bash").exists() { "/bin/bash" } else { "sh" };
+    let mut child = Command::new(shell)
         .arg("-c")
         .arg(&prepared.command)
         .stdin(if sudo.is_some() || prepared.input.is_some() { Stdio::piped() } else { Stdio::null() })
@@ -65,7 +67,7 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| not_started(format!("cannot start sh: {e}")))?;
+        .map_err(|e| not_started(format!("cannot start {shell}: {e}")))?;
     let mut group = KillGroup { pgid: child.id() };
     let mut stdin = child.stdin.take();
     if let (Some(input), Some(pipe)) = (prepared.input.as_ref(), stdin.as_mut()) {

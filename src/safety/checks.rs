@@ -385,10 +385,15 @@ fn rpm(inv: &Invocation) -> Result<(), String> {
 /// and no unquoted expansion that could add operators.
 pub fn test_expression(name: &str, args: &[Word]) -> Result<(), String> {
     let mut args = args;
-    if name == "[" {
+    let close = match name {
+        "[" => Some("]"),
+        "[[" => Some("]]"),
+        _ => None,
+    };
+    if let Some(close) = close {
         match args.split_last() {
-            Some((last, rest)) if last.is_literal() && last.text == "]" => args = rest,
-            _ => return Err("`[` without a closing `]`".into()),
+            Some((last, rest)) if last.is_literal() && last.text == close => args = rest,
+            _ => return Err(format!("`{name}` without a closing `{close}`")),
         }
     }
     if let Some(w) = args.iter().find(|w| w.opaque.is_some()) {

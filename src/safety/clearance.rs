@@ -5,8 +5,12 @@
 //! after a decision (`approval::ApprovalGate::clear`, the only caller of
 //! [`Clearance::approved`], which a test checks). So no call site, present or
 //! future, can run a change nobody approved: it would not have a clearance.
+//!
+//! A read-only clearance carries the command *rendered from merlya's own
+//! parse* (ADR 0026), and that rendering is proved again on its own: what runs
+//! is what was proved, whatever bash would have made of the original text.
 
-use super::analyze;
+use super::analyze_and_render;
 
 /// A command, and who (or what proof) allowed it to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,10 +21,27 @@ pub struct Clearance {
 
 impl Clearance {
     /// Permission for a command the classifier proves read-only; `None` otherwise.
+    /// The command that runs is the rendering, which must itself be proved
+    /// read-only and render to itself (so the renderer cannot drift from the proof).
     pub fn read_only(command: &str) -> Option<Self> {
-        analyze(command)
-            .is_read_only()
-            .then(|| Self { command: command.to_string(), approved_by: "not required".to_string() })
+        Self::prove(command).ok()
+    }
+
+    /// Like [`Clearance::read_only`], with the reason when there is no clearance.
+    pub fn prove(command: &str) -> Result<Self, String> {
+        let (analysis, rendering) = analyze_and_render(command);
+        if !analysis.is_read_only() {
+            return Err(analysis.reasons.join("; "));
+        }
+        let rendered = rendering.map_err(|why| format!("merlya cannot write the command back: {why}"))?;
+        let (again, rendered_again) = analyze_and_render(&rendered);
+        if !again.is_read_only() {
+            return Err(format!("its rendering `{rendered}` is not read-only: {}", again.reasons.join("; ")));
+        }
+        if rendered_again.as_deref() != Ok(rendered.as_str()) {
+            return Err(format!("its rendering `{rendered}` does not render to itself"));
+        }
+        Ok(Self { command: rendered, approved_by: "not required".to_string() })
     }
 
     /// Permission given by a decision; only the approval gate calls this.
@@ -28,7 +49,7 @@ impl Clearance {
         Self { command: command.to_string(), approved_by: approved_by.to_string() }
     }
 
-    /// The command to run.
+    /// The command to run (for a read-only clearance, merlya's rendering).
     pub fn command(&self) -> &str {
         &self.command
     }

@@ -5,8 +5,9 @@
 //! the first operand, `--`, verbs and subcommands. Abbreviated long options
 //! are never guessed: they are refused, naming what they abbreviate.
 
-use super::parse::{Word, plain_variable};
+use super::parse::Word;
 use super::spec::{Arity, Check, CommandSpec, Operands, OptionDef};
+use super::words::plain_variable;
 
 /// A command as its program will understand it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -48,6 +49,13 @@ pub struct Reading {
     pub refusals: Vec<String>,
     /// Whether every word was understood (unknown options leave it partial).
     pub complete: bool,
+    /// The word (by id) before which the rendering writes `--`: the first word
+    /// only known at run time where the program still reads options, so that
+    /// it can never become one (`zstdcat $(printf -- '-o F')`).
+    pub end_options_before: Option<usize>,
+    /// For arguments appended at run time (xargs): the word after which the
+    /// rendering writes `--`.
+    pub end_options_after: Option<usize>,
 }
 
 /// Reads `args` (the words after the program name) against `spec`.
@@ -104,7 +112,8 @@ impl Reader<'_> {
                 continue;
             }
             if !options_done && word.is_literal() && word.text == "--" {
-                options_done = true;
+                // find's `--` ends only -H/-L/-P: `find -- . -delete` still deletes.
+                options_done = !spec.expression;
                 i += 1;
                 continue;
             }
@@ -129,6 +138,23 @@ impl Reader<'_> {
                         "`{}` in `{}` is {what}; its effect cannot be checked",
                         word.text, self.label
                     ));
+                } else if !options_done && !spec.any_options {
+                    // It could expand to an option: the rendering puts `--` before it.
+                    let has_end = !spec.no_end_of_options && !spec.expression;
+                    match (word.id, word.appended_to) {
+                        (Some(id), _) if has_end => {
+                            self.reading.end_options_before.get_or_insert(id);
+                            options_done = true;
+                        }
+                        (None, Some(after)) if has_end => {
+                            self.reading.end_options_after.get_or_insert(after);
+                            options_done = true;
+                        }
+                        _ => self.refuse(format!(
+                            "`{}` could expand to an option of `{}`, which has no `--` to prevent it",
+                            word.text, self.label
+                        )),
+                    }
                 }
                 self.reading.invocation.operands.push(word.clone());
                 operands += 1;
@@ -317,6 +343,12 @@ impl Reader<'_> {
                     self.unknown(format!("the value of `{name}` uses {what}, whose value is not checked"));
                 } else if !word.is_literal() && !spec.dynamic {
                     self.unknown(format!("the value of `{name}` (`{}`) is only known at run time", word.text));
+                } else if word.splits {
+                    // `-T $X` with X='1 -o F' would give the program an option of its own.
+                    self.unknown(format!(
+                        "the value of `{name}` (`{}`) may split into several words; quote it",
+                        word.text
+                    ));
                 } else if looks_like_option(spec, &word.text) {
                     self.unknown(format!(
                         "the value of `{name}` looks like an option (`{}`); attach it as `{name}=VALUE`",

@@ -14,12 +14,17 @@ pub mod danger;
 pub mod invocation;
 pub mod leaks;
 pub mod parse;
+pub mod render;
 pub mod spec;
 pub mod table;
+pub mod words;
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use parse::{SimpleCommand, Word};
+use render::Override;
 use spec::Check;
 
 /// How much a command can change.
@@ -74,7 +79,48 @@ pub fn analyze(command: &str) -> Analysis {
         analysis.raise(Class::Mutating, format!("the read-only table does not hold its own examples ({broken})"));
         return analysis;
     }
+    analyze_depth(command, 0).0
+}
+
+/// A command's analysis and the text merlya runs for it: the rendering of its
+/// own parse (ADR 0026), or why there is none. A read-only clearance carries
+/// this rendering, never the text that was checked.
+pub fn analyze_and_render(command: &str) -> (Analysis, Result<String, String>) {
+    if examples_hold().is_err() {
+        return (analyze(command), Err("the read-only table does not hold its own examples".into()));
+    }
     analyze_depth(command, 0)
+}
+
+/// What the analysis changes in the rendering of a line: nested scripts
+/// replaced by their own renderings, `--` before expansions.
+#[derive(Default)]
+struct Rewrites {
+    overrides: HashMap<usize, Override>,
+    broken: Option<String>,
+}
+
+impl Rewrites {
+    fn set(&mut self, word: &Word, change: Override) {
+        match word.id {
+            Some(id) => {
+                self.overrides.insert(id, change);
+            }
+            None => {
+                self.broken.get_or_insert_with(|| format!("`{}` is not a word of the command", word.text));
+            }
+        }
+    }
+
+    /// Puts a nested script's rendering (or its failure) in place of `word`.
+    fn nested(&mut self, word: &Word, rendering: Result<String, String>) {
+        match rendering {
+            Ok(text) => self.set(word, Override::Replace(render::quote(&text))),
+            Err(why) => {
+                self.broken.get_or_insert(why);
+            }
+        }
+    }
 }
 
 /// Every spec's `allow` and `refuse` examples, checked once when the table is
@@ -85,10 +131,10 @@ fn examples_hold() -> &'static Result<(), String> {
     CHECKED.get_or_init(|| {
         let programs = table::programs().map_err(str::to_string)?;
         for program in programs {
-            if let Some(cmd) = program.allow.iter().find(|c| !analyze_depth(c, 0).is_read_only()) {
+            if let Some(cmd) = program.allow.iter().find(|c| !analyze_depth(c, 0).0.is_read_only()) {
                 return Err(format!("{}: `{cmd}` should be read-only", program.names[0]));
             }
-            if let Some(cmd) = program.refuse.iter().find(|c| analyze_depth(c, 0).is_read_only()) {
+            if let Some(cmd) = program.refuse.iter().find(|c| analyze_depth(c, 0).0.is_read_only()) {
                 return Err(format!("{}: `{cmd}` should be refused", program.names[0]));
             }
         }
@@ -102,16 +148,21 @@ pub fn programs(command: &str) -> Vec<String> {
     parse::parse(command).commands.iter().filter_map(|c| c.words.first().map(|w| w.text.clone())).collect()
 }
 
-fn analyze_depth(command: &str, depth: usize) -> Analysis {
+fn analyze_depth(command: &str, depth: usize) -> (Analysis, Result<String, String>) {
+    analyze_nested(command, depth, false)
+}
+
+/// `analyze_depth` inside a line that already changed directory (`outer_cd`).
+fn analyze_nested(command: &str, depth: usize, outer_cd: bool) -> (Analysis, Result<String, String>) {
     let mut analysis =
         Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_keys: Some(Vec::new()) };
     if command.trim().is_empty() {
         analysis.raise(Class::Mutating, "empty command".into());
-        return analysis;
+        return (analysis, Err("an empty command".into()));
     }
     if depth > MAX_DEPTH {
         analysis.raise(Class::Mutating, "shell nesting is too deep to check".into());
-        return analysis;
+        return (analysis, Err("nesting too deep".into()));
     }
     let compact: String = command.chars().filter(|c| !c.is_whitespace()).collect();
     if compact.contains(":(){") || compact.contains("(){:|:&") {
@@ -127,16 +178,23 @@ fn analyze_depth(command: &str, depth: usize) -> Analysis {
     for problem in &parsed.problems {
         analysis.raise(Class::Mutating, problem.clone());
     }
+    let mut rewrites = Rewrites::default();
+    let changes_directory =
+        outer_cd || parsed.commands.iter().any(|c| c.words.iter().any(|w| matches!(w.text.as_str(), "cd" | "pushd")));
     for cmd in &parsed.commands {
         analysis.commands.push(cmd.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "));
         check_redirects(cmd, &mut analysis);
         check_assignments(cmd, &mut analysis);
-        if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis) {
+        if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis, &mut rewrites, changes_directory) {
             check_sent_input(cmd, &parsed.commands, &mut analysis);
         }
     }
     check_pipelines(&parsed.commands, &mut analysis);
-    analysis
+    let rendering = match rewrites.broken {
+        Some(why) => Err(why),
+        None => parsed.render(&rewrites.overrides),
+    };
+    (analysis, rendering)
 }
 
 impl Analysis {
@@ -193,11 +251,12 @@ impl Analysis {
 fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
     for r in &cmd.redirects {
         let Some(target) = &r.target else { continue };
-        if let Some(reason) = side_effect_path(target) {
+        if let Some(reason) = side_effect_path(target, true) {
             analysis.raise(Class::Mutating, reason);
             continue;
         }
-        let t = target.text.as_str();
+        let normal = normal_path(&target.text);
+        let t = normal.as_str();
         // A literal /dev/tcp path was caught above; one only known at run time may be one.
         if !target.is_literal() && t.contains("/dev/") {
             analysis.raise(Class::Mutating, format!("`{} {t}` may open a network connection", r.op));
@@ -263,16 +322,18 @@ struct Levels {
     refusals: Vec<String>,
     danger: Option<String>,
     sends_input: bool,
+    /// The line changes directory: a bare name may then be `/proc`'s `kmsg`.
+    after_cd: bool,
 }
 
 /// Reads one simple command: unwraps wrappers, parses each level against its
 /// spec and runs the spec's checker; returns whether the innermost program
 /// sends its input off the host.
-fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis) -> bool {
-    let mut levels = Levels::default();
+fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis, rewrites: &mut Rewrites, after_cd: bool) -> bool {
+    let mut levels = Levels { after_cd, ..Levels::default() };
     let mut words: Vec<Word> = words.to_vec();
     let mut rounds = 0;
-    while let Some(next) = check_level(&words, depth, analysis, &mut levels) {
+    while let Some(next) = check_level(&words, depth, analysis, &mut levels, rewrites) {
         rounds += 1;
         if rounds == 16 {
             levels.refusals.push("too many nested wrappers".into());
@@ -291,7 +352,13 @@ fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis) -> bool {
 }
 
 /// Checks one level of a simple command; returns the wrapped command's words, if any.
-fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &mut Levels) -> Option<Vec<Word>> {
+fn check_level(
+    words: &[Word],
+    depth: usize,
+    analysis: &mut Analysis,
+    levels: &mut Levels,
+    rewrites: &mut Rewrites,
+) -> Option<Vec<Word>> {
     let first = words.first()?;
     let refuse = |levels: &mut Levels, reason: String| {
         levels.refusals.push(reason);
@@ -309,7 +376,7 @@ fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &m
     if let Some(reason) = danger::judge(&name, args) {
         levels.danger = Some(reason);
     }
-    if let Some(reason) = args.iter().find_map(side_effect_path) {
+    if let Some(reason) = args.iter().find_map(|a| side_effect_path(a, levels.after_cd)) {
         levels.refusals.push(reason);
     }
     let spec = match table::lookup(&name) {
@@ -325,6 +392,12 @@ fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &m
         return None;
     }
     let reading = invocation::read(&name, spec, args);
+    if let Some(id) = reading.end_options_before {
+        rewrites.overrides.insert(id, Override::EndOptions);
+    }
+    if let Some(id) = reading.end_options_after {
+        rewrites.overrides.insert(id, Override::EndOptionsAfter);
+    }
     levels.keys.push(if reading.complete { canonical_key(&reading.invocation) } else { exact_key(words) });
     levels.refusals.extend(reading.refusals.iter().cloned());
     let inv = reading.invocation;
@@ -332,7 +405,7 @@ fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &m
     if reading.complete && reading.refusals.is_empty() {
         match inv.check {
             Some(Check::Shell) => {
-                check_shell(&name, &inv, depth, analysis, &mut levels.refusals);
+                check_shell(&name, &inv, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites);
                 return None;
             }
             Some(check) => {
@@ -344,7 +417,7 @@ fn check_level(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &m
         }
     }
     let inner = inv.wrapped.clone()?;
-    unwrap(&name, &inv, inner, depth, analysis, &mut levels.refusals)
+    unwrap(&name, &inv, inner, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites)
 }
 
 /// What a wrapper runs next, or `None` when nothing (or a script, analysed here).
@@ -352,9 +425,10 @@ fn unwrap(
     name: &str,
     inv: &invocation::Invocation,
     mut inner: Vec<Word>,
-    depth: usize,
+    (depth, after_cd): (usize, bool),
     analysis: &mut Analysis,
     refusals: &mut Vec<String>,
+    rewrites: &mut Rewrites,
 ) -> Option<Vec<Word>> {
     match name {
         // `command -v X` only looks X up.
@@ -378,7 +452,8 @@ fn unwrap(
                 return None; // bare xargs echoes its input
             }
             if replace.is_empty() {
-                inner.push(Word::unknown("<arguments read by xargs>"));
+                let after = inner.last().and_then(|w| w.id);
+                inner.push(Word { appended_to: after, ..Word::unknown("<arguments read by xargs>") });
             }
         }
         "watch" if !inv.has("-x") && !inv.has("--exec") => {
@@ -386,8 +461,16 @@ fn unwrap(
                 refusals.push(format!("watch runs `{}`, only known at run time", w.text));
                 return None;
             }
+            // watch joins its words with spaces and hands them to `sh -c`: one rendered word.
             let script = inner.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
-            analysis.absorb(analyze_depth(&script, depth + 1));
+            let (nested, rendering) = analyze_nested(&script, depth + 1, after_cd);
+            analysis.absorb(nested);
+            if let Some((first, rest)) = inner.split_first() {
+                rewrites.nested(first, rendering);
+                for word in rest {
+                    rewrites.set(word, Override::Drop);
+                }
+            }
             return None;
         }
         _ => {}
@@ -406,9 +489,10 @@ fn unwrap(
 fn check_shell(
     name: &str,
     inv: &invocation::Invocation,
-    depth: usize,
+    (depth, after_cd): (usize, bool),
     analysis: &mut Analysis,
     refusals: &mut Vec<String>,
+    rewrites: &mut Rewrites,
 ) {
     if !inv.has("-c") {
         match inv.operands.first() {
@@ -418,7 +502,11 @@ fn check_shell(
         return;
     }
     match inv.operands.first() {
-        Some(script) if script.is_literal() => analysis.absorb(analyze_depth(&script.text, depth + 1)),
+        Some(script) if script.is_literal() => {
+            let (nested, rendering) = analyze_nested(&script.text, depth + 1, after_cd);
+            analysis.absorb(nested);
+            rewrites.nested(script, rendering);
+        }
         Some(script) => refusals.push(format!("{name} -c with a script only known at run time ({})", script.text)),
         None => refusals.push(format!("{name} -c without a script")),
     }
@@ -459,12 +547,58 @@ fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut A
 }
 
 /// Files whose mere reading changes the machine (a watchdog armed, kernel
-/// messages consumed) or reaches the network (autofs `/net`).
-fn side_effect_path(word: &Word) -> Option<String> {
+/// messages consumed) or reaches the network (autofs `/net`). Paths are
+/// normalised first (`/proc//kmsg`, `/dev/./watchdog`, `/proc/self/root/…`),
+/// and the device names are refused wherever they are (`cd /proc; cat kmsg`).
+fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
     let t = word.text.as_str();
+    let path = normal_path(t);
     let risky = ["/dev/watchdog", "/proc/kmsg", "/proc/sysrq-trigger", "/net/", "/dev/tcp/", "/dev/udp/"];
-    let tracing = t.contains("/tracing/trace_pipe");
-    (risky.iter().any(|p| t.starts_with(p)) || tracing).then(|| format!("opening `{t}` has side effects"))
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    let risky_name = name == "kmsg"
+        || name == "sysrq-trigger"
+        || name.starts_with("watchdog")
+        || name.starts_with("trace_pipe")
+        || path.contains("/tracing/trace_pipe");
+    // A bare name is a file only where it is a redirection target or after a `cd`
+    // (elsewhere `grep watchdog` is a pattern); a relative path is anywhere.
+    let relative = !path.starts_with('/') && (bare_names || t.contains('/'));
+    let special = path.starts_with("/dev/") || path.starts_with("/proc/") || path.starts_with("/sys/") || relative;
+    (risky.iter().any(|p| path.starts_with(p)) || (risky_name && special))
+        .then(|| format!("opening `{t}` has side effects"))
+}
+
+/// `path` with `//`, `/./` and `..` resolved as text, and `/proc/PID/root/`
+/// (a link to `/`) taken away, so a rule sees the file the kernel opens.
+pub fn normal_path(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if absolute => {
+                parts.pop();
+            }
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+        if absolute && parts.len() >= 3 && parts[0] == "proc" && matches!(parts[2], "root" | "cwd") {
+            let pid = parts[1];
+            if pid == "self" || pid == "thread-self" || pid.chars().all(|c| c.is_ascii_digit()) {
+                parts.clear();
+            }
+        }
+    }
+    let mut out = parts.join("/");
+    if absolute {
+        out.insert(0, '/');
+    }
+    if path.ends_with('/') && !out.ends_with('/') {
+        out.push('/');
+    }
+    out
 }
 
 /// `curl ... | sh` and friends.
@@ -582,5 +716,7 @@ pub fn decide(specialist: Specialist, command: &str, confirm_all: bool) -> Polic
     }
 }
 
+#[cfg(test)]
+mod differential;
 #[cfg(test)]
 mod tests;

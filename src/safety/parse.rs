@@ -4,7 +4,15 @@
 //! walker does not understand is reported, never skipped: an allow-list is
 //! only as good as its parser's honesty.
 
+use std::collections::HashMap;
+
 use tree_sitter::{Node, Parser};
+
+use super::render::{self, Override, Part, Render, Words};
+use super::words::{
+    double_quoted, expansion_risk, has_brace_expansion, here_document, opaque_kind, pattern_parts, plain_variable,
+    unquoted_word,
+};
 
 /// One word of a command, with what the shell would still do to it.
 ///
@@ -26,6 +34,12 @@ pub struct Word {
     pub leading_glob: bool,
     /// A construct whose value the classifier does not compute, by name.
     pub opaque: Option<&'static str>,
+    /// Which word of the parse this is (its rendering is `Parsed::renders[id]`);
+    /// `None` for words made up by the analysis.
+    pub id: Option<usize>,
+    /// For a word made up by the analysis (the arguments xargs appends): the
+    /// word it follows in the rendering.
+    pub appended_to: Option<usize>,
 }
 
 impl Word {
@@ -74,6 +88,17 @@ pub struct Parsed {
     pub commands: Vec<SimpleCommand>,
     /// Constructs that make the line impossible to vouch for, with a reason each.
     pub problems: Vec<String>,
+    /// Each word's rendering, by [`Word::id`].
+    pub renders: Vec<Render>,
+    /// The whole line as merlya writes it back (see [`super::render`]).
+    pub rendering: Render,
+}
+
+impl Parsed {
+    /// The line as it will run, with the analysis's changes to its words.
+    pub fn render(&self, overrides: &HashMap<usize, Override>) -> Result<String, String> {
+        Words { renders: &self.renders, overrides }.expand(&self.rendering)
+    }
 }
 
 /// Text no node of the tree covers (tree-sitter-bash silently drops some
@@ -103,8 +128,11 @@ fn skipped_text(root: Node, source: &str) -> Option<String> {
         stack.extend(node.children(&mut cursor));
     }
     let bytes = source.as_bytes();
+    // A backslash before a new line joins lines (reported on its own); any other one
+    // that no node covers is an escaped character tree-sitter dropped (`wc \  x`).
     let skipped: String = (0..bytes.len())
-        .filter(|&i| !covered[i] && !bytes[i].is_ascii_whitespace() && bytes[i] != b'\\')
+        .filter(|&i| !covered[i] && !bytes[i].is_ascii_whitespace())
+        .filter(|&i| !(bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'\n')))
         .filter_map(|i| source.get(i..=i))
         .collect();
     (!skipped.is_empty()).then_some(skipped)
@@ -116,15 +144,23 @@ pub fn parse(source: &str) -> Parsed {
     let mut parsed = Parsed::default();
     if parser.set_language(&tree_sitter_bash::LANGUAGE.into()).is_err() {
         parsed.problems.push("the shell parser could not be loaded".into());
+        parsed.rendering = Render::unrenderable("a command the parser could not read");
         return parsed;
     }
     let Some(tree) = parser.parse(source, None) else {
         parsed.problems.push("the command could not be parsed".into());
+        parsed.rendering = Render::unrenderable("a command the parser could not read");
         return parsed;
     };
     let root = tree.root_node();
     if root.has_error() {
         parsed.problems.push("the command is not valid shell syntax".into());
+    }
+    if let Some(c) = source.chars().find(|c| c.is_control() && *c != '\t' && *c != '\n') {
+        // `\r`, `\f`, `\v` are blanks to tree-sitter and word characters to bash; NUL cuts the line.
+        parsed
+            .problems
+            .push(format!("a control character (U+{:04X}) that bash and merlya may read differently", c as u32));
     }
     // bash joins `\`+newline inside words, comments end at the newline, quotes change
     // both: rather than model it, a line continuation is not vouched for.
@@ -138,7 +174,8 @@ pub fn parse(source: &str) -> Parsed {
         parsed.problems.push(format!("the parser skipped `{skipped}`; the command cannot be vouched for"));
     }
     let mut walker = Walker { source: source.as_bytes(), parsed, pipelines: 0 };
-    walker.statement(root, &[], None);
+    let rendering = walker.statement(root, &[], None);
+    walker.parsed.rendering = rendering;
     walker.parsed
 }
 
@@ -148,231 +185,739 @@ struct Walker<'a> {
     pipelines: usize,
 }
 
+/// Whether a here-document delimiter is quoted as a whole (`'EOF'`, `"EOF"`).
+fn whole_quoted_delimiter(start: &str) -> bool {
+    ['\'', '"'].iter().any(|&q| {
+        start.len() >= 2
+            && start.starts_with(q)
+            && start.ends_with(q)
+            && !start[1..start.len() - 1].contains(['\'', '"', '\\'])
+    })
+}
+
+/// Node kinds that are one word.
+const WORD_KINDS: [&str; 10] = [
+    "word",
+    "number",
+    "string",
+    "raw_string",
+    "concatenation",
+    "simple_expansion",
+    "expansion",
+    "command_substitution",
+    "ansi_c_string",
+    "translated_string",
+];
+
 impl Walker<'_> {
     fn text(&self, node: Node) -> String {
         node.utf8_text(self.source).unwrap_or("").to_string()
     }
 
-    fn statement(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) {
+    fn background(&mut self, out: &mut Render) {
+        self.parsed.problems.push("runs a command in the background, beyond its timeout".into());
+        out.poison("a background job");
+    }
+
+    /// Walks one statement; returns its rendering.
+    fn statement(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) -> Render {
         match node.kind() {
             "program" | "list" | "compound_statement" | "subshell" | "negated_command" | "do_group" | "else_clause"
-            | "elif_clause" | "if_statement" | "while_statement" | "for_statement" | "case_statement" | "case_item" => {
-                if (0..node.child_count()).filter_map(|i| node.child(i)).any(|c| c.kind() == "&") {
-                    self.parsed.problems.push("runs a command in the background, beyond its timeout".into());
-                }
-                let mut cursor = node.walk();
-                let loop_variable = node.child_by_field_name("variable").map(|v| v.id());
-                for child in node.named_children(&mut cursor) {
-                    // Loop heads and case values hold words: their substitutions still count.
-                    if Some(child.id()) == loop_variable {
-                        let name = self.text(child);
-                        if let Err(reason) = plain_variable(&name) {
-                            self.parsed.problems.push(format!("the loop {reason}"));
-                        }
-                        continue;
-                    }
-                    match child.kind() {
-                        "variable_name" | "extglob_pattern" | "regex" => {}
-                        "word"
-                        | "number"
-                        | "string"
-                        | "raw_string"
-                        | "concatenation"
-                        | "simple_expansion"
-                        | "expansion"
-                        | "command_substitution"
-                        | "ansi_c_string"
-                        | "translated_string" => {
-                            let word = self.word(child);
-                            if let Some(what) = word.opaque {
-                                self.parsed.problems.push(format!("`{}` uses {what}", word.text));
-                            }
-                        }
-                        _ => self.statement(child, redirects, None),
-                    }
-                }
-            }
+            | "elif_clause" | "if_statement" | "while_statement" => self.compound(node, redirects),
+            "for_statement" => self.for_loop(node, redirects),
+            "case_statement" => self.case(node, redirects),
             "pipeline" => {
                 let id = self.pipelines;
                 self.pipelines += 1;
+                let mut out = Render::default();
+                let mut pos = 0;
                 let mut cursor = node.walk();
-                for (pos, child) in node.named_children(&mut cursor).enumerate() {
-                    self.statement(child, redirects, Some((id, pos)));
+                for child in node.children(&mut cursor).collect::<Vec<_>>() {
+                    if child.is_named() {
+                        out.append(self.statement(child, redirects, Some((id, pos))));
+                        pos += 1;
+                    } else {
+                        match self.text(child).as_str() {
+                            "|" => out.push(" | "),
+                            "|&" => out.push(" |& "),
+                            _ => out.poison("an operator in a pipeline"),
+                        }
+                    }
                 }
+                out
             }
             "redirected_statement" => {
                 let mut own: Vec<Redirect> = redirects.to_vec();
+                let mut rendered = Vec::new();
                 let mut cursor = node.walk();
-                for child in node.children_by_field_name("redirect", &mut cursor) {
-                    self.redirect(child, &mut own);
+                for child in node.children_by_field_name("redirect", &mut cursor).collect::<Vec<_>>() {
+                    rendered.push(self.redirect(child, &mut own));
                 }
-                if let Some(body) = node.child_by_field_name("body") {
-                    self.statement(body, &own, pipeline);
-                } else {
-                    // A bare redirection such as `> file` truncates the file.
-                    self.parsed.commands.push(SimpleCommand {
-                        assignments: Vec::new(),
-                        words: Vec::new(),
-                        redirects: own,
-                        pipeline,
-                    });
+                let mut out = match node.child_by_field_name("body") {
+                    Some(body) => self.statement(body, &own, pipeline),
+                    None => {
+                        // A bare redirection such as `> file` truncates the file.
+                        self.parsed.commands.push(SimpleCommand {
+                            assignments: Vec::new(),
+                            words: Vec::new(),
+                            redirects: own,
+                            pipeline,
+                        });
+                        Render::default()
+                    }
+                };
+                for r in rendered {
+                    if !out.is_empty() {
+                        out.push(" ");
+                    }
+                    out.append(r);
                 }
+                out
             }
             "command" => self.command(node, redirects, pipeline),
             "variable_assignment" | "variable_assignments" => {
                 self.parsed.problems.push(format!("sets a shell variable ({})", self.text(node)));
                 self.substitutions(node);
+                Render::unrenderable("a shell variable assignment")
             }
             "declaration_command" | "unset_command" => {
                 self.parsed.problems.push(format!("changes shell state ({})", self.text(node)));
+                Render::unrenderable("a declaration")
             }
             "function_definition" => {
                 self.parsed.problems.push("defines a shell function".into());
+                Render::unrenderable("a function definition")
             }
-            "test_command" => {
-                if let Some(problem) = self.test_problem(node) {
-                    self.parsed.problems.push(problem);
-                }
-                self.substitutions(node);
-            }
+            "test_command" => self.test(node, redirects, pipeline),
             "c_style_for_statement" | "arithmetic_expansion" => {
                 self.parsed.problems.push("arithmetic evaluation (array subscripts in it run code)".into());
                 self.substitutions(node);
+                Render::unrenderable("arithmetic")
             }
             "heredoc_body" => {
                 if self.text(node).contains('`') {
                     self.parsed.problems.push("a here-document with backticks runs commands".into());
                 }
                 self.substitutions(node);
+                Render::unrenderable("a here-document out of place")
             }
-            "comment" | "heredoc_start" | "heredoc_end" => self.substitutions(node),
+            "comment" | "heredoc_start" | "heredoc_end" => Render::default(),
             "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
                 let mut own = redirects.to_vec();
-                self.redirect(node, &mut own);
+                let rendered = self.redirect(node, &mut own);
                 self.parsed.commands.push(SimpleCommand {
                     assignments: Vec::new(),
                     words: Vec::new(),
                     redirects: own,
                     pipeline,
                 });
+                rendered
             }
-            "ERROR" => self.parsed.problems.push(format!("cannot parse {:?}", self.text(node))),
-            other => self.parsed.problems.push(format!("unsupported shell construct: {other}")),
+            "ERROR" => {
+                self.parsed.problems.push(format!("cannot parse {:?}", self.text(node)));
+                Render::unrenderable("a syntax error")
+            }
+            other => {
+                self.parsed.problems.push(format!("unsupported shell construct: {other}"));
+                Render::unrenderable("an unsupported construct")
+            }
         }
     }
 
-    fn redirect(&mut self, node: Node, out: &mut Vec<Redirect>) {
+    /// Lists, groups and conditionals: the statements inside, with the
+    /// separators bash needs written back (`;` before `then`, `do`, `fi`…).
+    fn compound(&mut self, node: Node, redirects: &[Redirect]) -> Render {
+        let mut out = Render::default();
+        let mut after_statement = false;
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor).collect::<Vec<_>>() {
+            let kind = child.kind();
+            if !child.is_named() {
+                let token = self.text(child);
+                match token.as_str() {
+                    "&" => self.background(&mut out),
+                    ";" | "\n" | "" => {}
+                    "&&" | "||" => {
+                        out.push(format!(" {token}"));
+                        after_statement = false;
+                    }
+                    "then" | "fi" | "else" | "elif" | "do" | "done" | "}" | ")" => {
+                        if after_statement {
+                            out.push(";");
+                        }
+                        out.push(format!(" {token}"));
+                        after_statement = false;
+                    }
+                    "if" | "while" | "until" | "{" | "(" | "!" => {
+                        out.push(format!(" {token}"));
+                        after_statement = false;
+                    }
+                    _ => out.poison("a shell keyword merlya does not write back"),
+                }
+                continue;
+            }
+            match kind {
+                "comment" => {}
+                "elif_clause" | "else_clause" | "do_group" => {
+                    if after_statement {
+                        out.push(";");
+                    }
+                    out.push(" ");
+                    out.append(self.statement(child, redirects, None));
+                    after_statement = kind != "do_group";
+                }
+                k if WORD_KINDS.contains(&k) || matches!(k, "variable_name" | "extglob_pattern" | "regex") => {
+                    self.checked_word(child);
+                    out.poison("a word where a statement belongs");
+                }
+                _ => {
+                    if after_statement {
+                        out.push(";");
+                    }
+                    out.push(" ");
+                    out.append(self.statement(child, redirects, None));
+                    after_statement = true;
+                }
+            }
+        }
+        out.trim_start();
+        out
+    }
+
+    /// A word of a loop head or a case value: its substitutions count, and it
+    /// may not use a construct the classifier does not evaluate.
+    fn checked_word(&mut self, node: Node) -> Render {
+        let (word, rendered) = self.word(node);
+        if let Some(what) = word.opaque {
+            self.parsed.problems.push(format!("`{}` uses {what}", word.text));
+        }
+        rendered
+    }
+
+    /// `for NAME in WORDS; do …; done`.
+    fn for_loop(&mut self, node: Node, redirects: &[Redirect]) -> Render {
+        let mut out = Render::default();
+        let loop_variable = node.child_by_field_name("variable").map(|v| v.id());
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor).collect::<Vec<_>>() {
+            if Some(child.id()) == loop_variable {
+                let name = self.text(child);
+                if let Err(reason) = plain_variable(&name) {
+                    self.parsed.problems.push(format!("the loop {reason}"));
+                }
+                out.push(format!(" {name}"));
+                continue;
+            }
+            if !child.is_named() {
+                match self.text(child).as_str() {
+                    "for" => out.push("for"),
+                    "in" => out.push(" in"),
+                    ";" | "\n" | "" => {}
+                    "&" => self.background(&mut out),
+                    _ => out.poison("a loop form merlya does not write back"),
+                }
+                continue;
+            }
+            match child.kind() {
+                "do_group" => {
+                    out.push("; ");
+                    out.append(self.statement(child, redirects, None));
+                }
+                "comment" => {}
+                k if WORD_KINDS.contains(&k) => {
+                    out.push(" ");
+                    out.append(self.checked_word(child));
+                }
+                _ => {
+                    self.statement(child, redirects, None);
+                    out.poison("a loop form merlya does not write back");
+                }
+            }
+        }
+        out
+    }
+
+    /// `case WORD in PATTERN) …;; esac`.
+    fn case(&mut self, node: Node, redirects: &[Redirect]) -> Render {
+        let mut out = Render::default();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor).collect::<Vec<_>>() {
+            if !child.is_named() {
+                match self.text(child).as_str() {
+                    "case" => out.push("case"),
+                    "in" => out.push(" in"),
+                    "esac" => out.push(" esac"),
+                    ";" | "\n" | "" => {}
+                    "&" => self.background(&mut out),
+                    _ => out.poison("a case form merlya does not write back"),
+                }
+                continue;
+            }
+            match child.kind() {
+                "case_item" => {
+                    out.push(" ");
+                    out.append(self.case_item(child, redirects));
+                }
+                "comment" => {}
+                k if WORD_KINDS.contains(&k) => {
+                    out.push(" ");
+                    out.append(self.checked_word(child));
+                }
+                _ => {
+                    self.statement(child, redirects, None);
+                    out.poison("a case form merlya does not write back");
+                }
+            }
+        }
+        out
+    }
+
+    /// One `PATTERN|PATTERN) STATEMENTS ;;` of a case.
+    fn case_item(&mut self, node: Node, redirects: &[Redirect]) -> Render {
+        let mut out = Render::default();
+        let mut in_body = false;
+        let mut after_statement = false;
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor).collect::<Vec<_>>() {
+            if !child.is_named() {
+                match self.text(child).as_str() {
+                    "(" if !in_body => out.push("("),
+                    "|" if !in_body => out.push("|"),
+                    ")" if !in_body => {
+                        out.push(")");
+                        in_body = true;
+                    }
+                    ";;" | ";" | "\n" | "" => {}
+                    "&" => self.background(&mut out),
+                    _ => out.poison("a case fall-through"),
+                }
+                continue;
+            }
+            let kind = child.kind();
+            if kind == "comment" {
+                continue;
+            }
+            if !in_body {
+                if kind == "extglob_pattern" {
+                    out.append(render::word(pattern_parts(&self.text(child)), false));
+                } else if WORD_KINDS.contains(&kind) {
+                    out.append(self.checked_word(child));
+                } else {
+                    out.poison("a case pattern merlya does not write back");
+                }
+                continue;
+            }
+            if after_statement {
+                out.push(";");
+            }
+            out.push(" ");
+            out.append(self.statement(child, redirects, None));
+            after_statement = true;
+        }
+        out.push(" ;;");
+        out
+    }
+
+    fn redirect(&mut self, node: Node, out: &mut Vec<Redirect>) -> Render {
         if self.text(node).starts_with('{') {
             self.parsed.problems.push(format!("`{}` assigns a descriptor to a variable", self.text(node)));
+            return Render::unrenderable("a descriptor variable");
         }
         match node.kind() {
             "file_redirect" => {
-                let mut op = String::new();
+                let (mut op, mut descriptor) = (String::new(), String::new());
                 let mut cursor = node.walk();
                 for child in node.children(&mut cursor) {
                     if !child.is_named() {
                         op = self.text(child);
+                    } else if child.kind() == "file_descriptor" {
+                        descriptor = self.text(child);
                     }
                 }
                 let target = node.child_by_field_name("destination").map(|d| self.word(d));
-                out.push(Redirect { op, target });
+                // `&>F` is bash's `>F 2>&1`; written the POSIX way, so that no shell reads `cmd &` and `>F`.
+                let posix_op = match op.as_str() {
+                    "&>" => ">",
+                    "&>>" => ">>",
+                    other => other,
+                };
+                let mut rendered = Render::text(format!("{descriptor}{posix_op}"));
+                if !descriptor.chars().all(|c| c.is_ascii_digit()) {
+                    rendered.poison("a redirection descriptor merlya does not write back");
+                }
+                match &target {
+                    Some((word, r)) => {
+                        let copies =
+                            word.is_literal() && (word.text == "-" || word.text.chars().all(|c| c.is_ascii_digit()));
+                        if !(matches!(op.as_str(), ">&" | "<&") && copies) {
+                            rendered.push(" ");
+                        }
+                        rendered.append(r.clone());
+                    }
+                    None => rendered.poison("a redirection without a target"),
+                }
+                if posix_op != op {
+                    if !descriptor.is_empty() {
+                        rendered.poison("a descriptor before `&>`");
+                    }
+                    rendered.push(" 2>&1");
+                }
+                out.push(Redirect { op, target: target.map(|(w, _)| w) });
+                rendered
             }
             "heredoc_redirect" => {
                 out.push(Redirect { op: "<<".into(), target: None });
+                let (mut quoted, mut strip_tabs) = (false, false);
+                let mut rendered = Render::default();
+                let mut after = Vec::new();
                 let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
+                for child in node.children(&mut cursor).collect::<Vec<_>>() {
                     match child.kind() {
-                        "file_redirect" | "herestring_redirect" => self.redirect(child, out),
+                        "<<-" => strip_tabs = true,
+                        "<<" => {}
+                        "heredoc_start" => {
+                            let start = self.text(child);
+                            quoted = start.contains(['\'', '"', '\\']);
+                            if quoted && !whole_quoted_delimiter(&start) {
+                                // bash removes the quotes (`E'O'F` ends at `EOF`); tree-sitter does not.
+                                self.parsed.problems.push(format!(
+                                    "the here-document delimiter `{start}` is quoted in part; quote all of it ('EOF')"
+                                ));
+                                rendered.poison("a here-document delimiter quoted in part");
+                            }
+                        }
+                        "file_redirect" | "herestring_redirect" => after.push(self.redirect(child, out)),
                         "heredoc_body" => {
                             if self.text(child).contains('`') {
                                 self.parsed.problems.push("a here-document with backticks runs commands".into());
                             }
-                            self.substitutions(child);
+                            let poisoned = std::mem::take(&mut rendered);
+                            rendered = match self.here_document(child, quoted, strip_tabs) {
+                                Some(body) => {
+                                    let mut r = Render::text("<<< ");
+                                    r.append(body);
+                                    r
+                                }
+                                // An empty document: nothing to read.
+                                None => Render::text("< /dev/null"),
+                            };
+                            rendered.append(poisoned);
                         }
                         // `cat <<EOF | sh`: the pipeline after the here-doc start.
-                        "pipeline" | "command" | "list" => self.statement(child, &[], None),
-                        "heredoc_start" | "heredoc_end" => {}
+                        "pipeline" | "command" | "list" => {
+                            self.statement(child, &[], None);
+                            rendered.poison("commands after a here-document start");
+                        }
+                        "heredoc_end" => {}
                         // `cat <<EOF -n FILE`: words after the here-doc belong to the command.
-                        _ => self.parsed.problems.push(format!(
-                            "`{}` after a here-document start is not checked; put arguments before `<<`",
-                            self.text(child)
-                        )),
+                        _ => {
+                            self.parsed.problems.push(format!(
+                                "`{}` after a here-document start is not checked; put arguments before `<<`",
+                                self.text(child)
+                            ));
+                            rendered.poison("words after a here-document start");
+                        }
                     }
                 }
+                if rendered.is_empty() {
+                    // No body: bash reads an empty document.
+                    rendered = Render::text("< /dev/null");
+                }
+                for r in after {
+                    rendered.push(" ");
+                    rendered.append(r);
+                }
+                rendered
             }
             "herestring_redirect" => {
                 out.push(Redirect { op: "<<<".into(), target: None });
-                self.substitutions(node);
+                let mut rendered = Render::text("<<< ");
+                let mut cursor = node.walk();
+                let words: Vec<Node> = node.named_children(&mut cursor).collect();
+                match words.as_slice() {
+                    [one] => {
+                        let (word, r) = self.word(*one);
+                        if let Some(what) = word.opaque {
+                            self.parsed.problems.push(format!("`{}` uses {what}", word.text));
+                        }
+                        rendered.append(r);
+                    }
+                    _ => {
+                        self.substitutions(node);
+                        rendered.poison("a here-string merlya does not write back");
+                    }
+                }
+                rendered
             }
-            other => self.parsed.problems.push(format!("unsupported redirection: {other}")),
+            other => {
+                self.parsed.problems.push(format!("unsupported redirection: {other}"));
+                Render::unrenderable("an unsupported redirection")
+            }
         }
     }
 
-    fn command(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) {
+    /// A here-document's text as the word of a here-string (which, like the
+    /// document, ends with a new line).
+    fn here_document(&mut self, body: Node, quoted: bool, strip_tabs: bool) -> Option<Render> {
+        let mut parts = Vec::new();
+        if quoted {
+            parts.push(Part::Literal(self.text(body)));
+        } else {
+            let mut raw: Vec<u8> = Vec::new();
+            let flush = |raw: &mut Vec<u8>, parts: &mut Vec<Part>| {
+                if !raw.is_empty() {
+                    parts.push(Part::Literal(here_document(&String::from_utf8_lossy(raw))));
+                    raw.clear();
+                }
+            };
+            let mut at = body.start_byte();
+            let mut cursor = body.walk();
+            for child in body.named_children(&mut cursor).collect::<Vec<_>>() {
+                raw.extend_from_slice(&self.source[at.min(child.start_byte())..child.start_byte()]);
+                match child.kind() {
+                    "heredoc_content" => raw.extend_from_slice(&self.source[child.start_byte()..child.end_byte()]),
+                    "simple_expansion" | "expansion" | "command_substitution" => {
+                        flush(&mut raw, &mut parts);
+                        let (word, inner) = self.parts(child, true);
+                        if let Some(what) = word.opaque {
+                            self.parsed.problems.push(format!("`{}` uses {what}", word.text));
+                        }
+                        parts.extend(inner);
+                    }
+                    _ => {
+                        flush(&mut raw, &mut parts);
+                        self.substitutions(child);
+                        parts.push(Part::Opaque("a here-document construct"));
+                    }
+                }
+                at = child.end_byte().max(at);
+            }
+            raw.extend_from_slice(&self.source[at.min(body.end_byte())..body.end_byte()]);
+            flush(&mut raw, &mut parts);
+        }
+        parts.retain(|p| !matches!(p, Part::Literal(t) if t.is_empty()));
+        if strip_tabs {
+            if parts.iter().any(|p| !matches!(p, Part::Literal(_))) {
+                return Some(Render::unrenderable("a `<<-` here-document with expansions"));
+            }
+            let text: String =
+                parts.iter().filter_map(|p| if let Part::Literal(t) = p { Some(t.as_str()) } else { None }).collect();
+            let mut lines: Vec<&str> = text.split('\n').map(|l| l.trim_start_matches('\t')).collect();
+            if lines.last().is_some_and(|l| l.is_empty()) {
+                lines.pop();
+            }
+            parts = vec![Part::Literal(lines.join("\n") + "\n")];
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        // The here-string adds the final new line back.
+        match parts.last_mut() {
+            Some(Part::Literal(t)) if t.ends_with('\n') => {
+                t.pop();
+            }
+            _ => return Some(Render::unrenderable("a here-document that does not end with a new line")),
+        }
+        Some(render::word(parts, false))
+    }
+
+    fn command(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) -> Render {
         let mut cmd =
             SimpleCommand { assignments: Vec::new(), words: Vec::new(), redirects: redirects.to_vec(), pipeline };
+        let mut out = Render::default();
+        let mut own = Vec::new();
+        let mut previous_end = None;
         let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
+        if let Some(stray) = node.children(&mut cursor).find(|c| !c.is_named()) {
+            // tree-sitter leaves some escapes (`'a'\$`) outside every word: bash does not.
+            self.parsed.problems.push(format!("`{}` is not read as part of a word", self.text(stray)));
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor).collect::<Vec<_>>() {
+            // Two words with nothing between them are one word to bash (`'a'\;`): tree-sitter split it.
+            if previous_end == Some(child.start_byte()) {
+                self.parsed.problems.push(format!("`{}` is read as two words; bash reads one", self.text(node)));
+            }
+            previous_end = Some(child.end_byte());
             match child.kind() {
                 "variable_assignment" => {
                     cmd.assignments.push(self.text(child));
-                    self.substitutions(child);
+                    out.push(" ");
+                    out.append(self.assignment(child));
                 }
                 "command_name" => {
                     let inner = child.named_child(0).unwrap_or(child);
-                    cmd.words.push(self.word(inner));
+                    let (word, parts) = self.parts(inner, false);
+                    let (word, rendered) = self.register(word, parts, true);
+                    cmd.words.push(word);
+                    out.push(" ");
+                    out.append(rendered);
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
-                    self.redirect(child, &mut cmd.redirects)
+                    own.push(self.redirect(child, &mut cmd.redirects))
                 }
-                _ => cmd.words.push(self.word(child)),
+                _ => {
+                    let (word, rendered) = self.word(child);
+                    cmd.words.push(word);
+                    out.push(" ");
+                    out.append(rendered);
+                }
             }
         }
+        for r in own {
+            out.push(" ");
+            out.append(r);
+        }
         self.parsed.commands.push(cmd);
+        out.trim_start();
+        out
     }
 
-    /// A word's literal text; expansions make it dynamic and substitutions are walked.
-    fn word(&mut self, node: Node) -> Word {
+    /// `NAME=value` before a command, written back with its value re-quoted.
+    fn assignment(&mut self, node: Node) -> Render {
+        let name = node.child_by_field_name("name").map(|n| self.text(n)).unwrap_or_default();
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let mut rendered = Render::text(format!("{name}="));
+        let mut cursor = node.walk();
+        if !valid || node.children(&mut cursor).any(|c| !c.is_named() && self.text(c) != "=") {
+            rendered.poison("an assignment merlya does not write back");
+        }
+        match node.child_by_field_name("value") {
+            Some(value) => rendered.append(render::word(self.parts(value, false).1, false)),
+            None => self.substitutions(node),
+        }
+        rendered
+    }
+
+    /// `[ … ]` and `[[ … ]]` as the simple command bash runs: every operand
+    /// and operator a word (so `[ a > F ]` compares, it never redirects), with
+    /// the redirections around it checked like any command's.
+    fn test(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) -> Render {
+        if let Some(problem) = self.test_problem(node) {
+            self.parsed.problems.push(problem);
+        }
+        let text = self.text(node);
+        if text.starts_with("((") {
+            self.substitutions(node);
+            return Render::unrenderable("arithmetic");
+        }
+        let double = text.starts_with("[[");
+        let (open, close) = if double { ("[[", "]]") } else { ("[", "]") };
+        let mut words = vec![Word::literal(open)];
+        let mut out = Render::text(open);
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let inner = children.len().saturating_sub(1);
+        for (i, child) in children.into_iter().enumerate() {
+            let bracket = !child.is_named() && (i == 0 || i == inner);
+            if !bracket {
+                self.test_words(child, double, &mut words, &mut out);
+            }
+        }
+        words.push(Word::literal(close));
+        out.push(format!(" {close}"));
+        self.parsed.commands.push(SimpleCommand {
+            assignments: Vec::new(),
+            words,
+            redirects: redirects.to_vec(),
+            pipeline,
+        });
+        out
+    }
+
+    fn test_words(&mut self, node: Node, double: bool, words: &mut Vec<Word>, out: &mut Render) {
+        let kind = node.kind();
+        if !node.is_named() || kind == "test_operator" {
+            let token = self.text(node);
+            out.push(" ");
+            let bare = ["&&", "||", "!", "(", ")", "<", ">", "==", "!=", "=", "-a", "-o"];
+            match (double, kind == "test_operator") {
+                (false, _) => out.push(render::quote(&token)),
+                (true, true) => out.push(render::quote(&token)),
+                (true, false) if bare.contains(&token.as_str()) => out.push(token.clone()),
+                (true, false) => out.poison("a `[[ ]]` operator merlya does not write back"),
+            }
+            words.push(Word::literal(token));
+            return;
+        }
+        if WORD_KINDS.contains(&kind) {
+            let (mut word, rendered) = self.word(node);
+            if double {
+                // Inside `[[ ]]` nothing splits or globs.
+                word.splits = false;
+                word.leading_glob = false;
+            }
+            words.push(word);
+            out.push(" ");
+            out.append(rendered);
+            return;
+        }
+        match kind {
+            "unary_expression" | "binary_expression" | "parenthesized_expression" | "negated_expression" => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor).collect::<Vec<_>>() {
+                    self.test_words(child, double, words, out);
+                }
+            }
+            _ => {
+                self.substitutions(node);
+                words.push(Word { text: self.text(node), opaque: Some(opaque_kind(kind)), ..Word::default() });
+                out.poison("a test expression merlya does not write back");
+            }
+        }
+    }
+
+    /// A word, registered with its rendering.
+    fn word(&mut self, node: Node) -> (Word, Render) {
+        let (word, parts) = self.parts(node, false);
+        self.register(word, parts, false)
+    }
+
+    fn register(&mut self, mut word: Word, parts: Vec<Part>, command_name: bool) -> (Word, Render) {
+        let id = self.parsed.renders.len();
+        self.parsed.renders.push(render::word(parts, command_name));
+        word.id = Some(id);
+        (word, Render::word(id))
+    }
+
+    /// A word's value and parts (`quoted`: inside double quotes or a
+    /// here-document); expansions make it dynamic and substitutions are walked.
+    fn parts(&mut self, node: Node, quoted: bool) -> (Word, Vec<Part>) {
         match node.kind() {
             "word" => unquoted_word(&self.text(node)),
-            "number" => Word::literal(self.text(node)),
+            "number" => {
+                let text = self.text(node);
+                (Word::literal(text.clone()), vec![Part::Literal(text)])
+            }
             "raw_string" => {
                 let t = self.text(node);
-                Word::literal(t.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(&t))
+                let inner = t.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')).unwrap_or(&t).to_string();
+                (Word::literal(inner.clone()), vec![Part::Literal(inner)])
             }
-            "ansi_c_string" => {
-                Word { text: self.text(node), opaque: Some("ANSI-C quoting ($'…')"), ..Word::default() }
-            }
-            "string" | "translated_string" => {
-                let mut word = Word::default();
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    if child.kind() == "string_content" {
-                        word.text.push_str(&self.text(child));
-                    } else {
-                        // Inside double quotes nothing splits or globs.
-                        let inner = self.word(child);
-                        word.dynamic |= inner.dynamic;
-                        word.opaque = word.opaque.or(inner.opaque);
-                        word.text.push_str(&inner.text);
-                    }
-                }
-                if node.kind() == "translated_string" {
-                    word.opaque = word.opaque.or(Some("locale-translated string ($\"…\")"));
-                }
-                word
-            }
+            "ansi_c_string" => (
+                Word { text: self.text(node), opaque: Some("ANSI-C quoting ($'…')"), ..Word::default() },
+                vec![Part::Opaque("ANSI-C quoting")],
+            ),
+            "string" | "translated_string" => self.double_quoted(node),
             "concatenation" => {
                 let mut word = Word::default();
+                let mut parts = Vec::new();
                 let mut cursor = node.walk();
-                for (i, child) in node.named_children(&mut cursor).enumerate() {
-                    let inner = self.word(child);
+                for (i, child) in node.named_children(&mut cursor).collect::<Vec<_>>().into_iter().enumerate() {
+                    let (inner, inner_parts) = self.parts(child, quoted);
                     word.dynamic |= inner.dynamic;
                     word.splits |= inner.splits;
                     word.glob |= inner.glob;
                     word.leading_glob |= i == 0 && (inner.leading_glob || inner.splits);
                     word.opaque = word.opaque.or(inner.opaque);
                     word.text.push_str(&inner.text);
+                    parts.extend(inner_parts);
+                }
+                let mut cursor = node.walk();
+                if node.children(&mut cursor).any(|c| !c.is_named() && self.text(c).contains('`')) {
+                    // `` `a``b` `` is two substitutions to bash, one to tree-sitter.
+                    self.parsed.problems.push("backticks inside backticks; write `$(…)` instead".into());
                 }
                 // `{a,b}` is parsed as punctuation around words: look at the source.
                 let source = self.text(node);
@@ -382,32 +927,129 @@ impl Walker<'_> {
                 if source.starts_with('{') && source.contains('}') {
                     word.opaque = Some("a `{NAME}` word (bash reads it as a descriptor-variable redirection)");
                 }
-                word
+                if let Some(what) = word.opaque {
+                    parts = vec![Part::Opaque(what)];
+                }
+                (word, parts)
             }
             "command_substitution" | "process_substitution" => {
-                let mut cursor = node.walk();
-                for child in node.named_children(&mut cursor) {
-                    self.statement(child, &[], None);
+                let text = self.text(node);
+                if text.starts_with('`') && text.contains("\\`") {
+                    // Each level of backticks escapes the next one's: bash and tree-sitter count differently.
+                    self.parsed.problems.push("nested backticks; write `$(…)` instead".into());
                 }
+                let opener = match node.kind() {
+                    "command_substitution" => "$(",
+                    _ if text.starts_with(">(") => ">(",
+                    _ => "<(",
+                };
+                let mut inner = Render::default();
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor).collect::<Vec<_>>() {
+                    if child.is_named() {
+                        let r = self.statement(child, &[], None);
+                        if !r.is_empty() {
+                            if !inner.is_empty() {
+                                inner.push("; ");
+                            }
+                            inner.append(r);
+                        }
+                    } else if self.text(child) == "&" {
+                        self.background(&mut inner);
+                    }
+                }
+                let mut rendered = Render::text(opener);
+                // `$( (…) )`, never `$((`, which is arithmetic.
+                if inner.starts_with('(') {
+                    rendered.push(" ");
+                }
+                rendered.append(inner);
+                rendered.push(")");
                 let splits = node.kind() == "command_substitution";
-                Word { text: self.text(node), dynamic: true, splits, leading_glob: splits, ..Word::default() }
+                let word = Word { text, dynamic: true, splits, leading_glob: splits, ..Word::default() };
+                (word, vec![Part::Dynamic { render: rendered, quoted }])
             }
             "simple_expansion" | "expansion" => {
                 self.substitutions(node);
                 let text = self.text(node);
-                let opaque = expansion_risk(&text);
-                Word { text, dynamic: true, splits: true, leading_glob: true, opaque, ..Word::default() }
+                let mut opaque = expansion_risk(&text);
+                let parts = match render::parameter(&text) {
+                    Some(p) => vec![Part::Dynamic { render: Render::text(p), quoted }],
+                    None => {
+                        opaque = opaque.or(Some("an expansion form merlya does not write back"));
+                        vec![Part::Opaque("an expansion form")]
+                    }
+                };
+                (Word { text, dynamic: true, splits: true, leading_glob: true, opaque, ..Word::default() }, parts)
             }
             "arithmetic_expansion" => {
                 self.substitutions(node);
-                Word { text: self.text(node), dynamic: true, opaque: Some("arithmetic expansion"), ..Word::default() }
+                let word = Word {
+                    text: self.text(node),
+                    dynamic: true,
+                    opaque: Some("arithmetic expansion"),
+                    ..Word::default()
+                };
+                (word, vec![Part::Opaque("arithmetic expansion")])
             }
-            "brace_expression" => Word { text: self.text(node), opaque: Some("brace expansion"), ..Word::default() },
+            "brace_expression" => (
+                Word { text: self.text(node), opaque: Some("brace expansion"), ..Word::default() },
+                vec![Part::Opaque("brace expansion")],
+            ),
             other => {
                 self.substitutions(node);
-                Word { text: self.text(node), dynamic: true, opaque: Some(opaque_kind(other)), ..Word::default() }
+                let what = opaque_kind(other);
+                (
+                    Word { text: self.text(node), dynamic: true, opaque: Some(what), ..Word::default() },
+                    vec![Part::Opaque(what)],
+                )
             }
         }
+    }
+
+    /// `"…"`: backslashes removed as bash removes them inside double quotes;
+    /// nothing inside splits or globs.
+    fn double_quoted(&mut self, node: Node) -> (Word, Vec<Part>) {
+        let mut word = Word::default();
+        let mut parts = Vec::new();
+        let open = if node.kind() == "translated_string" { 2 } else { 1 };
+        let start = node.start_byte() + open;
+        let end = node.end_byte().saturating_sub(1).max(start);
+        // Literal text between expansions, unescaped as one piece (an escape may straddle two nodes).
+        let mut raw: Vec<u8> = Vec::new();
+        let flush = |raw: &mut Vec<u8>, word: &mut Word, parts: &mut Vec<Part>| {
+            if !raw.is_empty() {
+                let text = double_quoted(&String::from_utf8_lossy(raw));
+                word.text.push_str(&text);
+                parts.push(Part::Literal(text));
+                raw.clear();
+            }
+        };
+        let mut at = start;
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor).collect::<Vec<_>>() {
+            raw.extend_from_slice(&self.source[at.min(child.start_byte())..child.start_byte()]);
+            if child.kind() == "string_content" {
+                raw.extend_from_slice(&self.source[child.start_byte()..child.end_byte()]);
+            } else {
+                flush(&mut raw, &mut word, &mut parts);
+                let (inner, inner_parts) = self.parts(child, true);
+                word.dynamic |= inner.dynamic;
+                word.opaque = word.opaque.or(inner.opaque);
+                word.text.push_str(&inner.text);
+                parts.extend(inner_parts);
+            }
+            at = child.end_byte().max(at);
+        }
+        raw.extend_from_slice(&self.source[at.min(end)..end]);
+        flush(&mut raw, &mut word, &mut parts);
+        if node.kind() == "translated_string" {
+            word.opaque = word.opaque.or(Some("locale-translated string ($\"…\")"));
+        }
+        if let Some(what) = word.opaque {
+            parts = vec![Part::Opaque(what)];
+        }
+        (word, parts)
     }
 
     /// Why a `[ ]`, `[[ ]]` or `(( ))` test cannot be vouched for, if it cannot:
@@ -473,137 +1115,6 @@ impl Walker<'_> {
             }
         }
     }
-}
-
-/// A shell variable a read-only command may set: a plain name with a lower-case
-/// letter, so never an environment variable that changes what runs (`PATH`, `IFS`).
-pub fn plain_variable(name: &str) -> Result<(), String> {
-    let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ident {
-        return Err(format!("sets `{name}`, which is not a plain name"));
-    }
-    if !name.chars().any(|c| c.is_ascii_lowercase()) {
-        return Err(format!("sets `{name}`; upper-case names can change what runs (PATH, IFS, …)"));
-    }
-    // Lower-case names that programs read from the environment.
-    let lower = name.to_ascii_lowercase();
-    if lower.ends_with("_proxy")
-        || lower.starts_with("lc_")
-        || matches!(lower.as_str(), "home" | "path" | "ifs" | "cdpath")
-    {
-        return Err(format!("sets `{name}`, which programs read from the environment"));
-    }
-    Ok(())
-}
-
-/// An unquoted word: backslashes removed, globs and braces noted.
-fn unquoted_word(raw: &str) -> Word {
-    let mut word = Word { text: unescape(raw), ..Word::default() };
-    // `{NAME}<file` makes bash assign a descriptor number to NAME (even PATH or IFS).
-    if raw.starts_with('{') && raw.contains('}') {
-        word.opaque = Some("a `{NAME}` word (bash reads it as a descriptor-variable redirection)");
-    }
-    let mut escaped = false;
-    for (i, c) in raw.chars().enumerate() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '*' | '?' | '[' => {
-                word.glob = true;
-                word.leading_glob |= i == 0;
-            }
-            _ => {}
-        }
-    }
-    if has_brace_expansion(raw) {
-        word.opaque = Some("brace expansion");
-    }
-    word
-}
-
-/// Whether unquoted source text holds `{a,b}` or `{1..3}`.
-fn has_brace_expansion(raw: &str) -> bool {
-    let mut depth_start = None;
-    let mut escaped = false;
-    let mut quote = None;
-    for (i, c) in raw.char_indices() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match (quote, c) {
-            (_, '\\') if quote != Some('\'') => escaped = true,
-            (None, '\'' | '"') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, '{') => depth_start = Some(i),
-            (None, '}') => {
-                if let Some(start) = depth_start.take() {
-                    let inside = &raw[start + 1..i];
-                    if inside.contains(',') || inside.contains("..") {
-                        return true;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Why a `${…}` expansion evaluates code or assigns, if it does: array
-/// subscripts and substring offsets are arithmetic (which runs `$(…)` in a
-/// variable's value), and `${x:=v}` assigns.
-fn expansion_risk(text: &str) -> Option<&'static str> {
-    let inner = text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))?;
-    if inner.starts_with('!') {
-        return Some("an indirect expansion (${!x} evaluates the variable named by x)");
-    }
-    let inner = inner.strip_prefix('#').unwrap_or(inner);
-    let name_len = inner.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').count();
-    let rest = &inner[name_len..];
-    if text.contains("$((") || rest.starts_with('[') {
-        return Some("an array subscript or arithmetic in an expansion");
-    }
-    if rest.contains('@') {
-        return Some("a transforming expansion (${x@P} runs prompt expansion)");
-    }
-    if rest.starts_with(":=") || rest.starts_with('=') {
-        return Some("an assigning expansion (${x:=v})");
-    }
-    if rest.starts_with(':') && !rest.starts_with(":-") && !rest.starts_with(":+") && !rest.starts_with(":?") {
-        return Some("a substring offset (arithmetic) in an expansion");
-    }
-    None
-}
-
-/// A stable name for a node kind the word walker does not compute.
-fn opaque_kind(kind: &str) -> &'static str {
-    match kind {
-        "subscript" => "array subscript",
-        "extglob_pattern" => "extended glob",
-        _ => "a shell construct the classifier does not evaluate",
-    }
-}
-
-/// Removes backslash escapes from an unquoted word.
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            // A backslash before a new line joins the lines: both disappear.
-            if let Some(next) = chars.next().filter(|n| *n != '\n') {
-                out.push(next);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

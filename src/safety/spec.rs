@@ -122,6 +122,11 @@ pub struct CommandSpec {
     /// A known program that changes something, with what it changes: never
     /// read-only, but read completely, so an "always" rule gets a precise key.
     pub changes: Option<String>,
+    /// Options and an expression mix (find): `--` ends only the leading
+    /// options, so `-delete` after it is still an action, never an operand.
+    pub expression: bool,
+    /// The program has no `--` (so an expansion cannot be kept from becoming an option).
+    pub no_end_of_options: bool,
 }
 
 /// A program's spec with its examples.
@@ -184,6 +189,10 @@ struct RawCommand {
     changes: Option<String>,
     #[serde(default)]
     cobra: bool,
+    #[serde(default)]
+    expression: bool,
+    #[serde(default)]
+    no_end_of_options: bool,
 }
 
 /// The table shipped with merlya.
@@ -214,6 +223,8 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         require: raw.require.split_whitespace().map(str::to_string).collect(),
         changes: raw.changes,
         cobra: raw.cobra,
+        expression: raw.expression,
+        no_end_of_options: raw.no_end_of_options,
         ..CommandSpec::default()
     };
     for token in raw.options.split_whitespace() {
