@@ -52,10 +52,26 @@ impl Shims {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         }
+        std::fs::write(dir.path().join("env.sh"), "command_not_found_handle() { return 0; }\n").expect("env");
         // Nested shells are real ones, finding the shims on PATH.
         std::os::unix::fs::symlink(sh, bin.join("sh")).expect("sh link");
         std::os::unix::fs::symlink("/bin/bash", bin.join("bash")).expect("bash link");
+        // Real programs whose own languages run commands (sed's `e`, find's `-exec`).
+        for real in ["sed", "find", "timeout"] {
+            for dir in ["/usr/bin", "/bin"] {
+                let path = std::path::Path::new(dir).join(real);
+                if path.exists() {
+                    std::os::unix::fs::symlink(&path, bin.join(real)).expect("link");
+                    break;
+                }
+            }
+        }
         Self { dir }
+    }
+
+    /// The working folder of the last run (emptied before each).
+    pub(crate) fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
     }
 
     fn log(&self) -> PathBuf {
@@ -68,7 +84,8 @@ impl Shims {
         for entry in std::fs::read_dir(&log).expect("log").flatten() {
             let _ = std::fs::remove_file(entry.path());
         }
-        let work = self.dir.path().join("work");
+        let work = self.work();
+        let _ = std::fs::remove_dir_all(&work);
         let _ = std::fs::create_dir_all(&work);
         let mut child = Command::new("/bin/bash")
             .arg("-c")
@@ -77,6 +94,9 @@ impl Shims {
             .env("PATH", self.dir.path().join("bin"))
             .env("MERLYA_SHIM_LOG", &log)
             .env("LC_ALL", "C")
+            // A program that is not a shim is "not found" and fails, and `a && b` would then skip
+            // `b`: bash calls this instead, so every command merlya saw runs.
+            .env("BASH_ENV", self.dir.path().join("env.sh"))
             .current_dir(&work)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

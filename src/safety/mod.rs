@@ -717,6 +717,8 @@ pub fn decide(specialist: Specialist, command: &str, confirm_all: bool) -> Polic
 }
 
 #[cfg(test)]
+mod attacks;
+#[cfg(test)]
 mod differential;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,150 @@
+//! Each family of issue 24 as an attack on real bash: the original line does
+//! harm when bash runs it (so the case is a real attack, checked here), and
+//! merlya either refuses it or the command its clearance carries — the
+//! rendering — does no harm, under bash and under the system's `sh`.
+
+use super::clearance::Clearance;
+use super::differential::Shims;
+use super::{analyze, analyze_and_render};
+
+/// What an attack does when it works.
+enum Harm {
+    /// A program runs (a shim records it).
+    Runs(&'static str),
+    /// A file appears in the working folder.
+    Creates(&'static str),
+    /// A program is given this option.
+    Option(&'static str, &'static str),
+}
+
+fn harmed(shims: &Shims, line: &str, harm: &Harm) -> bool {
+    let runs = shims.run(line);
+    match harm {
+        Harm::Runs(program) => runs.iter().any(|r| r.first().is_some_and(|p| p == program)),
+        Harm::Creates(file) => shims.work().join(file).exists(),
+        Harm::Option(program, option) => runs.iter().any(|r| {
+            r.first().is_some_and(|p| p == program) && r.iter().take_while(|a| *a != "--").any(|a| a == option)
+        }),
+    }
+}
+
+fn check(family: &str, line: &str, harm: Harm) {
+    let bash = Shims::with_sh(std::path::Path::new("/bin/bash"));
+    let system = Shims::new();
+    assert!(harmed(&bash, line, &harm), "{family}: {line:?} is not an attack on bash (the test proves nothing)");
+    if let Some(clearance) = Clearance::read_only(line) {
+        let runs = clearance.command();
+        for shims in [&bash, &system] {
+            assert!(!harmed(shims, runs, &harm), "{family}: {line:?} was cleared and its rendering {runs:?} does harm");
+        }
+    }
+}
+
+#[test]
+fn nested_shells_with_backslashes_in_double_quotes() {
+    check("1", r#"sh -c "cat \\' ; touch PWN ; cat \\'""#, Harm::Runs("touch"));
+    check("1", r#"bash -c "cat \\' ; touch PWN ; cat \\'""#, Harm::Runs("touch"));
+    check("1", r#"timeout 5 sh -c "cat \\' ; rm -f /x ; cat \\'""#, Harm::Runs("rm"));
+    check("1", r#"sh -c "cat \"\\\\\" ; touch PWN ; cat \"\\\\\"""#, Harm::Runs("touch"));
+}
+
+#[test]
+fn sed_scripts_are_read_as_sed_receives_them() {
+    check("2", r#"sh -c "sed -n '1s/.*/touch PWN/e' /etc/hostname""#, Harm::Runs("touch"));
+    check("2", r#"sed -n "1s/.*/touch PWN/;1e touch PWN" /etc/hostname"#, Harm::Runs("touch"));
+    check("2", r#"sh -c "sed -n '1s/x/y/w PWN' /etc/hostname""#, Harm::Creates("PWN"));
+}
+
+#[test]
+fn control_characters_before_a_comment() {
+    check("3", "cat /etc/hostname \x0c# ; touch PWN", Harm::Runs("touch"));
+    check("3", "cat /etc/hostname \r# ; touch PWN", Harm::Runs("touch"));
+    check("3", "sh -c 'cat /etc/hostname \x0c# ; touch PWN'", Harm::Runs("touch"));
+}
+
+#[test]
+fn find_after_a_double_dash() {
+    check("4", r"find -- . -maxdepth 0 -exec touch PWN \;", Harm::Runs("touch"));
+    check("4", "find -- . -maxdepth 0 -fprint PWN", Harm::Creates("PWN"));
+    for line in ["find -- /srv -delete", "find -H -- /tmp -name x -delete", "find /tmp -- -fprint /tmp/x"] {
+        assert!(!analyze(line).is_read_only(), "{line}");
+    }
+}
+
+#[test]
+fn redirections_in_and_after_tests() {
+    check("5", "[ a > PWN ]", Harm::Creates("PWN"));
+    check("5", "[ -f /etc/hostname ] > PWN", Harm::Creates("PWN"));
+    check("5", "[[ -f /etc/hostname ]] > PWN", Harm::Creates("PWN"));
+    check("5", "test a > PWN", Harm::Creates("PWN"));
+    // A comparison stays a comparison.
+    let cleared = Clearance::prove("[ a > b ]").map(|c| c.command().to_string());
+    assert_eq!(cleared.as_deref(), Ok("test a '>' b"));
+}
+
+#[test]
+fn nested_escaped_backticks() {
+    check("6", r"cat `cat \`touch PWN\``", Harm::Runs("touch"));
+    check("6", r"cat `cat a``touch PWN`", Harm::Runs("touch"));
+}
+
+#[test]
+fn here_document_delimiters_quoted_in_the_middle() {
+    check("7", "cat <<E'O'F\nx\nEOF\ntouch PWN\nE'O'F\n", Harm::Runs("touch"));
+    check("7", "cat <<\\EOF\nx\nEOF\ntouch PWN\n\\EOF\n", Harm::Runs("touch"));
+    check("7", "cat <<E\"O\"F\nx\nEOF\ntouch PWN\nE\"O\"F\n", Harm::Runs("touch"));
+}
+
+#[test]
+fn options_produced_by_an_expansion() {
+    check("8", "head $(printf -- -c1) /etc/hostname", Harm::Option("head", "-c1"));
+    check("8", "cat $(printf %s --number) /etc/hostname", Harm::Option("cat", "--number"));
+    let (_, rendering) = analyze_and_render("zstdcat $(printf -- '-o F') /var/log/x.zst");
+    assert_eq!(rendering.as_deref(), Ok("zstdcat -- $(printf -- '-o F') /var/log/x.zst"));
+    // xargs's arguments come after a `--` too.
+    let cleared = Clearance::read_only("find /etc -name '*.conf' | xargs grep -l listen");
+    assert_eq!(
+        cleared.map(|c| c.command().to_string()).as_deref(),
+        Some("find /etc -name '*.conf' | xargs grep -l listen --")
+    );
+    // A value that could split into options is refused.
+    assert!(!analyze("head -n $N /etc/hostname").is_read_only());
+    assert!(analyze("head -n \"$N\" /etc/hostname").is_read_only());
+}
+
+#[test]
+fn paths_are_normalised_before_rules_match() {
+    for line in [
+        "cat /proc//kmsg",
+        "cat /dev//watchdog",
+        "cat /proc/./kmsg",
+        "cat /dev/../proc/kmsg",
+        "cat /proc/self/root/proc/kmsg",
+        "cat /proc/1/root/dev/watchdog0",
+        "cd /proc && cat kmsg",
+        "cd /proc; sh -c 'cat kmsg'",
+        "cat < /proc//kmsg",
+        "cat /sys/kernel//tracing/trace_pipe",
+    ] {
+        assert!(!analyze(line).is_read_only(), "{line} must be refused");
+    }
+    assert!(analyze("grep -i watchdog /var/log/syslog").is_read_only(), "a pattern is not a file");
+    assert_eq!(super::normal_path("/a//b/./c/../d/"), "/a/b/d/");
+    assert_eq!(super::normal_path("/proc/self/root/etc/shadow"), "/etc/shadow");
+}
+
+#[test]
+fn clearances_carry_the_rendering() {
+    for (line, rendered) in [
+        ("sh -c \"cat /etc/hostname | wc -l\"", "sh -c 'cat /etc/hostname | wc -l'"),
+        ("watch -n 5 df -h", "watch -n 5 'df -h'"),
+        ("uptime # load", "uptime"),
+        ("cat <<'EOF'\nhello\nEOF", "cat <<< hello"),
+        ("ls -la /var/log/*.log 2>/dev/null | head -5", "ls -la -- /var/log/*.log 2>/dev/null | head -5"),
+        ("for f in /etc/*.conf; do wc -l \"$f\"; done", "for f in /etc/*.conf; do wc -l -- \"${f}\"; done"),
+        ("df -h &>/dev/null", "df -h >/dev/null 2>&1"),
+    ] {
+        let cleared = Clearance::prove(line).map(|c| c.command().to_string());
+        assert_eq!(cleared.as_deref(), Ok(rendered), "{line}");
+    }
+}
