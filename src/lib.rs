@@ -11,6 +11,7 @@ pub mod approval;
 pub mod cli;
 pub mod config;
 pub mod context;
+pub mod door;
 pub mod exec;
 pub mod health;
 pub mod home;

@@ -3,20 +3,18 @@
 //! (preview with diff → approval → apply → post-check → rollback); query
 //! answers from the inventory and the audit log.
 
-use std::time::Instant;
-
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::tools::{args, inventory_call, inventory_specs, spec};
 use super::{Agent, CommandRecord, ToolBox, prompts};
-use crate::approval::ApprovalRequest;
-use crate::context::{audit_refused_all, audit_request, record_history};
+use crate::approval::{ApprovalRequest, Route};
+use crate::context::{audit_refused_all, audit_request};
 use crate::exec::HostResult;
 use crate::inventory::{Host, resolve_inventory_targets};
 use crate::llm::ToolSpec;
+use crate::safety::analyze;
 use crate::safety::clearance::Clearance;
-use crate::safety::{Specialist, analyze, decide};
 use crate::store::audit::{AuditFilter, AuditOutcome};
 
 /// Which specialist.
@@ -204,38 +202,38 @@ impl ToolBox for HostTools {
 
 /// Runs `command` if the classifier proves it read-only; otherwise refuses with the reasons.
 async fn run_read_only(agent: &Agent, kind: Kind, host: &Host, command: &str) -> String {
-    let specialist = match kind {
-        Kind::Security => Specialist::Security,
-        _ => Specialist::Diagnostic,
-    };
-    let decision = decide(specialist, command, false);
     let who = format!("{}@{}", kind.name(), host.name);
     let asker = format!("agent@{}", kind.name());
-    if !decision.allowed {
-        let reasons = decision.analysis.reasons.join("; ");
-        let request = audit_request(&agent.session_id, &agent.executor, &asker, host, command, "");
-        let why = format!("refused by the safety policy ({} specialist): {reasons}", kind.name());
-        audit_refused_all(&agent.store, &[request], AuditOutcome::Refused, &why).await;
-        agent.record_command(CommandRecord {
-            specialist: who,
-            host: host.name.clone(),
-            command: command.to_string(),
-            exit_code: None,
-            refused: Some(reasons.clone()),
-            approved_by: None,
-        });
-        let hint = if kind == Kind::Execution { " Use propose_change for changes." } else { "" };
-        return format!(
-            "REFUSED by merlya's safety policy, not executed: {reasons}. Only read-only commands run here.{hint}"
-        );
-    }
-    let request = ApprovalRequest::new(
-        format!("{} check", kind.name()),
-        command,
-        vec![host.name.clone()],
-        &decision.analysis,
-        Vec::new(),
-    );
+    // One routing decision; a read-only specialist runs a proven read and nothing else.
+    let (analysis, to_run) = match agent.gate.route(command) {
+        Route::Read(clearance) => {
+            let (result, _) = execute(agent, &who, Run { asker: &asker, host, clearance, approval_ref: None }).await;
+            return describe(agent, &result);
+        }
+        Route::Ask { analysis, proven: Some(rendering) } => (analysis, rendering),
+        Route::Ask { analysis, proven: None } => {
+            let reasons = analysis.reasons.join("; ");
+            let request = audit_request(&agent.session_id, &agent.executor, &asker, host, command, "");
+            let why = format!("refused by the safety policy ({} specialist): {reasons}", kind.name());
+            audit_refused_all(&agent.store, &[request], AuditOutcome::Refused, &why).await;
+            agent.record_command(CommandRecord {
+                specialist: who,
+                host: host.name.clone(),
+                command: command.to_string(),
+                exit_code: None,
+                refused: Some(reasons.clone()),
+                approved_by: None,
+            });
+            let hint = if kind == Kind::Execution { " Use propose_change for changes." } else { "" };
+            return format!(
+                "REFUSED by merlya's safety policy, not executed: {reasons}. Only read-only commands run here.{hint}"
+            );
+        }
+    };
+    // Proven read-only, asked first (paranoid mode or a blocked prefix): the rendering is what is approved.
+    let command = to_run.as_str();
+    let request =
+        ApprovalRequest::new(format!("{} check", kind.name()), command, vec![host.name.clone()], &analysis, Vec::new());
     let outcome = agent.gate.check(&request).await;
     let Some(clearance) = outcome.clearance(command) else {
         let by = match &outcome {
@@ -274,54 +272,29 @@ struct Run<'a> {
 /// audit log cannot be written.
 async fn execute(agent: &Agent, who: &str, run: Run<'_>) -> (HostResult, Option<i64>) {
     let Run { asker, host, clearance, approval_ref } = run;
-    let (command, approved_by) = (clearance.command(), clearance.approved_by());
-    let mut request = audit_request(&agent.session_id, &agent.executor, asker, host, command, approved_by);
-    request.approval_ref = approval_ref;
-    let ticket = match agent.store.audit_start(request).await {
-        Ok(ticket) => ticket,
-        Err(e) => {
-            let result = HostResult::failed(
-                &host.name,
-                Instant::now(),
-                crate::exec::RunError::new(
-                    crate::exec::HostFailure::NotStarted,
-                    format!("not run: the audit log cannot be written ({e})"),
-                ),
-            );
-            agent.record_command(CommandRecord {
-                specialist: who.to_string(),
-                host: host.name.clone(),
-                command: command.to_string(),
-                exit_code: None,
-                refused: result.error.clone(),
-                approved_by: Some(approved_by.to_string()),
-            });
-            return (result, None);
-        }
-    };
-    let start_id = ticket.id();
     let (tx, forward) = agent.exec_forwarder();
-    let result = agent
-        .executor
-        .run_until(host, &clearance, crate::exec::Deadline::after(agent.command_timeout), &agent.cancel, &tx)
-        .await;
+    let door = crate::door::Door {
+        store: &agent.store,
+        executor: &agent.executor,
+        session_id: &agent.session_id,
+        requested_by: asker,
+        retention_days: agent.retention_days,
+        parallel: 1,
+        timeout: agent.command_timeout,
+        cancel: &agent.cancel,
+    };
+    let ran = door.run_one(host, &clearance, approval_ref, &tx).await;
     drop(tx);
     let _ = forward.await;
-    if let Err(e) = ticket.finish_result(&result).await {
-        tracing::warn!(error = %e, "cannot finish an agent command's audit entry");
-    }
-    if let Err(e) = record_history(&agent.store, &agent.session_id, agent.retention_days, command, &result).await {
-        tracing::warn!(error = %e, "cannot record an agent command");
-    }
     agent.record_command(CommandRecord {
         specialist: who.to_string(),
         host: host.name.clone(),
-        command: command.to_string(),
-        exit_code: result.exit_code,
-        refused: result.error.clone(),
-        approved_by: Some(approved_by.to_string()),
+        command: clearance.command().to_string(),
+        exit_code: ran.result.exit_code,
+        refused: ran.result.error.clone(),
+        approved_by: Some(clearance.approved_by().to_string()),
     });
-    (result, Some(start_id))
+    (ran.result, ran.audit_id)
 }
 
 /// A change to make on one host.

@@ -6,14 +6,13 @@
 
 use super::msg::Msg;
 use super::workers::Services;
+use crate::approval::Route;
 use crate::exec::ExecEvent;
 use crate::inventory::Host;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
 use crate::pipeline::vars::Vars;
 use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, StageName, StageStatus, runner};
-use crate::safety::analyze;
-use crate::safety::clearance::Clearance;
 
 /// Runs `command` on `hosts` as run `run`.
 pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, command: String) {
@@ -39,15 +38,15 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
             })
         };
         let env = Env::from_context(&ctx, executor, gate, cancel, tx);
-        let read_only = analyze(&command).is_read_only()
-            && !ctx.config.policy.confirm_all
-            && env.gate.blocked_by(&command).is_none();
-        let results = match Clearance::read_only(&command).filter(|_| read_only) {
-            Some(clearance) => {
+        // One routing decision: a proven read runs as merlya's rendering, anything else is a change.
+        let route = env.gate.route(&command);
+        let to_run = route.command(&command).to_string();
+        let results = match route {
+            Route::Read(clearance) => {
                 sender.send(Msg::RunStarted { run });
                 audited_fan_out(&env, &hosts, clearance, None).await.map(Some)
             }
-            None => change(&env, &sender, run, &hosts, &command, &locale).await,
+            Route::Ask { .. } => change(&env, &sender, run, &hosts, &to_run, &locale).await,
         };
         drop(env);
         let _ = forward.await;

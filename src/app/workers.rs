@@ -280,23 +280,28 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
         let locale = services.locale();
         tokio::spawn(async move {
             let tx = crate::exec::no_events();
-            // A login check runs `true` on the host: audited like any command, written ahead.
+            // A login check runs `true` on the host: audited like any command, through the one door.
             let who = crate::ssh::target::local_user();
-            let request = ctx.audit_request(&executor, &who, &host, "true", "not required");
-            let ticket = match ctx.store.audit_start(request).await {
-                Ok(ticket) => ticket,
-                Err(e) => {
-                    sender.send(Msg::Error(
-                        locale.tf("error.audit_not_checked", &[("host", &host.name), ("error", &e.to_string())]),
-                    ));
-                    return;
-                }
-            };
             let Some(probe) = Clearance::read_only("true") else { return };
-            let result = executor.run(&host, &probe, timeout, &tx).await;
-            if let Err(e) = ticket.finish_result(&result).await {
-                sender.send(Msg::Error(locale.tf("error.audit_write", &[("error", &e.to_string())])));
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let door = crate::door::Door {
+                store: &ctx.store,
+                executor: &executor,
+                session_id: &ctx.session_id,
+                requested_by: &who,
+                retention_days: ctx.config.policy.raw_log_retention_days,
+                parallel: 1,
+                timeout,
+                cancel: &cancel,
+            };
+            let ran = door.run_one(&host, &probe, None, &tx).await;
+            if ran.audit_id.is_none() {
+                let error = ran.result.error.clone().unwrap_or_default();
+                sender
+                    .send(Msg::Error(locale.tf("error.audit_not_checked", &[("host", &host.name), ("error", &error)])));
+                return;
             }
+            let result = ran.result;
             let failure = result.failure.map(|f| (f.name(), result.error.as_deref().unwrap_or_default()));
             if let Err(e) = ctx.store.set_host_error(&host.name, failure).await {
                 sender.send(Msg::Error(e.to_string()));

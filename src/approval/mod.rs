@@ -19,6 +19,9 @@ use crate::safety::{Analysis, Class};
 use crate::store::Store;
 use crate::term_safe::{visible, visible_line};
 
+mod route;
+pub use route::Route;
+
 /// What a person is asked to approve.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApprovalRequest {

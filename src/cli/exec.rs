@@ -8,7 +8,7 @@ use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 
 use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
-use crate::approval::ApprovalGate;
+use crate::approval::{ApprovalGate, Route};
 use crate::context::Context;
 use crate::exec::{ExecEvent, HostFailure, HostResult, Stream};
 use crate::inventory::resolve_targets;
@@ -16,7 +16,6 @@ use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
 use crate::pipeline::{Env, PipelineRun, PipelineStatus, StageName, runner};
 use crate::safety::analyze;
-use crate::safety::clearance::Clearance;
 use crate::term_safe::visible_line;
 
 #[derive(Debug, Args)]
@@ -57,16 +56,20 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let hosts = resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
-    let analysis = analyze(&command);
     let (tx, mut rx) = crate::exec::event_channel();
     let cancel = super::cancel_on_signals();
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);
     env.parallel = args.parallel.unwrap_or(env.parallel).max(1);
     env.timeout = Duration::from_secs_f64(args.timeout.unwrap_or(env.timeout.as_secs_f64()).max(0.001));
     env.stop_before_approval = !interactive && !args.yes;
-    let read_only =
-        analysis.is_read_only() && !ctx.config.policy.confirm_all && env.gate.blocked_by(&command).is_none();
-    let cleared = Clearance::read_only(&command).filter(|_| read_only);
+    // One routing decision: a proven read runs as merlya's rendering, anything else is a change.
+    let route = env.gate.route(&command);
+    let to_run = route.command(&command).to_string();
+    let (cleared, analysis) = match route {
+        Route::Read(clearance) => (Some(clearance), analyze(&command)),
+        Route::Ask { analysis, .. } => (None, analysis),
+    };
+    let command = to_run;
     let width = hosts.iter().map(|h| h.name.len()).max().unwrap_or(0);
     let work = {
         let command = command.clone();

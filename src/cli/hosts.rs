@@ -285,13 +285,24 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     let mut failed = false;
     let probe = crate::safety::clearance::Clearance::read_only(ELEVATION_PROBE)
         .ok_or_else(|| color_eyre::eyre::eyre!("the elevation probe is not proven read-only"))?;
+    let (executor, who, cancel) = (Arc::new(executor), crate::ssh::target::local_user(), Default::default());
+    // The probe goes through the one door: its audit row shows the script that ran.
+    let door = crate::door::Door {
+        store: &ctx.store,
+        executor: &executor,
+        session_id: &ctx.session_id,
+        requested_by: &who,
+        retention_days: ctx.config.policy.raw_log_retention_days,
+        parallel: 1,
+        timeout,
+        cancel: &cancel,
+    };
     for mut host in hosts {
-        let who = crate::ssh::target::local_user();
-        let request = ctx.audit_request(&executor, &who, &host, "detect elevation", "not required");
-        let ticket = ctx.store.audit_start(request).await?;
-        let result = executor.run(&host, &probe, timeout, &tx).await;
-        ticket.finish_result(&result).await?;
-        ctx.record("detect elevation", &result).await?;
+        let ran = door.run_one(&host, &probe, None, &tx).await;
+        if ran.audit_id.is_none() {
+            return Err(eyre!("{}", ran.result.error.unwrap_or_default()));
+        }
+        let result = ran.result;
         let found = result.stdout.trim().parse::<Elevation>().ok().filter(|_| result.success());
         match found {
             Some(elevation) => {

@@ -31,6 +31,8 @@ pub fn run(cmd: PolicyCommand) -> Result<u8> {
     let PolicyCommand::Check { specialist, host, format, command } = cmd;
     let command = command.join(" ");
     let decision = decide(specialist, &command, false);
+    // What would run for a proven read: merlya's rendering, never the text as typed (ADR 0026).
+    let runs_as = crate::safety::prove(&command).1.map(|c| c.command().to_string());
     let leaks = find_leaks(&command, &host);
     match format {
         OutputFormat::Json => {
@@ -42,6 +44,7 @@ pub fn run(cmd: PolicyCommand) -> Result<u8> {
                 "class": decision.analysis.class,
                 "reasons": decision.analysis.reasons,
                 "commands": decision.analysis.commands,
+                "runs_as": runs_as,
                 "leaks": leaks,
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
@@ -53,6 +56,9 @@ pub fn run(cmd: PolicyCommand) -> Result<u8> {
                 (true, false) => "ALLOWED",
             };
             println!("{verdict}: {} ({})", command, decision.analysis.class.as_str());
+            if let Some(rendering) = runs_as.as_deref().filter(|r| *r != command) {
+                println!("  runs as: {}", crate::term_safe::visible_line(rendering));
+            }
             for reason in &decision.analysis.reasons {
                 println!("  - {reason}");
             }

@@ -17,7 +17,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentEvent, Limits, Observer};
-use crate::approval::ApprovalGate;
+use crate::approval::{ApprovalGate, Route};
 use crate::config::Config;
 use crate::config::mcp::McpServeConfig;
 use crate::exec::Executor;
@@ -25,7 +25,6 @@ use crate::inventory::Host;
 use crate::llm::{LlmClient, ModelRole};
 use crate::pipeline::Env;
 use crate::pipeline::fanout::audited_fan_out;
-use crate::safety::clearance::Clearance;
 use crate::secrets::SecretSource;
 use crate::store::Store;
 
@@ -120,13 +119,6 @@ impl Served {
         else {
             return Err("run_readonly needs `targets` and `command` strings".into());
         };
-        let decision = crate::safety::decide(crate::safety::Specialist::Diagnostic, command, false);
-        let Some(clearance) = Clearance::read_only(command).filter(|_| decision.allowed) else {
-            let reasons = decision.analysis.reasons.join("; ");
-            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "REFUSED by merlya's safety policy, not executed: {reasons}"
-            ))]));
-        };
         let inventory = self.store.list_hosts().await.map_err(|e| e.to_string())?;
         let hosts: Vec<Host> =
             crate::inventory::resolve_inventory_targets(targets, &inventory, false).map_err(|e| e.to_string())?;
@@ -151,10 +143,20 @@ impl Served {
             ask_before_dry_run: true,
             deferred: crate::pipeline::Deferred::default(),
         };
-        if let Some(prefix) = env.gate.blocked_by(command) {
-            let why = format!("REFUSED by policy.blocked_commands ({prefix}), not executed");
-            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
-        }
+        // One routing decision: only a proven read runs here, as merlya's rendering of it.
+        let clearance = match env.gate.route(command) {
+            Route::Read(clearance) => clearance,
+            Route::Ask { analysis, proven } => {
+                let why = match (proven, env.gate.blocked_by(command)) {
+                    (_, Some(prefix)) => format!("policy.blocked_commands ({prefix})"),
+                    (Some(_), None) => "policy.confirm_all asks a person for every command".into(),
+                    (None, None) => analysis.reasons.join("; "),
+                };
+                return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "REFUSED by merlya's safety policy, not executed: {why}"
+                ))]));
+            }
+        };
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
         let results = audited_fan_out(&env, &hosts, clearance, None).await.map_err(|e| e.to_string())?;
         drop(env);

@@ -1,15 +1,28 @@
-//! The audited fan-out every path uses to run a cleared command on hosts:
-//! write-ahead audit entries for every host, the fan-out, then each host's
-//! audit entry, history row and last error as its result arrives.
+//! The audited fan-out of a pipeline or a run: the environment's door
+//! ([`crate::door`]) with its parallelism, timeout, cancel and live events.
 
-use crate::context::{audit_request, audit_start_all, record_history};
-use crate::exec::fanout::fan_out;
-use crate::exec::{ExecEvent, HostResult};
+use crate::door::Door;
+use crate::exec::HostResult;
 use crate::inventory::Host;
 use crate::safety::clearance::Clearance;
-use crate::store::audit::AuditOutcome;
 
 use super::Env;
+
+impl Env {
+    /// The door this environment runs commands through.
+    pub fn door(&self) -> Door<'_> {
+        Door {
+            store: &self.store,
+            executor: &self.executor,
+            session_id: &self.session_id,
+            requested_by: &self.requested_by,
+            retention_days: self.retention_days,
+            parallel: self.parallel,
+            timeout: self.timeout,
+            cancel: &self.cancel,
+        }
+    }
+}
 
 /// Runs `clearance` on `hosts` under `env` (its parallelism, timeout, cancel and live events).
 /// `approval_ref` ties the audit rows to the decision they ran under (a pipeline stage).
@@ -20,44 +33,7 @@ pub async fn audited_fan_out(
     clearance: Clearance,
     approval_ref: Option<String>,
 ) -> color_eyre::Result<Vec<HostResult>> {
-    let (command, approved_by) = (clearance.command().to_string(), clearance.approved_by().to_string());
-    let requests = hosts
-        .iter()
-        .map(|h| {
-            let mut request =
-                audit_request(&env.session_id, &env.executor, &env.requested_by, h, &command, &approved_by);
-            request.approval_ref = approval_ref.clone();
-            request
-        })
-        .collect();
-    let mut tickets = audit_start_all(&env.store, requests).await?;
-    let (tx, mut rx) = crate::exec::event_channel();
-    let runner = tokio::spawn(fan_out(
-        env.executor.clone(),
-        hosts.to_vec(),
-        clearance,
-        env.parallel,
-        env.timeout,
-        env.cancel.clone(),
-        tx,
-    ));
-    while let Some(event) = rx.recv().await {
-        if let ExecEvent::Finished(result) = &event {
-            if let Some(ticket) = tickets.take(&result.host)
-                && let Err(e) = ticket.finish_result(result).await
-            {
-                tracing::warn!(error = %e, host = %result.host, "cannot finish an audit entry");
-            }
-            if let Err(e) = record_history(&env.store, &env.session_id, env.retention_days, &command, result).await {
-                tracing::warn!(error = %e, host = %result.host, "cannot record the command");
-            }
-        }
-        // The receiver may be gone (a CLI that stopped listening): the run still finishes and is audited.
-        let _ = env.events.send(event).await;
-    }
-    let results = runner.await;
-    tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
-    results.map_err(|e| color_eyre::eyre::eyre!("the fan-out task failed: {e}"))
+    env.door().fan_out(hosts, clearance, approval_ref, &env.events).await
 }
 
 /// One line per host result: `web01 exit 0 (0.12s)`, the error when it did not run.

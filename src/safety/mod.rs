@@ -703,9 +703,25 @@ pub struct PolicyDecision {
     pub analysis: Analysis,
 }
 
+/// The analysis of `command` and, when it is proven read-only, the clearance
+/// that runs it (merlya's rendering). A line the classifier accepts but whose
+/// rendering cannot be proved is not read-only, with the reason.
+pub fn prove(command: &str) -> (Analysis, Option<clearance::Clearance>) {
+    let mut analysis = analyze(command);
+    match clearance::Clearance::prove(command) {
+        Ok(cleared) => (analysis, Some(cleared)),
+        Err(why) => {
+            if analysis.is_read_only() {
+                analysis.raise(Class::Mutating, format!("merlya cannot run it as it was proved: {why}"));
+            }
+            (analysis, None)
+        }
+    }
+}
+
 /// Applies the specialist's rule to `command`.
 pub fn decide(specialist: Specialist, command: &str, confirm_all: bool) -> PolicyDecision {
-    let analysis = analyze(command);
+    let (analysis, _) = prove(command);
     match specialist {
         Specialist::Diagnostic | Specialist::Security => {
             PolicyDecision { allowed: analysis.is_read_only(), needs_approval: confirm_all, analysis }

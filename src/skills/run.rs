@@ -11,13 +11,12 @@ use serde::Serialize;
 
 use super::spec::Skill;
 use super::verdict::{Finding, Verdict, judge};
+use crate::approval::Route;
 use crate::exec::HostResult;
 use crate::inventory::Host;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
 use crate::pipeline::{Env, StageName, runner};
-use crate::safety::analyze;
-use crate::safety::clearance::Clearance;
 
 /// Why a skill cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -176,7 +175,9 @@ pub async fn run(
             message,
         })?;
         let must_ask = limits.confirm_all || skill.require_confirmation_for.contains(&step.check);
-        let plain_read = !must_ask && analyze(&command).is_read_only() && env.gate.blocked_by(&command).is_none();
+        // One routing decision, under the step's own policy (a step its author marked asks always).
+        let gate = if must_ask { env.gate.asking_always() } else { env.gate.clone() };
+        let plain_read = matches!(gate.route(&command), Route::Read(_));
         commands.push((command, must_ask, plain_read));
     }
     let nonce = crate::home::random_bytes(6).map(hex::encode).unwrap_or_else(|_| std::process::id().to_string());
@@ -193,7 +194,7 @@ pub async fn run(
         if batch > 0 {
             let group: Vec<String> = commands[order..order + batch].iter().map(|(c, _, _)| c.clone()).collect();
             let script = super::batch::script(&group, &nonce);
-            if let Some(clearance) = Clearance::read_only(&script).filter(|_| analyze(&script).is_read_only()) {
+            if let Route::Read(clearance) = env.gate.route(&script) {
                 let mut batch_env = step_env.clone();
                 batch_env.timeout = step_env.timeout.saturating_mul(u32::try_from(batch).unwrap_or(u32::MAX));
                 let results = audited_fan_out(&batch_env, hosts, clearance, None)
@@ -211,11 +212,14 @@ pub async fn run(
         }
         // A step that is not a plain read (or a script that could not be proven): alone.
         let (step, (command, must_ask, plain_read)) = (&skill.steps[order], &commands[order]);
-        let results: Vec<HostResult> = match Clearance::read_only(command).filter(|_| *plain_read) {
-            Some(clearance) => {
+        let gate = if *must_ask { env.gate.asking_always() } else { env.gate.clone() };
+        let route = gate.route(command);
+        let to_run = route.command(command).to_string();
+        let results: Vec<HostResult> = match route {
+            Route::Read(clearance) if *plain_read => {
                 audited_fan_out(&step_env, hosts, clearance, None).await.map_err(|e| store_error(e.to_string()))?
             }
-            None => match change(&step_env, skill, &step.check, command, hosts, *must_ask).await {
+            _ => match change(&step_env, skill, &step.check, &to_run, hosts, *must_ask).await {
                 Ok(results) => results,
                 Err(why) => {
                     skipped.push(Skipped { check: step.check.clone(), why });

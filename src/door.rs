@@ -1,0 +1,177 @@
+//! The one audited door to the executor (ADR 0026): every command merlya runs
+//! on a host — a fan-out, an agent's check, a login check, the elevation
+//! probe — goes through here. The audit row is built from the [`Clearance`]
+//! that runs (its command, which for a read-only clearance is merlya's
+//! rendering, and who approved it), written before anything starts; nothing
+//! runs when it cannot be written; the row is finished with the outcome and
+//! the history recorded. A test checks that no other module calls the
+//! executor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use color_eyre::Result;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{audit_request, audit_start_all, record_history};
+use crate::exec::fanout::fan_out;
+use crate::exec::{Deadline, EventSender, ExecEvent, Executor, HostFailure, HostResult, RunError};
+use crate::inventory::Host;
+use crate::safety::clearance::Clearance;
+use crate::store::Store;
+use crate::store::audit::AuditOutcome;
+
+/// Who runs commands, where their audit rows and history go, and how long they may take.
+pub struct Door<'a> {
+    /// The store of the audit log and the history.
+    pub store: &'a Store,
+    /// The executor (its SSH pool, secrets and elevation).
+    pub executor: &'a Arc<Executor>,
+    /// The session the rows belong to.
+    pub session_id: &'a str,
+    /// Who asked (a person, or `agent@diagnostic`).
+    pub requested_by: &'a str,
+    /// How long raw output is kept in the history.
+    pub retention_days: u32,
+    /// How many hosts run at once.
+    pub parallel: usize,
+    /// The whole run's time limit.
+    pub timeout: Duration,
+    /// Stops the run on every host.
+    pub cancel: &'a CancellationToken,
+}
+
+/// One host's result and the id of its audit row.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// What happened.
+    pub result: HostResult,
+    /// The audit row's id (an agent quotes it to the model).
+    pub audit_id: Option<i64>,
+}
+
+impl Door<'_> {
+    /// Runs `clearance` on `hosts`, at most `parallel` at a time; results come
+    /// back in the order of `hosts`, events go to `events` as they happen.
+    /// `approval_ref` ties the rows to the decision they ran under.
+    pub async fn fan_out(
+        &self,
+        hosts: &[Host],
+        clearance: Clearance,
+        approval_ref: Option<String>,
+        events: &EventSender,
+    ) -> Result<Vec<HostResult>> {
+        let command = clearance.command().to_string();
+        let requests = hosts
+            .iter()
+            .map(|h| {
+                let mut request = audit_request(
+                    self.session_id,
+                    self.executor,
+                    self.requested_by,
+                    h,
+                    &command,
+                    clearance.approved_by(),
+                );
+                request.approval_ref = approval_ref.clone();
+                request
+            })
+            .collect();
+        let mut tickets = audit_start_all(self.store, requests).await?;
+        let (tx, mut rx) = crate::exec::event_channel();
+        let runner = tokio::spawn(fan_out(
+            self.executor.clone(),
+            hosts.to_vec(),
+            clearance,
+            self.parallel,
+            self.timeout,
+            self.cancel.clone(),
+            tx,
+        ));
+        while let Some(event) = rx.recv().await {
+            if let ExecEvent::Finished(result) = &event {
+                if let Some(ticket) = tickets.take(&result.host)
+                    && let Err(e) = ticket.finish_result(result).await
+                {
+                    tracing::warn!(error = %e, host = %result.host, "cannot finish an audit entry");
+                }
+                if let Err(e) = record_history(self.store, self.session_id, self.retention_days, &command, result).await
+                {
+                    tracing::warn!(error = %e, host = %result.host, "cannot record the command");
+                }
+            }
+            // The receiver may be gone (a CLI that stopped listening): the run still finishes and is audited.
+            let _ = events.send(event).await;
+        }
+        let results = runner.await;
+        tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
+        results.map_err(|e| color_eyre::eyre::eyre!("the fan-out task failed: {e}"))
+    }
+
+    /// Runs `clearance` on one host; when the audit row cannot be written the
+    /// result says so and nothing ran.
+    pub async fn run_one(
+        &self,
+        host: &Host,
+        clearance: &Clearance,
+        approval_ref: Option<String>,
+        events: &EventSender,
+    ) -> Ran {
+        let command = clearance.command();
+        let mut request =
+            audit_request(self.session_id, self.executor, self.requested_by, host, command, clearance.approved_by());
+        request.approval_ref = approval_ref;
+        let ticket = match self.store.audit_start(request).await {
+            Ok(ticket) => ticket,
+            Err(e) => {
+                let error =
+                    RunError::new(HostFailure::NotStarted, format!("not run: the audit log cannot be written ({e})"));
+                return Ran {
+                    result: HostResult::failed(&host.name, std::time::Instant::now(), error),
+                    audit_id: None,
+                };
+            }
+        };
+        let audit_id = Some(ticket.id());
+        let result = self.executor.run_until(host, clearance, Deadline::after(self.timeout), self.cancel, events).await;
+        if let Err(e) = ticket.finish_result(&result).await {
+            tracing::warn!(error = %e, host = %host.name, "cannot finish an audit entry");
+        }
+        if let Err(e) = record_history(self.store, self.session_id, self.retention_days, command, &result).await {
+            tracing::warn!(error = %e, host = %host.name, "cannot record the command");
+        }
+        Ran { result, audit_id }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Calls of the executor outside the door (and the executor itself).
+    fn callers(needle: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                let rel = path.strip_prefix(&root).unwrap().display().to_string();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") && rel != "door.rs" && !rel.starts_with("exec/") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    if text.contains(needle) {
+                        found.push(rel);
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn only_the_door_calls_the_executor() {
+        for needle in [".run_until(", "executor.run(", "fanout::fan_out", "exec::fanout"] {
+            assert_eq!(callers(needle), Vec::<String>::new(), "`{needle}` outside src/door.rs");
+        }
+    }
+}
