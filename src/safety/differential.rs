@@ -53,8 +53,15 @@ impl Shims {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         }
         std::fs::write(dir.path().join("env.sh"), "command_not_found_handle() { return 0; }\n").expect("env");
-        // Nested shells are real ones, finding the shims on PATH.
-        std::os::unix::fs::symlink(sh, bin.join("sh")).expect("sh link");
+        // Nested shells are real ones, finding the shims on PATH; bash as `sh` is started as bash
+        // (a link would put it in POSIX mode, which skips BASH_ENV).
+        if sh.ends_with("bash") {
+            std::fs::write(bin.join("sh"), "#!/bin/bash\nexec /bin/bash \"$@\"\n").expect("sh");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(bin.join("sh"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        } else {
+            std::os::unix::fs::symlink(sh, bin.join("sh")).expect("sh link");
+        }
         std::os::unix::fs::symlink("/bin/bash", bin.join("bash")).expect("bash link");
         // Real programs whose own languages run commands (sed's `e`, find's `-exec`).
         for real in ["sed", "find", "timeout"] {
