@@ -119,11 +119,21 @@ fn variables_are_resolved_when_the_server_starts_and_a_missing_one_names_the_ser
     );
     env.ok(&["mcp", "test", "fs"]);
 
-    let out = env.merlya(&["mcp", "call", "everything.get-env"]).env("MCPTEST_REGION", "eu-west-3").output().unwrap();
+    let out = env
+        .merlya(&["mcp", "call", "everything.get-env"])
+        .env("MCPTEST_REGION", "eu-west-3")
+        .env("OPENAI_API_KEY", "sk-never-for-mcp-servers")
+        .env("MCPTEST_UNNAMED", "not-in-the-config")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let shown = text(&out.stdout);
     assert!(shown.contains("\"MCPTEST_REGION\": \"eu-west-3\""), "{shown}");
     assert!(shown.contains("\"MCPTEST_LEVEL\": \"info\""), "{shown}");
+    // A clean environment: merlya's own variables (the model's key) never reach a server.
+    assert!(!shown.contains("sk-never-for-mcp-servers") && !shown.contains("OPENAI_API_KEY"), "{shown}");
+    assert!(!shown.contains("not-in-the-config"), "{shown}");
+    assert!(shown.contains("\"PATH\""), "a server still finds its programs: {shown}");
 }
 
 /// server-everything over streamable HTTP on a free loopback port.

@@ -278,6 +278,15 @@ impl McpClients {
     }
 }
 
+/// The variables an MCP server inherits from merlya: where programs are and
+/// how text looks, none of which holds a secret. Everything else it gets is
+/// named in its `env` (ADR 0026).
+pub const INHERITED: [&str; 9] = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
+
+fn inherited_environment() -> impl Iterator<Item = (String, String)> {
+    INHERITED.iter().filter_map(|name| std::env::var(name).ok().map(|value| (name.to_string(), value)))
+}
+
 /// Starts `name` and lists its tools.
 async fn start(name: &str, config: &McpServerConfig, launch: &Launch) -> Result<Live, McpError> {
     let failed =
@@ -288,7 +297,9 @@ async fn start(name: &str, config: &McpServerConfig, launch: &Launch) -> Result<
     let service = match (&config.command, &config.url) {
         (Some(program), _) => {
             let mut command = tokio::process::Command::new(program);
-            command.args(&config.args).envs(&launch.env).kill_on_drop(true);
+            // A clean environment: what a program needs to start and what the config names, never
+            // merlya's own (the model's key, tokens, SSH_AUTH_SOCK).
+            command.env_clear().envs(inherited_environment()).args(&config.args).envs(&launch.env).kill_on_drop(true);
             if let Some(cwd) = &config.cwd {
                 command.current_dir(cwd);
             }
