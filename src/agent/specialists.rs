@@ -56,6 +56,23 @@ fn describe(agent: &Agent, result: &HostResult) -> String {
     }
 }
 
+/// What the model is told instead of the output of a command that used a secret.
+pub const WITHHELD: &str = "output withheld: the command used a secret";
+
+/// [`describe`], or only the exit status when the command used a secret.
+fn describe_or_withhold(agent: &Agent, result: &HostResult, used_secret: bool) -> String {
+    if !used_secret {
+        return describe(agent, result);
+    }
+    match &result.error {
+        Some(e) => format!("did not complete: {e}; {WITHHELD}"),
+        None => format!(
+            "exit code {}; {WITHHELD}",
+            result.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "none".into())
+        ),
+    }
+}
+
 /// Runs specialists on every target host in parallel (bounded) and joins their reports.
 pub async fn delegate(agent: &Agent, kind: Kind, target: &str, task: &str) -> String {
     let hosts = match resolve_inventory_targets(target, &agent.inventory, agent.limits.allow_localhost) {
@@ -314,6 +331,7 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     use crate::pipeline::bash::{BashChange, BashSpec};
     use crate::pipeline::{PipelineStatus, StageName, StageStatus};
     let who = format!("execution@{}", host.name);
+    let applied_with_secret = !crate::secrets::reference::references(&change.command).is_empty();
     let spec = BashSpec {
         hosts: vec![host.name.clone()],
         display: (change.display != change.command).then(|| change.display.clone()),
@@ -359,17 +377,24 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     let approved_by = run.decision.strip_prefix("approved by ").unwrap_or_default().to_string();
     let exit_code = bash.applied.first().and_then(|r| r.exit_code);
     record(exit_code, None, Some(approved_by.clone()));
+    // Output of a command that used a secret never reaches the model: masking cannot catch every
+    // encoding a command can print (`rev`, `od`, a cipher), so the model gets the exit status only.
+    let secret = |command: &str| !crate::secrets::reference::references(command).is_empty();
     let mut report = format!(
         "APPLIED (approved by {approved_by}): {}",
-        bash.applied.first().map(|r| describe(agent, r)).unwrap_or_else(|| stage_detail(StageName::Apply))
+        bash.applied
+            .first()
+            .map(|r| describe_or_withhold(agent, r, applied_with_secret))
+            .unwrap_or_else(|| stage_detail(StageName::Apply))
     );
     if let (Some(check), Some(result)) = (&change.post_check, bash.checked.first()) {
-        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe(agent, result)));
+        report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe_or_withhold(agent, result, secret(check))));
     }
     if let (Some(rollback), Some(stage)) = (&change.rollback, run.stage(StageName::Rollback))
         && stage.status != StageStatus::Skipped
     {
-        report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}\n{}", stage.detail, stage.output.trim_end()));
+        let output = if secret(rollback) { WITHHELD.to_string() } else { stage.output.trim_end().to_string() };
+        report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}\n{output}", stage.detail));
     }
     report
 }
