@@ -31,7 +31,9 @@ fn harmed(shims: &Shims, line: &str, harm: &Harm) -> bool {
 fn check(family: &str, line: &str, harm: Harm) {
     let bash = Shims::with_sh(std::path::Path::new("/bin/bash"));
     let system = Shims::new();
-    assert!(harmed(&bash, line, &harm), "{family}: {line:?} is not an attack on bash (the test proves nothing)");
+    // An attack on bash, or on the system's sh where a nested `sh -c` runs it.
+    let attack = harmed(&bash, line, &harm) || harmed(&system, line, &harm);
+    assert!(attack, "{family}: {line:?} is not an attack (the test proves nothing)");
     if let Some(clearance) = Clearance::read_only(line) {
         let runs = clearance.command();
         for shims in [&bash, &system] {
@@ -143,6 +145,28 @@ fn clearances_carry_the_rendering() {
         ("ls -la /var/log/*.log 2>/dev/null | head -5", "ls -la -- /var/log/*.log 2>/dev/null | head -5"),
         ("for f in /etc/*.conf; do wc -l \"$f\"; done", "for f in /etc/*.conf; do wc -l -- \"${f}\"; done"),
         ("df -h &>/dev/null", "df -h >/dev/null 2>&1"),
+    ] {
+        let cleared = Clearance::prove(line).map(|c| c.command().to_string());
+        assert_eq!(cleared.as_deref(), Ok(rendered), "{line}");
+    }
+}
+
+#[test]
+fn bash_only_syntax_in_another_shell() {
+    check("red team 4", "sh -c '[[ a > PWN ]]'", Harm::Creates("PWN"));
+    check("red team 4", "sh -c '[[ a || touch PWN ]]'", Harm::Runs("touch"));
+    check("red team 4", "bash -c 'sh -c \"[[ a > PWN ]]\"'", Harm::Creates("PWN"));
+}
+
+#[test]
+fn rendering_keeps_what_was_read() {
+    for (line, rendered) in [
+        ("echo \"$(date) $(hostname)\"", "echo \"$(date)\"' '\"$(hostname)\""),
+        ("grep \" $HOME\" /etc/passwd", "grep -- ' '\"${HOME}\" /etc/passwd"),
+        ("ls /dev/sd[a-z]", "ls -- /dev/sd[a-z]"),
+        ("ls /var/log/*.[0-9]", "ls -- /var/log/*.[0-9]"),
+        ("cat <<EOF\nEOF", "cat </dev/null"),
+        ("ls ~/.ssh", "ls -- ~/.ssh"),
     ] {
         let cleared = Clearance::prove(line).map(|c| c.command().to_string());
         assert_eq!(cleared.as_deref(), Ok(rendered), "{line}");

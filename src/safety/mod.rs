@@ -553,7 +553,17 @@ fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut A
 fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
     let t = word.text.as_str();
     let path = normal_path(t);
-    let risky = ["/dev/watchdog", "/proc/kmsg", "/proc/sysrq-trigger", "/net/", "/dev/tcp/", "/dev/udp/"];
+    // `/dev/char/10:130` is the watchdog by number; `/dev/block/` the same for disks.
+    let risky = [
+        "/dev/watchdog",
+        "/proc/kmsg",
+        "/proc/sysrq-trigger",
+        "/net/",
+        "/dev/tcp/",
+        "/dev/udp/",
+        "/dev/char/",
+        "/dev/block/",
+    ];
     let name = path.rsplit('/').next().unwrap_or(&path);
     let risky_name = name == "kmsg"
         || name == "sysrq-trigger"

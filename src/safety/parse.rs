@@ -597,7 +597,7 @@ impl Walker<'_> {
                                     r
                                 }
                                 // An empty document: nothing to read.
-                                None => Render::text("< /dev/null"),
+                                None => Render::text("</dev/null"),
                             };
                             rendered.append(poisoned);
                         }
@@ -619,7 +619,7 @@ impl Walker<'_> {
                 }
                 if rendered.is_empty() {
                     // No body: bash reads an empty document.
-                    rendered = Render::text("< /dev/null");
+                    rendered = Render::text("</dev/null");
                 }
                 for r in after {
                     rendered.push(" ");

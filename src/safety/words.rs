@@ -53,6 +53,16 @@ pub(super) fn unquoted_word(raw: &str) -> (Word, Vec<Part>) {
     if has_brace_expansion(raw) {
         word.opaque = Some("brace expansion");
     }
+    if let Some(rest) = raw.strip_prefix('~') {
+        let name_end = rest.find('/').unwrap_or(rest.len());
+        if name_end > 0 {
+            // `~sys` is another user's home, which may be /dev (then `~sys/tcp/…` is a connection).
+            word.opaque = word.opaque.or(Some("a `~user` home folder (any folder: /dev, /proc…)"));
+        } else {
+            // `~` is the login user's home, only known on the host.
+            word.dynamic = true;
+        }
+    }
     let parts = match word.opaque {
         Some(what) => vec![Part::Opaque(what)],
         None => unquoted_parts(raw),

@@ -32,6 +32,8 @@ impl Walker<'_> {
                 match child.kind() {
                     "heredoc_content" => raw.extend_from_slice(&self.source[child.start_byte()..child.end_byte()]),
                     "simple_expansion" | "expansion" | "command_substitution" => {
+                        let text = self.text(child);
+                        raw.extend_from_slice(&text.as_bytes()[..text.len() - text.trim_start().len()]);
                         flush(&mut raw, &mut parts);
                         let (word, inner) = self.parts(child, true);
                         if let Some(what) = word.opaque {
@@ -90,6 +92,13 @@ impl Walker<'_> {
             return Render::unrenderable("arithmetic");
         }
         let double = text.starts_with("[[");
+        if double {
+            // In sh (dash), a login shell that is not bash, or `watch`, `[[` is a command: its `>`
+            // redirects and its `||` runs the next one.
+            self.parsed
+                .problems
+                .push("`[[ … ]]` is bash syntax; another shell runs its `>` and `||`: write `[ … ]` or `test`".into());
+        }
         // `[ … ]` is the builtin `test …`: written so, tree-sitter reads its quoted operators back.
         let (open, close) = if double { ("[[", " ]]") } else { ("test", "") };
         let mut words = vec![Word::literal(open)];
@@ -194,8 +203,26 @@ impl Walker<'_> {
                 let mut word = Word::default();
                 let mut parts = Vec::new();
                 let mut cursor = node.walk();
-                for (i, child) in node.named_children(&mut cursor).collect::<Vec<_>>().into_iter().enumerate() {
-                    let (inner, inner_parts) = self.parts(child, quoted);
+                // tree-sitter cuts `sd[a-z]` into the words `sd`, `[`, `a-z`, `]`: adjacent unquoted
+                // words are one to bash, and are read as one (so a bracket expression stays a pattern).
+                let mut pieces: Vec<(Option<Node>, String)> = Vec::new();
+                for child in node.named_children(&mut cursor) {
+                    let adjacent = pieces.last().is_some_and(|(n, _)| n.is_none());
+                    if child.kind() == "word" && adjacent {
+                        if let Some((_, raw)) = pieces.last_mut() {
+                            raw.push_str(&self.text(child));
+                        }
+                    } else if child.kind() == "word" {
+                        pieces.push((None, self.text(child)));
+                    } else {
+                        pieces.push((Some(child), String::new()));
+                    }
+                }
+                for (i, (child, raw)) in pieces.into_iter().enumerate() {
+                    let (inner, inner_parts) = match child {
+                        Some(child) => self.parts(child, quoted),
+                        None => unquoted_word(&raw),
+                    };
                     word.dynamic |= inner.dynamic;
                     word.splits |= inner.splits;
                     word.glob |= inner.glob;
@@ -223,7 +250,7 @@ impl Walker<'_> {
                 (word, parts)
             }
             "command_substitution" | "process_substitution" => {
-                let text = self.text(node);
+                let text = self.text(node).trim_start().to_string();
                 let inside = text.strip_prefix('`').and_then(|t| t.strip_suffix('`'));
                 if inside.is_some_and(|t| t.contains('`')) {
                     // bash ends a backtick at the next unescaped one, even inside quotes; tree-sitter
@@ -263,7 +290,7 @@ impl Walker<'_> {
             }
             "simple_expansion" | "expansion" => {
                 self.substitutions(node);
-                let text = self.text(node);
+                let text = self.text(node).trim_start().to_string();
                 let mut opaque = expansion_risk(&text);
                 let parts = match render::parameter(&text) {
                     Some(p) => vec![Part::Dynamic { render: Render::text(p), quoted }],
@@ -324,6 +351,9 @@ impl Walker<'_> {
             if child.kind() == "string_content" {
                 raw.extend_from_slice(&self.source[child.start_byte()..child.end_byte()]);
             } else {
+                // tree-sitter starts `" $(x)"`'s substitution at the blank before it: that blank is text.
+                let text = self.text(child);
+                raw.extend_from_slice(&text.as_bytes()[..text.len() - text.trim_start().len()]);
                 flush(&mut raw, &mut word, &mut parts);
                 let (inner, inner_parts) = self.parts(child, true);
                 word.dynamic |= inner.dynamic;
