@@ -5,7 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use color_eyre::eyre::{Result, WrapErr};
+use color_eyre::eyre::{Result, WrapErr, eyre};
 use tracing_appender::non_blocking::WorkerGuard;
 
 use crate::config::{Config, HostKeyPolicy};
@@ -82,6 +82,17 @@ impl Context {
         crate::exec::spill::prune(&home.output_dir(), retention);
         let log_guard = crate::logging::init(&home, &config.logging)?;
         let store = Store::open(&home.database()).await?;
+        if let Some(spec) = &config.audit.witness {
+            let witness =
+                crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;
+            if witness.path().starts_with(home.root()) {
+                return Err(eyre!(
+                    "audit.witness: {} is inside MERLYA_HOME; a witness beside the log it witnesses proves nothing",
+                    witness.path().display()
+                ));
+            }
+            store.set_audit_witness(witness);
+        }
         // A change pipeline whose process died (crash, kill -9) is marked interrupted, never re-applied.
         match store.mark_interrupted_pipelines(merlya_is_running).await {
             Ok(runs) => {

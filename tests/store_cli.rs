@@ -649,3 +649,25 @@ fn fish_and_zsh_completion_offer_inventory_hosts_and_tags_where_targets_go() {
     tmux.keys(&["Tab"]);
     tmux.wait_for("--targets @db");
 }
+
+#[test]
+fn the_audit_witness_outside_the_home_is_written_and_checked() {
+    let env = TestEnv::new();
+    let outside = tempfile::tempdir().unwrap();
+    let witness = outside.path().join("witness.log");
+    let config = env.merlya_home().join("config.yaml");
+    std::fs::write(&config, format!("audit:\n  witness: file:{}\n", witness.display())).unwrap();
+    env.ok(&["exec", "localhost", "--", "true"]);
+    let verified = env.ok(&["audit", "verify"]);
+    assert!(verified.contains("holds every head witnessed in"), "{verified}");
+    let heads = std::fs::read_to_string(&witness).unwrap();
+    assert!(heads.lines().count() >= 1 && heads.contains("\"last_id\""), "{heads}");
+
+    // A witness beside the log it witnesses proves nothing: refused, naming the setting.
+    let inside = env.merlya_home().join("witness.log");
+    std::fs::write(&config, format!("audit:\n  witness: file:{}\n", inside.display())).unwrap();
+    let out = env.run(&["hosts", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("audit.witness") && err.contains("inside MERLYA_HOME"), "{err}");
+}

@@ -60,6 +60,17 @@ pub struct Config {
     pub secrets: SecretsConfig,
     /// External MCP servers, and what `merlya mcp serve` offers.
     pub mcp: mcp::McpConfig,
+    /// The audit log's witness outside MERLYA_HOME.
+    pub audit: AuditConfig,
+}
+
+/// Audit log settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// `file:/absolute/path`: every checkpoint is also appended there, and
+    /// `merlya audit verify` checks the chain against it (ADR 0026).
+    pub witness: Option<String>,
 }
 
 /// Which secret store to use.
@@ -386,7 +397,14 @@ impl Config {
         const COUNT: &str = "expected a whole number of at least 1";
         const SECONDS: &str = "expected a number of seconds of at least 1";
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
-        let checks: [(&str, bool, &str); 20] = [
+        let witness_ok =
+            self.audit.witness.as_deref().is_none_or(|w| crate::store::audit::witness::Witness::parse(w).is_ok());
+        let checks: [(&str, bool, &str); 21] = [
+            (
+                "audit.witness",
+                witness_ok,
+                "expected file:/absolute/path (outside MERLYA_HOME; journald and syslog are not supported yet)",
+            ),
             ("policy.max_hosts_per_skill", p.max_hosts_per_skill > 0, COUNT),
             ("policy.max_tokens_per_call", p.max_tokens_per_call != Some(0), COUNT),
             (

@@ -137,3 +137,13 @@ fn the_policy_section_is_validated_with_file_and_line() {
     assert_eq!(ok.policy.context_tier, ContextTier::Extended);
     assert_eq!(ok.policy.blocked_commands, ["iptables -F"]);
 }
+
+#[test]
+fn the_audit_witness_is_a_file_named_by_an_absolute_path() {
+    let c = parse("audit:\n  witness: file:/var/log/merlya-witness.log\n", &[]).unwrap();
+    assert_eq!(c.audit.witness.as_deref(), Some("file:/var/log/merlya-witness.log"));
+    let err = parse("audit:\n  witness: journald\n", &[]).unwrap_err().to_string();
+    assert!(err.contains("audit.witness") && err.contains("file:/absolute/path"), "{err}");
+    let c = parse("", &[("MERLYA_AUDIT_WITNESS", "file:/srv/w.log")]).unwrap();
+    assert_eq!(c.audit.witness.as_deref(), Some("file:/srv/w.log"));
+}

@@ -78,6 +78,13 @@ pub struct Store {
 }
 
 impl Store {
+    /// Writes each audit checkpoint also to `witness` (outside MERLYA_HOME) and
+    /// makes `verify_audit` check the chain against the heads it holds.
+    pub fn set_audit_witness(&self, witness: audit::witness::Witness) {
+        let database = std::path::absolute(&self.path).unwrap_or_else(|_| self.path.to_path_buf());
+        self.audit.set_witness(witness, database.display().to_string());
+    }
+
     /// Opens (creating if needed) the database at `path` and migrates it.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -110,6 +110,8 @@ pub struct AuditFiles {
     checkpoint_path: PathBuf,
     loaded: Mutex<Option<AuditKey>>,
     queue: (Mutex<CheckpointQueue>, Condvar),
+    /// Where each checkpoint is also written, outside MERLYA_HOME, and the database it names.
+    witness: Mutex<Option<(super::witness::Witness, String)>>,
 }
 
 /// The newest head waiting to be written to `audit.checkpoint`, and whether a writer is at work:
@@ -140,7 +142,20 @@ impl AuditFiles {
             checkpoint_path: audit_checkpoint_beside(database),
             loaded: Mutex::new(None),
             queue: (Mutex::new(CheckpointQueue::default()), Condvar::new()),
+            witness: Mutex::new(None),
         }
+    }
+
+    /// Sets the witness of this database's checkpoints (`database`: its absolute path).
+    pub fn set_witness(&self, witness: super::witness::Witness, database: String) {
+        if let Ok(mut slot) = self.witness.lock() {
+            *slot = Some((witness, database));
+        }
+    }
+
+    /// The witness, if one is set, with the database name its heads carry.
+    pub fn witness(&self) -> Option<(super::witness::Witness, String)> {
+        self.witness.lock().ok().and_then(|w| w.clone())
     }
 
     /// Path of `audit.key`.
@@ -314,6 +329,17 @@ impl AuditFiles {
             .map_err(|e| KeyFileError::Invalid { path: self.checkpoint_path.clone(), what: e.to_string() })?;
         write_private_atomic(&self.checkpoint_path, text.as_bytes())
             .map_err(|source| KeyFileError::Io { path: self.checkpoint_path.clone(), source })?;
+        if let Some((witness, database)) = self.witness() {
+            let head = super::witness::Witnessed {
+                database,
+                last_id,
+                hash: hash.to_string(),
+                count,
+                written_at: checkpoint.written_at.clone(),
+            };
+            super::witness::append(&witness, &head)
+                .map_err(|source| KeyFileError::Io { path: witness.path().to_path_buf(), source })?;
+        }
         Ok(checkpoint)
     }
 }

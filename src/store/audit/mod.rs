@@ -16,6 +16,9 @@
 
 pub mod keys;
 mod verify;
+pub mod witness;
+#[cfg(test)]
+mod witness_tests;
 
 #[cfg(test)]
 mod tests;

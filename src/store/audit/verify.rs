@@ -35,6 +35,8 @@ pub struct ChainReport {
     pub unfinished: Vec<i64>,
     /// Whether `audit.key` exists.
     pub key_present: bool,
+    /// The witness the chain was compared with: where, and how many heads it holds.
+    pub witness: Option<(String, usize)>,
     /// The first problem found, if any.
     pub broken: Option<BrokenLink>,
 }
@@ -86,6 +88,9 @@ impl ChainReport {
                 self.legacy
             ));
         }
+        if let Some((path, heads)) = &self.witness {
+            lines.push(format!("  holds every head witnessed in {path} ({heads} heads)"));
+        }
         if self.beyond_checkpoint > 0 {
             lines.push(format!(
                 "  {} keyed entries are newer than the checkpoint (a writer stopped before updating it)",
@@ -136,8 +141,51 @@ impl Store {
         if report.broken.is_some() {
             return Ok(report);
         }
-        Ok(check_checkpoint(report, &entries, key.as_ref(), checkpoint, self.audit.checkpoint_path()))
+        let report = check_checkpoint(report, &entries, key.as_ref(), checkpoint, self.audit.checkpoint_path());
+        if report.broken.is_some() {
+            return Ok(report);
+        }
+        match self.audit.witness() {
+            Some((witness, database)) => Ok(check_witness(report, &entries, &witness, &database)),
+            None => Ok(report),
+        }
     }
+}
+
+/// Every head the witness saw must still be in the chain, with its hash and count: a
+/// re-chain with the real key, a new key, a wipe with key and checkpoint, or an older copy of
+/// the database put back (with its checkpoint) each leave a witnessed head behind.
+fn check_witness(
+    mut report: ChainReport,
+    entries: &[AuditEntry],
+    witness: &super::witness::Witness,
+    database: &str,
+) -> ChainReport {
+    let path = witness.path().display().to_string();
+    let heads = match super::witness::read(witness, database) {
+        Ok(heads) => heads,
+        Err(e) => return report.broken(0, format!("the audit witness is unreadable: {e}")),
+    };
+    for head in heads.iter().filter(|h| h.count > 0) {
+        let position = entries.iter().position(|e| e.id == head.last_id);
+        let holds =
+            position.is_some_and(|p| entries[p].hash == head.hash && i64::try_from(p + 1).ok() == Some(head.count));
+        if !holds {
+            let now = match position {
+                Some(_) => "has another entry there",
+                None => "lacks it",
+            };
+            return report.broken(
+                head.last_id,
+                format!(
+                    "the witness {path} saw entry {} as the head of {} entries at {}; the log {now}: it was rewritten, truncated, wiped or an older copy was put back",
+                    head.last_id, head.count, head.written_at
+                ),
+            );
+        }
+    }
+    report.witness = Some((path, heads.len()));
+    report
 }
 
 /// The links and hashes, oldest first.
