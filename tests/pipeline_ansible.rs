@@ -343,3 +343,34 @@ fn ansible_names_unreachable_hosts_missing_passwords_and_bad_playbooks() {
     assert!(!marker.exists(), "a play for localhost ran on the operator's machine");
     assert!(!Path::new("/tmp/merlya-never").exists());
 }
+
+#[test]
+fn a_dry_run_that_runs_code_is_asked_first_and_a_playbook_beside_the_home_applies() {
+    let fleet = fleet();
+    // The playbook sits in the folder that holds MERLYA_HOME (the default layout: `~` and `~/.merlya`).
+    let beside_home = fleet.env.dir.path();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let marker = elsewhere.path().join("controller-marker");
+    let play = write(
+        beside_home,
+        "site.yml",
+        &format!(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: leave a mark on the controller\n      copy: {{dest: \"{}\", content: x}}\n      delegate_to: localhost\n      check_mode: false\n",
+            marker.display()
+        ),
+    );
+    // No terminal, no --yes: the "dry run" would write on this machine, so it is asked about; nobody
+    // can answer, nothing runs, and the reason names the task.
+    let out = fleet.merlya(&["pipeline", "run", "ansible", &play, "--targets", "web01"]);
+    assert_ne!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!marker.exists(), "the dry run changed this machine without an approval");
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(shown.contains("dry run"), "{shown}");
+    let runs = fleet.env.ok(&["pipeline", "list", "--format", "json"]);
+    assert!(runs.contains("leave a mark on the controller") && runs.contains("this machine"), "{runs}");
+    // --yes approves the dry run too; merlya's own writes beside the playbook do not break the pin.
+    let out = fleet.merlya(&["pipeline", "run", "ansible", &play, "--targets", "web01", "--yes", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(json(&out)["status"], "succeeded", "{}", text(&out.stdout));
+    assert!(marker.exists());
+}

@@ -241,6 +241,12 @@ pub trait Change: Send + Sync {
     fn dry_run_command(&self) -> Option<String> {
         None
     }
+    /// What in this change runs for real during its dry run (an Ansible task with `check_mode:
+    /// false`, a delegation to this machine, a lookup that runs a command): a dry run with any is
+    /// asked about first, whoever proposed the change, naming each.
+    fn dry_run_hazards(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// The dry run; `None` when the kind has none (Bash without a preview).
     async fn dry_run(&mut self, env: &Env, run: &PipelineRun) -> Option<DryRun>;
     /// The approval request: summary first, every target host, the diff, the post-check and rollback.

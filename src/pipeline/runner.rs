@@ -156,7 +156,7 @@ async fn run_stages(
     let planned = if let Some(plan_command) = &ask_first {
         rec.begin(StageName::Plan, PipelineStatus::Planning).await?;
         let command = [Some(plan_command.clone()), change.dry_run_command()].into_iter().flatten().collect();
-        if let Some(denied) = ask_dry_run(&mut rec, env, change, command).await? {
+        if let Some(denied) = ask_dry_run(&mut rec, env, change, command, change.dry_run_hazards()).await? {
             return Ok(denied);
         }
         change.plan(env, &rec.run).await
@@ -195,10 +195,11 @@ async fn run_stages(
     }
     // Stored before it starts, as every stage after the plan: a dry run can run code.
     rec.begin(StageName::Diff, PipelineStatus::Planning).await?;
-    if env.ask_before_dry_run
-        && ask_first.is_none()
+    // A dry run that runs something for real is not a dry run: asked first, whoever proposed it.
+    let hazards = change.dry_run_hazards();
+    if ((env.ask_before_dry_run && ask_first.is_none()) || !hazards.is_empty())
         && let Some(command) = change.dry_run_command()
-        && let Some(denied) = ask_dry_run(&mut rec, env, change, vec![command]).await?
+        && let Some(denied) = ask_dry_run(&mut rec, env, change, vec![command], hazards).await?
     {
         return Ok(denied);
     }
@@ -270,17 +271,20 @@ async fn ask_dry_run(
     env: &Env,
     change: &dyn Change,
     commands: Vec<String>,
+    hazards: Vec<String>,
 ) -> Result<Option<PipelineRun>, PipelineError> {
     let command = commands.join("\n");
-    let analysis = crate::safety::Analysis {
-        class: crate::safety::Class::Mutating,
-        reasons: vec![
+    let reasons = if hazards.is_empty() {
+        vec![
             "a dry run can run code (data sources, provisioners, check_mode: false tasks, webhooks, downloaded providers)".into(),
-        ],
-        commands,
-        rule_keys: None,
+        ]
+    } else {
+        hazards.clone()
     };
-    let summary = format!("run the dry run of this {} change on {}", change.kind().as_str(), change.targets());
+    let analysis =
+        crate::safety::Analysis { class: crate::safety::Class::Mutating, reasons, commands, rule_keys: None };
+    let what = if hazards.is_empty() { "run the dry run" } else { "run the dry run, which CHANGES things" };
+    let summary = format!("{what} of this {} change on {}", change.kind().as_str(), change.targets());
     let request =
         crate::approval::ApprovalRequest::new(summary, &command, vec![change.targets()], &analysis, Vec::new());
     let decision = tokio::select! {
@@ -291,7 +295,8 @@ async fn ask_dry_run(
         return Ok(None);
     };
     rec.run.decision = format!("denied by {by}");
-    rec.end(StageStatus::Denied, format!("the dry run was denied by {by}"), String::new()).await?;
+    let why = if hazards.is_empty() { String::new() } else { format!(" (it runs for real: {})", hazards.join("; ")) };
+    rec.end(StageStatus::Denied, format!("the dry run was denied by {by}{why}"), String::new()).await?;
     change.audit_refused(env, AuditOutcome::Denied, &by, &format!("dry run denied by {by}")).await;
     Ok(Some(rec.finish(PipelineStatus::Denied).await?))
 }

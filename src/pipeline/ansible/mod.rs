@@ -4,7 +4,8 @@
 //! expecting no change, and the rollback playbook given with the change.
 //! Exit codes 2 (a host failed) and 4 (unreachable) are reported per host.
 
-pub mod inventory;
+pub mod hazards;
+mod inventory;
 pub mod pin;
 pub mod report;
 
@@ -93,12 +94,25 @@ pub struct AnsibleChange {
     dry: Option<report::Report>,
     /// What the playbook's folder held when it was planned (checked again before it is applied).
     pinned: Option<String>,
+    /// What its check run would run for real (asked about before the dry run).
+    hazards: Vec<String>,
+    /// Folders left out of the pin (merlya's home).
+    unpinned: Vec<PathBuf>,
 }
 
 impl AnsibleChange {
     /// The change `spec` on `hosts` (resolved by the caller).
     pub fn new(spec: AnsibleSpec, hosts: Vec<Host>) -> Self {
-        Self { spec, hosts, work: PathBuf::new(), inventory: None, dry: None, pinned: None }
+        Self {
+            spec,
+            hosts,
+            work: PathBuf::new(),
+            inventory: None,
+            dry: None,
+            pinned: None,
+            hazards: Vec::new(),
+            unpinned: Vec::new(),
+        }
     }
 
     /// Builds it again from a stored spec.
@@ -207,7 +221,7 @@ impl AnsibleChange {
         };
         // What was approved is what runs: the playbook, its roles, templates and vars as planned. (A
         // rollback is not held back: the apply itself may have written into that folder, on localhost.)
-        if stage == StageName::Apply && pin::fingerprint(&self.folders()).ok() != self.pinned {
+        if stage == StageName::Apply && pin::fingerprint(&self.folders(), &self.unpinned).ok() != self.pinned {
             return StageOutcome::failed(
                 "the playbook's folder changed after it was planned: nothing was run (plan it again)",
                 "",
@@ -321,7 +335,11 @@ impl Change for AnsibleChange {
         )
         .map_err(PipelineError::Invalid)?;
         self.inventory = Some(built);
-        self.pinned = Some(pin::fingerprint(&self.folders()).map_err(PipelineError::Invalid)?);
+        // merlya's own home is left out of the pin: it writes there while the run goes on.
+        self.unpinned = env.store.path().parent().map(PathBuf::from).into_iter().collect();
+        self.pinned = Some(pin::fingerprint(&self.folders(), &self.unpinned).map_err(PipelineError::Invalid)?);
+        let folder = self.spec.playbook.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+        self.hazards = hazards::scan(&folder, &self.spec.playbook, &self.unpinned);
         // No separate --syntax-check (a second Python start-up): the dry run reports a broken playbook.
         let detail = format!("{} on {} host(s)", self.spec.playbook.display(), self.hosts.len());
         Ok(StageOutcome::ok(detail, String::new()))
@@ -329,6 +347,10 @@ impl Change for AnsibleChange {
 
     fn dry_run_command(&self) -> Option<String> {
         Some(self.call(&self.spec.playbook, true).display())
+    }
+
+    fn dry_run_hazards(&self) -> Vec<String> {
+        self.hazards.clone()
     }
 
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {

@@ -13,13 +13,16 @@ use sha2::{Digest, Sha256};
 const MAX_FILES: usize = 20_000;
 const MAX_BYTES: u64 = 200 * 1024 * 1024;
 
-/// The fingerprint of `folders`; an error when one is too large to pin or cannot be read.
-pub fn fingerprint(folders: &[PathBuf]) -> Result<String, String> {
+/// The fingerprint of `folders`, leaving out the folders in `skip` (merlya's own home, which it
+/// writes while the run goes on: a playbook kept in `~` beside `~/.merlya` is still pinned, and
+/// its apply is not refused by merlya's own writes); an error when one is too large or unreadable.
+pub fn fingerprint(folders: &[PathBuf], skip: &[PathBuf]) -> Result<String, String> {
     let mut hasher = Sha256::new();
     let (mut files, mut bytes) = (0usize, 0u64);
+    let skip: Vec<PathBuf> = skip.iter().map(|s| std::fs::canonicalize(s).unwrap_or_else(|_| s.clone())).collect();
     for folder in folders {
         let mut paths = Vec::new();
-        walk(folder, &mut paths, &mut files)?;
+        walk(folder, &mut paths, &mut files, &skip)?;
         paths.sort();
         hasher.update(folder.display().to_string().as_bytes());
         for path in paths {
@@ -44,14 +47,15 @@ pub fn fingerprint(folders: &[PathBuf]) -> Result<String, String> {
 
 /// Regular files under `dir` (symbolic links to files are read through; linked folders and `.git`
 /// are not entered).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>, files: &mut usize) -> Result<(), String> {
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, files: &mut usize, skip: &[PathBuf]) -> Result<(), String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(kind) = entry.file_type() else { continue };
         if kind.is_dir() {
-            if entry.file_name() != ".git" {
-                walk(&path, out, files)?;
+            let skipped = std::fs::canonicalize(&path).is_ok_and(|real| skip.contains(&real));
+            if entry.file_name() != ".git" && !skipped {
+                walk(&path, out, files, skip)?;
             }
         } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
             *files += 1;
@@ -78,13 +82,13 @@ mod tests {
         std::fs::write(dir.path().join("site.yml"), "- hosts: all\n").unwrap();
         std::fs::write(dir.path().join("roles/web/templates/motd.j2"), "hello\n").unwrap();
         let folders = [dir.path().to_path_buf()];
-        let first = fingerprint(&folders).unwrap();
-        assert_eq!(fingerprint(&folders).unwrap(), first, "stable");
+        let first = fingerprint(&folders, &[]).unwrap();
+        assert_eq!(fingerprint(&folders, &[]).unwrap(), first, "stable");
         std::fs::write(dir.path().join("roles/web/templates/motd.j2"), "hell0\n").unwrap();
-        let swapped = fingerprint(&folders).unwrap();
+        let swapped = fingerprint(&folders, &[]).unwrap();
         assert_ne!(swapped, first, "a template swapped after planning");
         std::fs::create_dir_all(dir.path().join("callback_plugins")).unwrap();
         std::fs::write(dir.path().join("callback_plugins/fake.py"), "x").unwrap();
-        assert_ne!(fingerprint(&folders).unwrap(), swapped, "a plugin added beside the playbook");
+        assert_ne!(fingerprint(&folders, &[]).unwrap(), swapped, "a plugin added beside the playbook");
     }
 }
