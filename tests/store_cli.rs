@@ -671,3 +671,21 @@ fn the_audit_witness_outside_the_home_is_written_and_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("audit.witness") && err.contains("inside MERLYA_HOME"), "{err}");
 }
+
+#[test]
+fn a_command_on_localhost_does_not_see_merlyas_environment() {
+    let env = TestEnv::new();
+    let out = env
+        .merlya(&["exec", "localhost", "--", "printenv"])
+        .env("OPENAI_API_KEY", "sk-merlya-only-1d2c")
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("PATH="), "a command still finds its programs: {shown}");
+    assert!(!shown.contains("sk-merlya-only-1d2c") && !shown.contains("DBUS_SESSION_BUS_ADDRESS"), "{shown}");
+    // merlya's own environment, through /proc, is refused before anything runs.
+    let out = env.run(&["exec", "localhost", "--", "cat /proc/$PPID/environ"]);
+    assert_ne!(out.status.code(), Some(0));
+}

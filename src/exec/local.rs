@@ -47,6 +47,23 @@ async fn stop_group(child: &mut Child, group: &mut KillGroup) {
 /// Runs `command` locally; the whole process group is killed if the future is
 /// dropped (timeout), and stopped gradually when `cancel` fires. A `sudo`
 /// password is written only on sudo's prompt.
+/// The variables a command on localhost inherits from merlya.
+/// (The D-Bus session address is not one: the Secret Service is reached through it.)
+pub const COMMAND_ENVIRONMENT: [&str; 12] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TZ",
+    "SSH_AUTH_SOCK",
+];
+
 pub async fn run(
     host: &str,
     prepared: &Prepared,
@@ -59,6 +76,10 @@ pub async fn run(
     // The read-only proof reads commands as bash does (tree-sitter-bash): run them in bash.
     let shell = if std::path::Path::new("/bin/bash").exists() { "/bin/bash" } else { "sh" };
     let mut child = Command::new(shell)
+        // merlya's own environment (a model's API key, tokens) is not the command's: only what a
+        // program needs to start and how text looks (`printenv`, /proc/self/environ show nothing else).
+        .env_clear()
+        .envs(COMMAND_ENVIRONMENT.iter().filter_map(|name| std::env::var(name).ok().map(|v| (*name, v))))
         .arg("-c")
         .arg(&prepared.command)
         .stdin(if sudo.is_some() || prepared.input.is_some() { Stdio::piped() } else { Stdio::null() })

@@ -565,8 +565,13 @@ fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
         "/dev/block/",
     ];
     let name = path.rsplit('/').next().unwrap_or(&path);
+    // environ/mem/kcore hold other programs' secrets (merlya's own key in /proc/$PPID/environ).
     let risky_name = name == "kmsg"
         || name == "sysrq-trigger"
+        || name == "environ"
+        || name == "mem"
+        || name == "kmem"
+        || name == "kcore"
         || name.starts_with("watchdog")
         || name.starts_with("trace_pipe")
         || path.contains("/tracing/trace_pipe");
