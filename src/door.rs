@@ -50,7 +50,27 @@ pub struct Ran {
     pub audit_id: Option<i64>,
 }
 
-impl Door<'_> {
+impl<'a> Door<'a> {
+    /// The door of a command's own context for one host at a time (a login check, a probe).
+    pub fn of_context(
+        ctx: &'a crate::context::Context,
+        executor: &'a Arc<Executor>,
+        requested_by: &'a str,
+        timeout: Duration,
+        cancel: &'a CancellationToken,
+    ) -> Self {
+        Door {
+            store: &ctx.store,
+            executor,
+            session_id: &ctx.session_id,
+            requested_by,
+            retention_days: ctx.config.policy.raw_log_retention_days,
+            parallel: 1,
+            timeout,
+            cancel,
+        }
+    }
+
     /// Runs `clearance` on `hosts`, at most `parallel` at a time; results come
     /// back in the order of `hosts`, events go to `events` as they happen.
     /// `approval_ref` ties the rows to the decision they ran under.

@@ -284,16 +284,7 @@ pub(super) fn check_hosts(services: &Services, hosts: Vec<Host>) {
             let who = crate::ssh::target::local_user();
             let Some(probe) = Clearance::read_only("true") else { return };
             let cancel = tokio_util::sync::CancellationToken::new();
-            let door = crate::door::Door {
-                store: &ctx.store,
-                executor: &executor,
-                session_id: &ctx.session_id,
-                requested_by: &who,
-                retention_days: ctx.config.policy.raw_log_retention_days,
-                parallel: 1,
-                timeout,
-                cancel: &cancel,
-            };
+            let door = crate::door::Door::of_context(&ctx, &executor, &who, timeout, &cancel);
             let ran = door.run_one(&host, &probe, None, &tx).await;
             if ran.audit_id.is_none() {
                 let error = ran.result.error.clone().unwrap_or_default();

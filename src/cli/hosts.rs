@@ -287,16 +287,7 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
         .ok_or_else(|| color_eyre::eyre::eyre!("the elevation probe is not proven read-only"))?;
     let (executor, who, cancel) = (Arc::new(executor), crate::ssh::target::local_user(), Default::default());
     // The probe goes through the one door: its audit row shows the script that ran.
-    let door = crate::door::Door {
-        store: &ctx.store,
-        executor: &executor,
-        session_id: &ctx.session_id,
-        requested_by: &who,
-        retention_days: ctx.config.policy.raw_log_retention_days,
-        parallel: 1,
-        timeout,
-        cancel: &cancel,
-    };
+    let door = crate::door::Door::of_context(ctx, &executor, &who, timeout, &cancel);
     for mut host in hosts {
         let ran = door.run_one(&host, &probe, None, &tx).await;
         if ran.audit_id.is_none() {

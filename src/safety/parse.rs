@@ -223,8 +223,8 @@ impl Walker<'_> {
         match node.kind() {
             "program" | "list" | "compound_statement" | "subshell" | "negated_command" | "do_group" | "else_clause"
             | "elif_clause" | "if_statement" | "while_statement" => self.compound(node, redirects),
-            "for_statement" => self.for_loop(node, redirects),
-            "case_statement" => self.case(node, redirects),
+            "for_statement" => self.headed(node, redirects, "a loop form merlya does not write back"),
+            "case_statement" => self.headed(node, redirects, "a case form merlya does not write back"),
             "pipeline" => {
                 let id = self.pipelines;
                 self.pipelines += 1;
@@ -393,8 +393,9 @@ impl Walker<'_> {
         rendered
     }
 
-    /// `for NAME in WORDS; do …; done`.
-    fn for_loop(&mut self, node: Node, redirects: &[Redirect]) -> Render {
+    /// `for NAME in WORDS; do …; done` and `case WORD in ITEMS esac`: the keywords, the head's
+    /// words (their substitutions count) and the body, written back in bash's order.
+    fn headed(&mut self, node: Node, redirects: &[Redirect], what: &'static str) -> Render {
         let mut out = Render::default();
         let loop_variable = node.child_by_field_name("variable").map(|v| v.id());
         let mut cursor = node.walk();
@@ -409,11 +410,12 @@ impl Walker<'_> {
             }
             if !child.is_named() {
                 match self.text(child).as_str() {
-                    "for" => out.push("for"),
+                    token @ ("for" | "case") => out.push(token),
                     "in" => out.push(" in"),
+                    "esac" => out.push(" esac"),
                     ";" | "\n" | "" => {}
                     "&" => self.background(&mut out),
-                    _ => out.poison("a loop form merlya does not write back"),
+                    _ => out.poison(what),
                 }
                 continue;
             }
@@ -422,37 +424,6 @@ impl Walker<'_> {
                     out.push("; ");
                     out.append(self.statement(child, redirects, None));
                 }
-                "comment" => {}
-                k if WORD_KINDS.contains(&k) => {
-                    out.push(" ");
-                    out.append(self.checked_word(child));
-                }
-                _ => {
-                    self.statement(child, redirects, None);
-                    out.poison("a loop form merlya does not write back");
-                }
-            }
-        }
-        out
-    }
-
-    /// `case WORD in PATTERN) …;; esac`.
-    fn case(&mut self, node: Node, redirects: &[Redirect]) -> Render {
-        let mut out = Render::default();
-        let mut cursor = node.walk();
-        for child in node.children(&mut cursor).collect::<Vec<_>>() {
-            if !child.is_named() {
-                match self.text(child).as_str() {
-                    "case" => out.push("case"),
-                    "in" => out.push(" in"),
-                    "esac" => out.push(" esac"),
-                    ";" | "\n" | "" => {}
-                    "&" => self.background(&mut out),
-                    _ => out.poison("a case form merlya does not write back"),
-                }
-                continue;
-            }
-            match child.kind() {
                 "case_item" => {
                     out.push(" ");
                     out.append(self.case_item(child, redirects));
@@ -464,7 +435,7 @@ impl Walker<'_> {
                 }
                 _ => {
                     self.statement(child, redirects, None);
-                    out.poison("a case form merlya does not write back");
+                    out.poison(what);
                 }
             }
         }
