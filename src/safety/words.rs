@@ -3,8 +3,52 @@
 //! Each reader gives the word's value (what the analysis checks) and its
 //! [`Part`]s (what the rendering writes back), from the same scan.
 
-use super::parse::Word;
 use super::render::Part;
+
+/// One word of a command, with what the shell would still do to it.
+///
+/// A read-only verdict needs the words the program will really see: a word
+/// is *literal* when it has no expansion, no unquoted glob and nothing the
+/// parser only knows by its shape (ANSI-C quoting, brace or arithmetic
+/// expansion).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Word {
+    /// The literal text with quotes removed (expansions kept verbatim).
+    pub text: String,
+    /// Whether part of the word is only known at run time (`$VAR`, `$(...)`).
+    pub dynamic: bool,
+    /// Whether an unquoted expansion may split it into several words.
+    pub splits: bool,
+    /// Whether it holds an unquoted glob character (`*`, `?`, `[`).
+    pub glob: bool,
+    /// Whether it starts with an unquoted glob: it may expand to an option.
+    pub leading_glob: bool,
+    /// A construct whose value the classifier does not compute, by name.
+    pub opaque: Option<&'static str>,
+    /// Which word of the parse this is (its rendering is `Parsed::renders[id]`);
+    /// `None` for words made up by the analysis.
+    pub id: Option<usize>,
+    /// For a word made up by the analysis (the arguments xargs appends): the
+    /// word it follows in the rendering.
+    pub appended_to: Option<usize>,
+}
+
+impl Word {
+    /// A plain literal word (tests, synthetic words).
+    pub fn literal(text: impl Into<String>) -> Self {
+        Self { text: text.into(), ..Self::default() }
+    }
+
+    /// A word only known at run time that may split (`xargs` input).
+    pub fn unknown(text: impl Into<String>) -> Self {
+        Self { text: text.into(), dynamic: true, splits: true, ..Self::default() }
+    }
+
+    /// Whether the program will see exactly `text`, as one word.
+    pub fn is_literal(&self) -> bool {
+        !self.dynamic && !self.glob && self.opaque.is_none()
+    }
+}
 
 /// A shell variable a read-only command may set: a plain name with a lower-case
 /// letter, so never an environment variable that changes what runs (`PATH`, `IFS`).
