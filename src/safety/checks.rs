@@ -39,6 +39,14 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
             None => Ok(()),
         },
         Check::Rpm => rpm(inv),
+        Check::Less => less(inv),
+        Check::Zgrep => match words_with_new_line(inv).next() {
+            Some(w) => Err(format!(
+                "zgrep is a shell script that mishandles a new line in a word (`{}`; CVE-2022-1271 on older gzip)",
+                w.escape_debug()
+            )),
+            None => Ok(()),
+        },
         // These read the raw words (test) or recurse (shell): handled by the caller.
         Check::Test | Check::Shell => Ok(()),
     }
@@ -50,6 +58,36 @@ fn require_any(inv: &Invocation, options: &[&str], reason: &str) -> Result<(), S
 
 fn operand_texts(inv: &Invocation) -> Vec<&str> {
     inv.operands.iter().map(|w| w.text.as_str()).collect()
+}
+
+/// Every operand and option value holding a new line.
+fn words_with_new_line(inv: &Invocation) -> impl Iterator<Item = &str> {
+    let values = inv.options.iter().filter_map(|(_, v)| v.as_deref());
+    operand_texts(inv).into_iter().chain(values).filter(|w| w.contains('\n'))
+}
+
+// ---------------------------------------------------------------- less
+
+/// less with no terminal (merlya's commands have none) copies its files to its output. Its own
+/// parser reads an operand `+CMD` as commands to run (`+!id` runs a shell), and goes on reading
+/// options after a number or a string value inside a word (`-x4o/tmp/log` is `-x4 -o/tmp/log`),
+/// so values must be plain numbers; a new line in a file name reaches LESSOPEN's command line
+/// (CVE-2024-32487).
+fn less(inv: &Invocation) -> Result<(), String> {
+    if let Some(op) = operand_texts(inv).into_iter().find(|o| o.starts_with('+')) {
+        return Err(format!("less runs `{op}` as commands"));
+    }
+    for (name, value) in &inv.options {
+        if let Some(v) = value
+            && (v.is_empty() || !v.chars().all(|c| c.is_ascii_digit() || c == ','))
+        {
+            return Err(format!("less reads the rest of `{name}{v}` as more options; give it a plain number"));
+        }
+    }
+    match words_with_new_line(inv).next() {
+        Some(w) => Err(format!("a new line in `{}` reaches less's input preprocessor", w.escape_debug())),
+        None => Ok(()),
+    }
 }
 
 // ---------------------------------------------------------------- sed

@@ -16,6 +16,11 @@ fn is_critical(path: &str) -> bool {
     CRITICAL_PATHS.contains(&trimmed) || CRITICAL_PATHS.contains(&path)
 }
 
+/// Whether `path` is a system directory as a starting point (`/`, `/etc`, `~`, `$HOME`…).
+pub fn system_tree(path: &str) -> bool {
+    is_critical(path) && path.starts_with(['/', '~', '$'])
+}
+
 /// Whether `args` contain the short option letter `c` (alone or in a cluster like `-rf`) or a long option.
 fn has_opt(args: &[Word], short: Option<char>, long: &[&str]) -> bool {
     args.iter().any(|w| {
@@ -101,11 +106,9 @@ pub fn judge(name: &str, args: &[Word]) -> Option<String> {
         "nft" if texts.windows(2).any(|w| w == ["flush", "ruleset"]) => dangerous("flushes the firewall ruleset"),
         "crontab" if has_opt(args, Some('r'), &[]) => dangerous("deletes the whole crontab"),
         "userdel" | "deluser" if texts.contains(&"root") => dangerous("deletes root"),
-        "find"
-            if (texts.contains(&"-delete") || texts.contains(&"-exec") || texts.contains(&"-execdir"))
-                && positional(args).first().is_some_and(|p| is_critical(p) && p.starts_with(['/', '~', '$'])) =>
-        {
-            dangerous("find over a system tree with -delete or -exec")
+        // A command run by -exec is judged where it is analysed (`system_tree`).
+        "find" if texts.contains(&"-delete") && positional(args).first().is_some_and(|p| system_tree(p)) => {
+            dangerous("find over a system tree with -delete")
         }
         "mv" if positional(args).iter().any(|p| matches!(*p, "/" | "/etc" | "/usr" | "/bin" | "/boot" | "/lib")) => {
             dangerous("moves a system directory")

@@ -26,6 +26,30 @@ pub struct Invocation {
     pub wrapped: Option<Vec<Word>>,
     /// Whether the deepest spec sends its input off the host.
     pub sends_stdin: bool,
+    /// The commands it runs on the files it finds (find's `-exec`), each to be analysed.
+    pub commands: Vec<FoundCommand>,
+}
+
+/// A command find runs (`-exec CMD … ;`, `-execdir CMD … {} +`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundCommand {
+    /// The option that runs it (`-exec`, `-execdir`).
+    pub option: String,
+    /// Its words; each `{}` is a word only known at run time (one file name, or with `+`
+    /// several), which keeps its id so that the rendering can put `--` before it.
+    pub words: Vec<Word>,
+}
+
+impl FoundCommand {
+    /// Whether find hands it the names of the files it found (`{}`).
+    pub fn takes_files(&self) -> bool {
+        self.words.iter().any(|w| w.text == "{}" && w.dynamic)
+    }
+
+    /// Whether it runs in the directory of each file (`-execdir`): bare names are then relative to it.
+    pub fn in_file_directory(&self) -> bool {
+        self.option.ends_with("dir")
+    }
 }
 
 impl Invocation {
@@ -65,6 +89,14 @@ pub fn read(program: &str, spec: &CommandSpec, args: &[Word]) -> Reading {
         complete: true,
         ..Reading::default()
     };
+    // `PROG --version` alone prints the version and exits, whatever else the program does.
+    if let [only] = args
+        && only.is_literal()
+        && spec.version.contains(&only.text)
+    {
+        reading.invocation.options.push((only.text.clone(), None));
+        return reading;
+    }
     Reader { reading: &mut reading, label: program.to_string() }.walk(spec, args);
     reading
 }
@@ -98,8 +130,11 @@ impl Reader<'_> {
         let mut options_done = false;
         let mut operands = 0usize;
         let mut verb_seen = false;
+        // After a verb with options of its own (`kubectl logs -f`): the shared options, overridden.
+        let mut after_verb: Option<CommandSpec> = None;
         let mut i = 0;
         while i < args.len() {
+            let spec = after_verb.as_ref().unwrap_or(spec);
             let word = &args[i];
             let is_option = !options_done && word.is_literal() && word.text.starts_with('-') && word.text.len() > 1;
             if spec.wraps_after == Some(operands) && !is_option && !(word.is_literal() && word.text == "--") {
@@ -207,6 +242,11 @@ impl Reader<'_> {
                         }
                     }
                 }
+                if let Some(own) = spec.verb_options.get(&verb) {
+                    let mut merged = spec.clone();
+                    merged.options.extend(own.iter().map(|(name, def)| (name.clone(), def.clone())));
+                    after_verb = Some(merged);
+                }
                 continue;
             }
             self.operand(spec, word, operands);
@@ -254,6 +294,9 @@ impl Reader<'_> {
         if spec.any_options {
             self.reading.invocation.options.push((text, None));
             return 1;
+        }
+        if spec.runs.contains(&text) {
+            return self.found_command(&text, args, i);
         }
         if text.starts_with("--") || spec.single_dash_long {
             let (name, attached) = match text.strip_prefix("--").and_then(|_| text.split_once('=')) {
@@ -309,6 +352,59 @@ impl Reader<'_> {
             }
         }
         1
+    }
+
+    /// `-exec CMD … ;` or `-exec CMD … {} +` at `args[i]`: records the command and returns
+    /// how many words it used. The end is found as GNU find finds it (the first `;` word, or a
+    /// `+` word right after a word holding `{}`), so every word must be literal: an expansion
+    /// could become that end. Only a whole `{}` word is a file name; find also replaces `{}`
+    /// inside a word (`sh -c 'cat {}'`), which would put a file name into code, so that is refused.
+    fn found_command(&mut self, option: &str, args: &[Word], i: usize) -> usize {
+        let label = self.label.clone();
+        let start = i + 1;
+        let mut end = start;
+        let plus = loop {
+            let Some(word) = args.get(end) else {
+                self.unknown(format!("`{label} {option}` has no `;` or `{{}} +` to end its command"));
+                return args.len() - i;
+            };
+            if !word.is_literal() {
+                self.unknown(format!(
+                    "`{}` in the command of `{label} {option}` is not literal: it could end the command early",
+                    word.text
+                ));
+                return args.len() - i;
+            }
+            if word.text == ";" {
+                break false;
+            }
+            if word.text == "+" && end > start && args[end - 1].text.contains("{}") {
+                break true;
+            }
+            end += 1;
+        };
+        let mut words = Vec::new();
+        for word in &args[start..end] {
+            if word.text == "{}" {
+                // One file name per run with `;`, several with `+`: never an option after `--`.
+                words.push(Word { dynamic: true, splits: plus, ..word.clone() });
+            } else if word.text.contains("{}") {
+                self.refuse(format!(
+                    "`{label} {option}` puts a file name inside `{}`; only a whole `{{}}` word is checked",
+                    word.text
+                ));
+                words.push(word.clone());
+            } else {
+                words.push(word.clone());
+            }
+        }
+        if words.is_empty() {
+            self.refuse(format!("`{label} {option}` without a command"));
+        }
+        let text: Vec<&str> = args[start..=end].iter().map(|w| w.text.as_str()).collect();
+        self.reading.invocation.options.push((option.to_string(), Some(text.join(" "))));
+        self.reading.invocation.commands.push(FoundCommand { option: option.to_string(), words });
+        end + 1 - i
     }
 
     /// Applies a known option whose value may be attached or in `next`.
@@ -400,7 +496,7 @@ fn looks_like_option(spec: &CommandSpec, word: &str) -> bool {
     if rest.is_empty() || is_number(rest) {
         return false;
     }
-    if spec.options.contains_key(word) {
+    if spec.options.contains_key(word) || spec.runs.iter().any(|r| r == word) {
         return true;
     }
     !spec.single_dash_long && rest.chars().next().is_some_and(|c| spec.options.contains_key(&format!("-{c}")))

@@ -331,16 +331,7 @@ struct Levels {
 /// sends its input off the host.
 fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis, rewrites: &mut Rewrites, after_cd: bool) -> bool {
     let mut levels = Levels { after_cd, ..Levels::default() };
-    let mut words: Vec<Word> = words.to_vec();
-    let mut rounds = 0;
-    while let Some(next) = check_level(&words, depth, analysis, &mut levels, rewrites) {
-        rounds += 1;
-        if rounds == 16 {
-            levels.refusals.push("too many nested wrappers".into());
-            break;
-        }
-        words = next;
-    }
+    check_levels(words, depth, analysis, &mut levels, rewrites);
     let key = levels.keys.join(" ");
     for reason in levels.refusals {
         analysis.raise_command(Class::Mutating, reason, &key);
@@ -349,6 +340,20 @@ fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis, rewrites: 
         analysis.raise_command(Class::Dangerous, reason, &key);
     }
     levels.sends_input
+}
+
+/// Checks a simple command level by level, through every wrapper.
+fn check_levels(words: &[Word], depth: usize, analysis: &mut Analysis, levels: &mut Levels, rewrites: &mut Rewrites) {
+    let mut words: Vec<Word> = words.to_vec();
+    let mut rounds = 0;
+    while let Some(next) = check_level(&words, depth, analysis, levels, rewrites) {
+        rounds += 1;
+        if rounds == 16 {
+            levels.refusals.push("too many nested wrappers".into());
+            break;
+        }
+        words = next;
+    }
 }
 
 /// Checks one level of a simple command; returns the wrapped command's words, if any.
@@ -415,6 +420,9 @@ fn check_level(
             }
             None => {}
         }
+    }
+    for command in &inv.commands {
+        check_found_command(command, &inv, depth, analysis, levels, rewrites);
     }
     let inner = inv.wrapped.clone()?;
     unwrap(&name, &inv, inner, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites)
@@ -483,6 +491,69 @@ fn unwrap(
         return None;
     }
     Some(inner)
+}
+
+/// A command find runs (`-exec CMD {} ;`): analysed as a simple command of its own, like
+/// a wrapped one; its refusals, danger and key join find's. `{}` is a file name only known at
+/// run time, so CMD must take such operands (`dynamic`), and find must not be able to hand it
+/// a file whose opening has side effects.
+fn check_found_command(
+    command: &invocation::FoundCommand,
+    find: &invocation::Invocation,
+    depth: usize,
+    analysis: &mut Analysis,
+    levels: &mut Levels,
+    rewrites: &mut Rewrites,
+) {
+    if command.takes_files()
+        && let Some(reason) = found_files_reach_special(find, levels.after_cd)
+    {
+        levels.refusals.push(reason);
+    }
+    // `-execdir` runs CMD in each file's directory: a bare name there may be `/proc`'s `kmsg`.
+    let mut inner = Levels { after_cd: levels.after_cd || command.in_file_directory(), ..Levels::default() };
+    check_levels(&command.words, depth, analysis, &mut inner, rewrites);
+    let over_system = find.operands.first().is_some_and(|start| danger::system_tree(&start.text));
+    if !inner.refusals.is_empty() && over_system && levels.danger.is_none() {
+        let name = command.words.first().map(|w| w.text.as_str()).unwrap_or_default();
+        levels.danger = Some(format!("find over a system tree runs `{name}`, which is not read-only, on every file"));
+    }
+    levels.keys.extend(inner.keys);
+    levels.refusals.extend(inner.refusals);
+    if levels.danger.is_none() {
+        levels.danger = inner.danger;
+    }
+    // CMD inherits find's input.
+    levels.sends_input |= inner.sends_input;
+}
+
+/// Why the files find hands a command (`{}`) may include one whose opening has side effects
+/// (`/proc/kmsg`, `/dev/watchdog`, trace pipes): a starting point in `/proc`, `/sys` or `/dev`,
+/// `/` without `-xdev`, a relative one after a `cd`, or symbolic links followed (`-L`, `-H`).
+fn found_files_reach_special(find: &invocation::Invocation, after_cd: bool) -> Option<String> {
+    if let Some(follow) = ["-L", "-H", "-follow"].into_iter().find(|o| find.has(o)) {
+        return Some(format!("find {follow} follows symbolic links: the files it hands its command could be anywhere"));
+    }
+    let same_device = find.has("-xdev") || find.has("-mount");
+    let starts: Vec<&Word> = find.operands.iter().collect();
+    if starts.is_empty() && after_cd {
+        return Some(
+            "find starts in a directory chosen by an earlier `cd`; its command could be handed /proc/kmsg".into(),
+        );
+    }
+    for start in starts {
+        let path = normal_path(&start.text);
+        let special =
+            ["/proc", "/sys", "/dev", "/net"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")));
+        if special || (path == "/" && !same_device) || (!path.starts_with('/') && after_cd) {
+            return Some(format!(
+                "find hands its command the files under `{}`, which may include /proc/kmsg or /dev/watchdog \
+                 (opening them has side effects); start elsewhere, or add -xdev to `/`",
+                start.text
+            ));
+        }
+    }
+    None
 }
 
 /// `sh -c 'STRING'` is analysed in full; `sh FILE` or a bare `sh` runs unknown code.

@@ -83,6 +83,10 @@ pub enum Check {
     Tar,
     /// rpm: query and verify only, no macros.
     Rpm,
+    /// less: no `+` command operands, option values are numbers, no new line in a file name.
+    Less,
+    /// zgrep: no new line in any word (the script's sed step, CVE-2022-1271).
+    Zgrep,
 }
 
 /// The spec of a command or subcommand.
@@ -127,6 +131,15 @@ pub struct CommandSpec {
     pub expression: bool,
     /// The program has no `--` (so an expansion cannot be kept from becoming an option).
     pub no_end_of_options: bool,
+    /// Options read differently after a verb (`kubectl logs -f` follows; elsewhere `-f` names a
+    /// file): after the verb they replace the shared options of the same name.
+    pub verb_options: BTreeMap<String, BTreeMap<String, OptionDef>>,
+    /// Words that, as the command's only word, print its version and exit (`python3 --version`).
+    pub version: Vec<String>,
+    /// Options that run the command that follows them, up to a `;` word (or `{} +`): find's
+    /// `-exec`. The command is analysed as a simple command of its own, `{}` standing for a
+    /// file name only known at run time.
+    pub runs: Vec<String>,
 }
 
 /// A program's spec with its examples.
@@ -193,6 +206,12 @@ struct RawCommand {
     expression: bool,
     #[serde(default)]
     no_end_of_options: bool,
+    #[serde(default)]
+    verb_options: BTreeMap<String, String>,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    runs: String,
 }
 
 /// The table shipped with merlya.
@@ -225,6 +244,8 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         cobra: raw.cobra,
         expression: raw.expression,
         no_end_of_options: raw.no_end_of_options,
+        version: raw.version.split_whitespace().map(str::to_string).collect(),
+        runs: raw.runs.split_whitespace().map(str::to_string).collect(),
         ..CommandSpec::default()
     };
     for token in raw.options.split_whitespace() {
@@ -255,6 +276,21 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         },
     };
     spec.verbs = raw.verbs.map(|v| v.split_whitespace().map(str::to_string).collect());
+    for (verb, options) in raw.verb_options {
+        let known = spec.verbs.iter().flatten().any(|v| v.split(':').next() == Some(verb.as_str()));
+        if !known {
+            return Err(format!("verb_options names `{verb}`, which is not one of the verbs"));
+        }
+        let mut defs = BTreeMap::new();
+        for token in options.split_whitespace() {
+            let (name, def) = option_token(token)?;
+            defs.insert(name, def);
+        }
+        spec.verb_options.insert(verb, defs);
+    }
+    if !spec.runs.is_empty() && !spec.single_dash_long {
+        return Err("runs: only for programs whose options are whole words (single_dash_long)".into());
+    }
     if let Some(subs) = raw.subcommands {
         let mut compiled = BTreeMap::new();
         for (names, sub) in subs {

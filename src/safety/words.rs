@@ -75,8 +75,9 @@ pub fn plain_variable(name: &str) -> Result<(), String> {
 /// An unquoted word: backslashes removed, globs and braces noted, with its parts.
 pub(super) fn unquoted_word(raw: &str) -> (Word, Vec<Part>) {
     let mut word = Word { text: unescape(raw), ..Word::default() };
-    // `{NAME}<file` makes bash assign a descriptor number to NAME (even PATH or IFS).
-    if raw.starts_with('{') && raw.contains('}') {
+    // `{NAME}<file` makes bash assign a descriptor number to NAME (even PATH or IFS); `{}`
+    // names nothing, so bash reads it as a plain word (find's file name placeholder).
+    if raw.starts_with('{') && raw.contains('}') && raw != "{}" {
         word.opaque = Some("a `{NAME}` word (bash reads it as a descriptor-variable redirection)");
     }
     let mut escaped = false;

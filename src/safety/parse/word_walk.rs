@@ -241,7 +241,7 @@ impl Walker<'_> {
                 if word.opaque.is_none() && has_brace_expansion(&source) {
                     word.opaque = Some("brace expansion");
                 }
-                if source.starts_with('{') && source.contains('}') {
+                if source.starts_with('{') && source.contains('}') && source != "{}" {
                     word.opaque = Some("a `{NAME}` word (bash reads it as a descriptor-variable redirection)");
                 }
                 if let Some(what) = word.opaque {
