@@ -304,7 +304,14 @@ fn curl(inv: &Invocation) -> Result<(), String> {
     if urls.is_empty() {
         return Err("curl without a URL".into());
     }
-    urls.into_iter().try_for_each(http_url)
+    // With -g curl takes `{}[]` literally (`?ids=[1,2]`): no glob can change the scheme.
+    let globbing = !inv.has("-g") && !inv.has("--globoff");
+    urls.into_iter().try_for_each(|url| {
+        if globbing && url.contains(['{', '}', '[', ']']) {
+            return Err(format!("`{url}` uses URL globbing, which can change the scheme curl picks (add -g)"));
+        }
+        http_url(url)
+    })
 }
 
 fn wget(inv: &Invocation) -> Result<(), String> {
@@ -316,26 +323,41 @@ fn wget(inv: &Invocation) -> Result<(), String> {
     if urls.is_empty() {
         return Err("wget without a URL".into());
     }
-    urls.into_iter().try_for_each(http_url)
+    urls.into_iter().try_for_each(|url| {
+        if url.contains(['{', '}', '[', ']']) {
+            return Err(format!("`{url}` has URL glob characters"));
+        }
+        http_url(url)
+    })
 }
 
 /// An http(s) URL, or a bare host that curl will not guess another protocol for.
+/// curl reads a scheme from a leading `NAME:/` (NAME of letters, digits, `+-.`); without
+/// one it guesses the protocol from the host name (`dict.x` speaks DICT). The host ends at
+/// the first `/`, `?` or `#` (a query string may hold `:` and `://`) and follows any
+/// `user:password@`.
 fn http_url(url: &str) -> Result<(), String> {
-    if url.contains(['{', '}', '[', ']']) {
-        return Err(format!("`{url}` uses URL globbing, which can change the scheme curl picks"));
-    }
-    if let Some((scheme, _)) = url.split_once("://") {
-        return match scheme.to_ascii_lowercase().as_str() {
+    let lower = url.to_ascii_lowercase();
+    let name = lower.find(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c))).unwrap_or(lower.len());
+    if name > 0 && lower[name..].starts_with(":/") {
+        return match &lower[..name] {
             "http" | "https" => Ok(()),
             other => Err(format!("the `{other}:` scheme is not a plain web request")),
         };
     }
-    let lower = url.to_ascii_lowercase();
-    let guessed = ["ftp.", "dict.", "ldap.", "imap.", "pop3.", "smtp.", "gopher.", "telnet.", "tftp.", "mqtt."];
-    if lower.contains(':') && !lower.split(':').nth(1).is_some_and(|p| p.starts_with(|c: char| c.is_ascii_digit())) {
+    let authority = lower.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit('@').next().unwrap_or_default();
+    let port = match host.strip_prefix('[') {
+        Some(ipv6) => ipv6.split_once(']').map(|(_, port)| port),
+        None => Some(host.find(':').map_or("", |i| &host[i..])),
+    };
+    let plain_port = port
+        .is_some_and(|p| p.is_empty() || p.strip_prefix(':').is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())));
+    if !plain_port {
         return Err(format!("`{url}` names a scheme curl would use"));
     }
-    match guessed.iter().find(|g| lower.starts_with(**g)) {
+    let guessed = ["ftp.", "dict.", "ldap.", "imap.", "pop3.", "smtp.", "gopher.", "telnet.", "tftp.", "mqtt."];
+    match guessed.iter().find(|g| host.starts_with(**g)) {
         Some(g) => Err(format!("curl guesses a non-web protocol from `{g}`; write http:// or https://")),
         None => Ok(()),
     }
@@ -510,7 +532,16 @@ mod tests {
 
     #[test]
     fn urls() {
-        for ok in ["http://x/health", "https://example.org", "localhost:8080/health", "10.0.0.1"] {
+        for ok in [
+            "http://x/health",
+            "https://example.org",
+            "localhost:8080/health",
+            "10.0.0.1",
+            "http://localhost:9200/_cluster/health?pretty",
+            "localhost:9200/_search?q=level:error",
+            "localhost/login?next=https://example.org/",
+            "[::1]:8080/metrics",
+        ] {
             assert!(http_url(ok).is_ok(), "{ok}");
         }
         for bad in [
@@ -521,6 +552,10 @@ mod tests {
             "dict.org",
             "FILE:///etc/passwd",
             "ldap:x",
+            "user@dict.example:6379/FLUSHALL",
+            "u:p@ftp.example.org/x",
+            "dict:/x",
+            "localhost:x/y",
         ] {
             assert!(http_url(bad).is_err(), "{bad}");
         }
