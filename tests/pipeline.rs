@@ -242,6 +242,9 @@ fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
     let out = tf.run(&["--yes", "--var", "greeting=one"]);
     let third = json(&out);
     assert_eq!(third["status"], "rolled_back", "{third}");
+    // What runs on this machine is named in the approval (issue 24 §4).
+    let summary = third["stages"][2]["output"].as_str().unwrap_or_default();
+    assert!(summary.contains("a local-exec provisioner runs `exit 3` on this machine"), "{summary}");
     assert_eq!(stages(&third)[4], ("Apply".to_string(), "failed".to_string()));
     assert_eq!(tf.state(), ["terraform_data.a", "terraform_data.b"]);
 

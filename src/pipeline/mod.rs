@@ -14,6 +14,7 @@ pub mod fanout;
 pub mod kubernetes;
 pub mod runner;
 pub mod terraform;
+pub mod terraform_code;
 pub mod terraform_plan;
 pub mod tool;
 pub mod vars;

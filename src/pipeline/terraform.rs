@@ -66,6 +66,10 @@ pub struct TerraformChange {
     plan: Option<PlanSummary>,
     rollback: RollbackData,
     started: Option<StartedInit>,
+    /// What the plan runs on this machine (`external` data sources): asked about before it.
+    hazards: Vec<String>,
+    /// What the apply runs on this machine (`local-exec`): named in the approval.
+    controller: Vec<String>,
 }
 
 /// `terraform init`, started before merlya's own setup (logging, the store, the record) by
@@ -88,6 +92,8 @@ impl TerraformChange {
             plan: None,
             rollback: RollbackData::default(),
             started: None,
+            hazards: Vec::new(),
+            controller: Vec::new(),
         }
     }
 
@@ -481,6 +487,10 @@ impl Change for TerraformChange {
                 (config, FolderState::read(&self.spec.dir), None)
             }
         };
+        if let Some(config) = &config {
+            self.hazards = super::terraform_code::dry_run_hazards(config);
+            self.controller = super::terraform_code::controller_programs(config);
+        }
         self.work = env.store.pipelines_dir().join(&run.id);
         if let Err(e) = self.make_work(env, run) {
             // An `init` started early is not left running: stopped as Ctrl-C would (its whole process
@@ -529,6 +539,10 @@ impl Change for TerraformChange {
         Some(format!("terraform plan -detailed-exitcode -out=PLAN  # in {}", self.dir()))
     }
 
+    fn dry_run_hazards(&self) -> Vec<String> {
+        self.hazards.clone()
+    }
+
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
         let file = self.plan_file("change.tfplan");
         Some(match self.plan_into(env, &self.spec.dir, &file, &[]).await {
@@ -561,6 +575,8 @@ impl Change for TerraformChange {
             summary.push_str(&format!(" — DESTROYS {}", destroys.join(", ")));
         }
         let mut request = self.request(summary, self.apply_call().display(), &plan, self.shown(&plan));
+        // What runs here, as the person running merlya, is said outright (issue 24 §4).
+        request.reasons.extend(self.controller.iter().cloned());
         request.post_check = Some("terraform plan -detailed-exitcode (expects no change)".into());
         match Self::rollback_words(&self.rollback) {
             Some(words) => request.rollback = Some(words),
