@@ -166,7 +166,10 @@ impl Context {
                 }
             })
         });
-        Ok(Executor::new(pool, resolve).with_elevation_sink(sink).with_spill_dir(self.home.output_dir()))
+        Ok(Executor::new(pool, resolve)
+            .with_elevation_sink(sink)
+            .with_spill_dir(self.home.output_dir())
+            .with_readonly_sandbox(self.config.policy.readonly_sandbox))
     }
 
     /// Writes a finished command to the command history (the audit log is

@@ -559,3 +559,57 @@ fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
         assert!(!String::from_utf8_lossy(&bytes).contains(TEST_PASSWORD), "{} holds the password", file.display());
     }
 }
+
+/// `git status` is proven read-only, yet it rewrites `.git/index` when a file only looks changed: a
+/// write the proof misses. On a real sshd host (a user without root, so a user namespace), the
+/// read-only sandbox makes that write fail while the diagnostic still answers; without it (`off`,
+/// the control) the index is rewritten.
+#[tokio::test]
+async fn a_write_that_slips_past_the_proof_fails_in_the_read_only_sandbox() {
+    let key = TestKey::generate("");
+    let sshd = Sshd::start(SshdOptions::allowing(&key));
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::write(repo.join("f"), "a\n").unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "f"]);
+    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
+    support::give_to_test_user(dir.path());
+    let index = repo.join(".git/index");
+    let stale = || {
+        // A newer mtime with the same content: git status refreshes (rewrites) the index.
+        std::thread::sleep(Duration::from_millis(1100));
+        std::fs::write(repo.join("f"), "a\n").unwrap();
+        std::fs::metadata(&index).unwrap().modified().unwrap()
+    };
+    let host = host_for("web01", &sshd);
+    let tx = merlya::exec::no_events();
+    let status = cleared(&format!("git -C {} status --porcelain", repo.display()));
+
+    let sandboxed = executor_for(&key, known.clone(), HostKeyPolicy::Strict, Arc::new(NoPrompter));
+    assert_eq!(sandboxed.readonly_sandbox(), merlya::exec::sandbox::SandboxMode::Prefer, "the default");
+    let before = stale();
+    let result = sandboxed.run(&host, &status, Duration::from_secs(20), &tx).await;
+    assert!(result.success(), "the diagnostic still works: {result:?}");
+    assert_eq!(std::fs::metadata(&index).unwrap().modified().unwrap(), before, "the index was written");
+    let df = sandboxed.run(&host, &cleared("df -h / && id -un"), Duration::from_secs(20), &tx).await;
+    assert!(df.success() && df.stdout.contains(TEST_USER), "reads work, as the login user: {df:?}");
+
+    let plain = executor_for(&key, known, HostKeyPolicy::Strict, Arc::new(NoPrompter))
+        .with_readonly_sandbox(merlya::exec::sandbox::SandboxMode::Off);
+    let before = stale();
+    let result = plain.run(&host, &status, Duration::from_secs(20), &tx).await;
+    assert!(result.success(), "{result:?}");
+    assert_ne!(
+        std::fs::metadata(&index).unwrap().modified().unwrap(),
+        before,
+        "control: without the sandbox git writes"
+    );
+}

@@ -148,6 +148,14 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
                             if let Some(context) = &c.kube_context {
                                 println!("kube_context: {context}");
                             }
+                            let sandbox = match c.readonly_sandbox {
+                                Some(true) => "yes: proven reads run in a read-only mount namespace",
+                                Some(false) => {
+                                    "no: proven reads run as they are (policy.readonly_sandbox: require refuses them)"
+                                }
+                                None => "unknown (hosts show --refresh)",
+                            };
+                            println!("readonly_sandbox: {sandbox}");
                         }
                         Err(e) => println!("pipeline_tools: unknown ({})", crate::term_safe::visible_line(e)),
                     }

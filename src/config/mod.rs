@@ -64,6 +64,19 @@ pub struct Config {
     pub audit: AuditConfig,
 }
 
+/// `policy.readonly_sandbox`: whether proven reads run in a read-only mount namespace (ADR 0026).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Every proven read runs read-only, or not at all.
+    Require,
+    /// Read-only where the host allows it, as before elsewhere.
+    #[default]
+    Prefer,
+    /// Never.
+    Off,
+}
+
 /// Audit log settings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -259,6 +272,8 @@ pub struct PolicyConfig {
     /// Commands refused outright, before any approval (word prefixes of a simple command:
     /// `iptables -F`, `shutdown`), in addition to what the classifier proves dangerous.
     pub blocked_commands: Vec<String>,
+    /// Proven reads run in a read-only mount namespace: require, prefer (default) or off.
+    pub readonly_sandbox: SandboxMode,
 }
 
 /// How much of a conversation the model sees (ADR 0022).
@@ -292,6 +307,7 @@ impl Default for PolicyConfig {
             require_confirmation_for_write: true,
             audit_logging: true,
             blocked_commands: Vec::new(),
+            readonly_sandbox: SandboxMode::Prefer,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod local;
 pub mod prepare;
 pub mod remote;
 pub mod runs;
+pub mod sandbox;
 pub mod spill;
 pub mod sudo;
 
@@ -141,6 +142,8 @@ pub struct Executor {
     elevation_sink: Option<ElevationSink>,
     /// Where output past what a result keeps is written (`exec::spill`).
     spill_dir: Option<std::path::PathBuf>,
+    /// Whether proven reads run in a read-only mount namespace (`exec::sandbox`).
+    sandbox: sandbox::SandboxMode,
 }
 
 /// Receives the elevation detected for a host, to cache it on the host.
@@ -155,7 +158,19 @@ impl Executor {
             detected: std::sync::Mutex::new(std::collections::HashMap::new()),
             elevation_sink: None,
             spill_dir: None,
+            sandbox: sandbox::SandboxMode::default(),
         }
+    }
+
+    /// How proven reads are sandboxed.
+    pub fn readonly_sandbox(&self) -> sandbox::SandboxMode {
+        self.sandbox
+    }
+
+    /// Runs proven reads in a read-only mount namespace as `mode` says.
+    pub fn with_readonly_sandbox(mut self, mode: sandbox::SandboxMode) -> Self {
+        self.sandbox = mode;
+        self
     }
 
     /// Writes output past what a result keeps to files in `dir`.
@@ -183,7 +198,14 @@ impl Executor {
         }
         let tx = no_events();
         let probe = self
-            .run_prepared(&host, prepare::ELEVATION_PROBE, Deadline::after(timeout), &CancellationToken::new(), &tx)
+            // Not sandboxed: it asks sudo and doas what they allow, which a user namespace would hide.
+            .run_prepared(
+                &host,
+                (prepare::ELEVATION_PROBE, false),
+                Deadline::after(timeout),
+                &CancellationToken::new(),
+                &tx,
+            )
             .await;
         let Some(found) = probe.stdout.trim().parse::<Elevation>().ok().filter(|_| probe.success()) else {
             return host;
@@ -270,13 +292,14 @@ impl Executor {
                 return result;
             }
         };
-        self.run_prepared(&host, command, deadline, cancel, events).await
+        let sandboxed = clearance.is_proven_read_only();
+        self.run_prepared(&host, (command, sandboxed), deadline, cancel, events).await
     }
 
     async fn run_prepared(
         &self,
         host: &Host,
-        command: &str,
+        (command, sandboxed): (&str, bool),
         deadline: Deadline,
         cancel: &CancellationToken,
         events: &EventSender,
@@ -295,6 +318,18 @@ impl Executor {
         let prepared = match prepared {
             Ok(mut p) => {
                 p.spill = self.spill_dir.as_deref().map(|dir| spill::prefix_for(dir, &host.name));
+                // A proven read (no password, no secret fed on stdin) runs in the read-only sandbox.
+                if sandboxed && p.sudo.is_none() && p.input.is_none() {
+                    match sandbox::wrap(&p.command, self.sandbox) {
+                        Ok(wrapped) => p.command = wrapped,
+                        Err(e) => {
+                            let result =
+                                HostResult::failed(&host.name, started, RunError::new(HostFailure::NotStarted, e));
+                            let _ = events.send(ExecEvent::Finished(result.clone())).await;
+                            return result;
+                        }
+                    }
+                }
                 p
             }
             Err(e) => {

@@ -17,6 +17,8 @@ use super::analyze_and_render;
 pub struct Clearance {
     command: String,
     approved_by: String,
+    /// Proven read-only (not approved by a person): runs in the read-only sandbox where there is one.
+    proven: bool,
 }
 
 impl Clearance {
@@ -41,17 +43,22 @@ impl Clearance {
         if rendered_again.as_deref() != Ok(rendered.as_str()) {
             return Err(format!("its rendering `{rendered}` does not render to itself"));
         }
-        Ok(Self { command: rendered, approved_by: "not required".to_string() })
+        Ok(Self { command: rendered, approved_by: "not required".to_string(), proven: true })
     }
 
     /// Permission given by a decision; only the approval gate calls this.
     pub(crate) fn approved(command: &str, approved_by: &str) -> Self {
-        Self { command: command.to_string(), approved_by: approved_by.to_string() }
+        Self { command: command.to_string(), approved_by: approved_by.to_string(), proven: false }
     }
 
     /// The command to run (for a read-only clearance, merlya's rendering).
     pub fn command(&self) -> &str {
         &self.command
+    }
+
+    /// Whether it was proven read-only rather than approved (the executor sandboxes those).
+    pub fn is_proven_read_only(&self) -> bool {
+        self.proven
     }
 
     /// Who approved it, or "not required" for a read-only command.

@@ -13,6 +13,9 @@ pub struct Capabilities {
     pub kube_context: Option<String>,
     /// When it was probed (RFC 3339).
     pub checked_at: String,
+    /// Whether its proven reads run in a read-only mount namespace (`None`: not known).
+    #[serde(default)]
+    pub readonly_sandbox: Option<bool>,
 }
 
 impl Capabilities {
@@ -25,16 +28,18 @@ impl Capabilities {
 impl Store {
     /// The cached capabilities of `host`, if any (fresh or not: the caller checks the age).
     pub async fn capabilities(&self, host: &str) -> Result<Option<Capabilities>, StoreError> {
-        let row: Option<(String, Option<String>, String)> =
-            sqlx::query_as("SELECT tools, kube_context, checked_at FROM host_capabilities WHERE host = ?")
-                .bind(host)
-                .fetch_optional(self.pool())
-                .await
-                .ctx("cannot read host capabilities")?;
-        Ok(row.map(|(tools, kube_context, checked_at)| Capabilities {
+        let row: Option<(String, Option<String>, String, Option<bool>)> = sqlx::query_as(
+            "SELECT tools, kube_context, checked_at, readonly_sandbox FROM host_capabilities WHERE host = ?",
+        )
+        .bind(host)
+        .fetch_optional(self.pool())
+        .await
+        .ctx("cannot read host capabilities")?;
+        Ok(row.map(|(tools, kube_context, checked_at, readonly_sandbox)| Capabilities {
             tools: serde_json::from_str(&tools).unwrap_or_default(),
             kube_context,
             checked_at,
+            readonly_sandbox,
         }))
     }
 
@@ -44,19 +49,27 @@ impl Store {
         host: &str,
         tools: &[String],
         kube_context: Option<&str>,
+        readonly_sandbox: Option<bool>,
     ) -> Result<Capabilities, StoreError> {
         let checked_at = now_rfc3339();
         sqlx::query(
-            "INSERT INTO host_capabilities (host, tools, kube_context, checked_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT(host) DO UPDATE SET tools = excluded.tools, kube_context = excluded.kube_context, checked_at = excluded.checked_at",
+            "INSERT INTO host_capabilities (host, tools, kube_context, checked_at, readonly_sandbox) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT(host) DO UPDATE SET tools = excluded.tools, kube_context = excluded.kube_context,
+             checked_at = excluded.checked_at, readonly_sandbox = excluded.readonly_sandbox",
         )
         .bind(host)
         .bind(serde_json::to_string(tools).unwrap_or_else(|_| "[]".into()))
         .bind(kube_context)
         .bind(&checked_at)
+        .bind(readonly_sandbox)
         .execute(self.pool())
         .await
         .map_err(self.write_error("cache host capabilities"))?;
-        Ok(Capabilities { tools: tools.to_vec(), kube_context: kube_context.map(str::to_string), checked_at })
+        Ok(Capabilities {
+            tools: tools.to_vec(),
+            kube_context: kube_context.map(str::to_string),
+            checked_at,
+            readonly_sandbox,
+        })
     }
 }
