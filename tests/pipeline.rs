@@ -562,3 +562,54 @@ fn a_person_at_a_terminal_reads_the_plan_and_denies_it() {
     assert_eq!(list[0]["decision"], "denied by tester (prompt)");
     assert!(tf.state().is_empty(), "a denied plan changes nothing");
 }
+
+/// A script that a `local-exec` provisioner runs is swapped while the person reads the approval: the
+/// apply does not run it (the plan file holds the configuration, not the script; the folder is pinned).
+#[test]
+fn a_script_swapped_while_the_approval_waits_is_not_applied() {
+    use std::io::{Read, Write};
+    let tf = Tf::new();
+    let marker = tf.env.dir.path().join("swapped-script-ran");
+    std::fs::write(tf.dir.join("step.sh"), "true\n").unwrap();
+    tf.write(
+        "resource \"terraform_data\" \"s\" {\n  provisioner \"local-exec\" {\n    command = \"sh ./step.sh\"\n  }\n}\n",
+    );
+    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+    let line = [env!("CARGO_BIN_EXE_merlya"), "pipeline", "run", "terraform", &tf.dir.display().to_string()]
+        .iter()
+        .map(|a| quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("MERLYA_HOME", tf.env.merlya_home())
+        .env("HOME", tf.env.home())
+        .env("NO_COLOR", "1")
+        .env("USER", "tester")
+        .env("TF_CLI_CONFIG_FILE", &tf.rc)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script (util-linux)");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !String::from_utf8_lossy(&seen).contains("[o]nce") {
+        let mut chunk = [0u8; 4096];
+        let n = stdout.read(&mut chunk).unwrap();
+        assert!(n > 0 && Instant::now() < deadline, "no approval asked: {}", text(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    // The approval is on screen: the script is swapped, then the person approves.
+    std::fs::write(tf.dir.join("step.sh"), format!("touch '{}'\n", marker.display())).unwrap();
+    child.stdin.take().unwrap().write_all(b"o\n").unwrap();
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let _ = child.wait();
+    assert!(!marker.exists(), "the swapped script ran: {}", text(&rest));
+    let list: Vec<Value> = serde_json::from_str(&tf.env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
+    let apply = list[0]["stages"].as_array().unwrap().iter().find(|s| s["name"] == "Apply").unwrap().clone();
+    assert_eq!(apply["status"], "failed", "{apply}");
+    assert!(apply["detail"].as_str().unwrap().contains("changed after it was planned"), "{apply}");
+    assert!(tf.state().is_empty(), "nothing was applied");
+}

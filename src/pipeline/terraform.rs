@@ -70,6 +70,9 @@ pub struct TerraformChange {
     hazards: Vec<String>,
     /// What the apply runs on this machine (`local-exec`): named in the approval.
     controller: Vec<String>,
+    /// The folder's files when the dry run began (scripts a `local-exec` runs among them): checked
+    /// again right before the apply, so a file swapped while the approval waits is not applied.
+    folder_pin: Option<String>,
 }
 
 /// `terraform init`, started before merlya's own setup (logging, the store, the record) by
@@ -94,7 +97,18 @@ impl TerraformChange {
             started: None,
             hazards: Vec::new(),
             controller: Vec::new(),
+            folder_pin: None,
         }
+    }
+
+    /// The fingerprint of the configuration's folder, without what Terraform writes there itself.
+    fn folder_fingerprint(&self) -> Option<String> {
+        let tool_owned = |name: &str| {
+            matches!(name, ".terraform" | ".terraform.lock.hcl" | "terraform.tfstate.d" | "crash.log")
+                || name.starts_with("terraform.tfstate")
+                || name.starts_with(".terraform.tfstate")
+        };
+        super::ansible::pin::fingerprint_except(std::slice::from_ref(&self.spec.dir), &[], &tool_owned).ok()
     }
 
     /// Starts `terraform init` at once, for a change a person started (a change the agent proposes
@@ -544,6 +558,7 @@ impl Change for TerraformChange {
     }
 
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
+        self.folder_pin = self.folder_fingerprint();
         let file = self.plan_file("change.tfplan");
         Some(match self.plan_into(env, &self.spec.dir, &file, &[]).await {
             Ok(None) => DryRun {
@@ -615,6 +630,16 @@ impl Change for TerraformChange {
         // Exactly the approved plan: a file changed since the dry run is not applied.
         if self.plan_hash.is_none() || sha256_file(&file) != self.plan_hash {
             return StageOutcome::failed(format!("{} changed after it was approved; not applied", file.display()), "");
+        }
+        // The plan file holds the configuration, not the scripts a provisioner runs: those are pinned here.
+        if self.folder_pin.is_none() || self.folder_fingerprint() != self.folder_pin {
+            return StageOutcome::failed(
+                format!(
+                    "{} changed after it was planned (a file the apply would read or run): nothing was applied; plan it again",
+                    self.dir()
+                ),
+                "",
+            );
         }
         let out = self.apply_audited(env, &self.apply_call(), decision, run, StageName::Apply).await;
         if out.code == Some(0) {

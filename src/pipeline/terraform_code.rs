@@ -37,6 +37,15 @@ pub fn controller_programs(config: &Snapshot) -> Vec<String> {
                 .map(|c| format!("`{}`", crate::term_safe::visible_line(&c[1])))
                 .unwrap_or_else(|| "its command".to_string());
             found.push(format!("{file}: a local-exec provisioner runs {shown} on this machine during the apply"));
+            // A file outside the folder is not pinned: it is read when the apply runs.
+            let outside = shown
+                .split(|c: char| c.is_whitespace() || "`'\"".contains(c))
+                .find(|w| (w.starts_with('/') && w.len() > 1 && !w.starts_with("/dev/null")) || w.starts_with("../"));
+            if let Some(path) = outside {
+                found.push(format!(
+                    "{file}: NOT PINNED: `{path}` is outside the configuration's folder; it is read when the apply runs"
+                ));
+            }
         }
     }
     found
@@ -80,5 +89,8 @@ mod tests {
         let found = controller_programs(&c);
         assert_eq!(found.len(), 1);
         assert!(found[0].contains("./deploy.sh") && found[0].contains("this machine"), "{found:?}");
+        let outside = config(&[("main.tf", "provisioner \"local-exec\" {\n command = \"sh /opt/deploy.sh\"\n}\n")]);
+        let found = controller_programs(&outside);
+        assert!(found.iter().any(|f| f.contains("NOT PINNED: `/opt/deploy.sh`")), "{found:?}");
     }
 }

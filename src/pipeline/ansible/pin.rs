@@ -17,12 +17,22 @@ const MAX_BYTES: u64 = 200 * 1024 * 1024;
 /// writes while the run goes on: a playbook kept in `~` beside `~/.merlya` is still pinned, and
 /// its apply is not refused by merlya's own writes); an error when one is too large or unreadable.
 pub fn fingerprint(folders: &[PathBuf], skip: &[PathBuf]) -> Result<String, String> {
+    fingerprint_except(folders, skip, &|_| false)
+}
+
+/// [`fingerprint`], also leaving out the files and folders whose name `skip_name` accepts (what a
+/// tool writes there itself: Terraform's `.terraform/` and state files).
+pub fn fingerprint_except(
+    folders: &[PathBuf],
+    skip: &[PathBuf],
+    skip_name: &dyn Fn(&str) -> bool,
+) -> Result<String, String> {
     let mut hasher = Sha256::new();
     let (mut files, mut bytes) = (0usize, 0u64);
     let skip: Vec<PathBuf> = skip.iter().map(|s| std::fs::canonicalize(s).unwrap_or_else(|_| s.clone())).collect();
     for folder in folders {
         let mut paths = Vec::new();
-        walk(folder, &mut paths, &mut files, &skip)?;
+        walk(folder, &mut paths, &mut files, (&skip, skip_name))?;
         paths.sort();
         hasher.update(folder.display().to_string().as_bytes());
         for path in paths {
@@ -47,15 +57,23 @@ pub fn fingerprint(folders: &[PathBuf], skip: &[PathBuf]) -> Result<String, Stri
 
 /// Regular files under `dir` (symbolic links to files are read through; linked folders and `.git`
 /// are not entered).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>, files: &mut usize, skip: &[PathBuf]) -> Result<(), String> {
+fn walk(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    files: &mut usize,
+    (skip, skip_name): (&[PathBuf], &dyn Fn(&str) -> bool),
+) -> Result<(), String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(kind) = entry.file_type() else { continue };
+        if skip_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
         if kind.is_dir() {
             let skipped = std::fs::canonicalize(&path).is_ok_and(|real| skip.contains(&real));
             if entry.file_name() != ".git" && !skipped {
-                walk(&path, out, files, skip)?;
+                walk(&path, out, files, (skip, skip_name))?;
             }
         } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
             *files += 1;
