@@ -57,12 +57,10 @@ pub fn fingerprint_except(
 
 /// Regular files under `dir` (symbolic links to files are read through; linked folders and `.git`
 /// are not entered).
-fn walk(
-    dir: &Path,
-    out: &mut Vec<PathBuf>,
-    files: &mut usize,
-    (skip, skip_name): (&[PathBuf], &dyn Fn(&str) -> bool),
-) -> Result<(), String> {
+/// What a walk leaves out: folders by path, and files or folders by name.
+type Skip<'a> = (&'a [PathBuf], &'a dyn Fn(&str) -> bool);
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, files: &mut usize, (skip, skip_name): Skip<'_>) -> Result<(), String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     for entry in entries.flatten() {
         let path = entry.path();
