@@ -70,8 +70,26 @@ const CFG_KEYS: [&str; 14] = [
 ];
 
 /// Everything in `folder` (the playbook's) that makes its check run more than a dry run.
+/// What [`scan`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// What runs for real during the check run (asked about before it).
+    pub runs: Vec<String>,
+    /// Files outside the playbook's folder, which the pin does not cover (named in the approval).
+    pub unpinned: Vec<String>,
+}
+
+/// [`everything`], sorted into what runs during the dry run and what the pin does not cover.
+pub fn scan(folder: &Path, playbook: &Path, skip: &[PathBuf]) -> Found {
+    let (unpinned, runs) = everything(folder, playbook, skip).into_iter().partition(|f| f.contains(NOT_PINNED));
+    Found { runs, unpinned }
+}
+
+/// The mark of a file the pin does not cover.
+const NOT_PINNED: &str = "NOT PINNED:";
+
 /// `skip`: folders left out (merlya's own home).
-pub fn scan(folder: &Path, playbook: &Path, skip: &[PathBuf]) -> Vec<String> {
+fn everything(folder: &Path, playbook: &Path, skip: &[PathBuf]) -> Vec<String> {
     let mut found = Vec::new();
     let mut files = Vec::new();
     let skip: Vec<PathBuf> = skip.iter().map(|s| std::fs::canonicalize(s).unwrap_or_else(|_| s.clone())).collect();
@@ -180,6 +198,11 @@ fn walk(file: &str, value: &yaml_serde::Value, task: &str, found: &mut Vec<Strin
                     }
                     _ => {}
                 }
+                if let Some(path) = scalar.as_deref().filter(|p| REFERENCES.contains(&key) && outside(p)) {
+                    found.push(format!(
+                        "{file}: {label}{NOT_PINNED} `{path}` is outside the playbook's folder; it is read when the playbook runs"
+                    ));
+                }
                 walk(file, inner, here, found);
             }
         }
@@ -218,6 +241,28 @@ fn impure_lookups(text: &str) -> Vec<String> {
     out
 }
 
+/// Keys whose value names a file Ansible reads on this machine.
+const REFERENCES: [&str; 12] = [
+    "include_tasks",
+    "import_tasks",
+    "include_vars",
+    "import_playbook",
+    "include",
+    "src",
+    "script",
+    "ansible.builtin.script",
+    "vars_files",
+    "file",
+    "template",
+    "ansible.builtin.template",
+];
+
+/// Whether a path names a file outside the playbook's folder (absolute, or up from it).
+fn outside(path: &str) -> bool {
+    let first = path.split_whitespace().next().unwrap_or(path);
+    (first.starts_with('/') && !first.starts_with("/dev/null")) || first.starts_with("../") || first.contains("/../")
+}
+
 /// Whether a delegation target is the controller.
 fn is_controller(target: &str) -> bool {
     matches!(target.trim(), "localhost" | "127.0.0.1" | "::1")
@@ -243,6 +288,15 @@ mod tests {
     }
 
     #[test]
+    fn files_outside_the_folder_are_named_not_pinned() {
+        let play = "- hosts: all\n  tasks:\n    - name: fix\n      script: /opt/fix.sh\n    - include_tasks: ../shared/tasks.yml\n    - include_tasks: local.yml\n";
+        let found = hazards(play);
+        assert!(found.iter().any(|f| f.contains("NOT PINNED: `/opt/fix.sh`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("NOT PINNED: `../shared/tasks.yml`")), "{found:?}");
+        assert!(!found.iter().any(|f| f.contains("local.yml")), "{found:?}");
+    }
+
+    #[test]
     fn a_plain_playbook_has_none() {
         let play = "- hosts: all\n  tasks:\n    - name: motd\n      copy: {dest: /etc/motd, content: \"{{ lookup('file', 'motd') }}\"}\n      check_mode: true\n";
         assert_eq!(hazards(play), Vec::<String>::new());
@@ -257,7 +311,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("roles/web/library")).unwrap();
         std::fs::write(dir.path().join("roles/web/library/mine.py"), "print(1)").unwrap();
         std::fs::write(dir.path().join("site.yml"), "- hosts: all\n  tasks: []\n").unwrap();
-        let found = scan(dir.path(), &dir.path().join("site.yml"), &[]);
+        let found = scan(dir.path(), &dir.path().join("site.yml"), &[]).runs;
         assert!(found.iter().any(|f| f.contains("library") && f.contains("plugins or modules")), "{found:?}");
     }
 

@@ -94,8 +94,8 @@ pub struct AnsibleChange {
     dry: Option<report::Report>,
     /// What the playbook's folder held when it was planned (checked again before it is applied).
     pinned: Option<String>,
-    /// What its check run would run for real (asked about before the dry run).
-    hazards: Vec<String>,
+    /// What its check run would run for real, and what the pin does not cover.
+    hazards: hazards::Found,
     /// Folders left out of the pin (merlya's home).
     unpinned: Vec<PathBuf>,
 }
@@ -110,7 +110,7 @@ impl AnsibleChange {
             inventory: None,
             dry: None,
             pinned: None,
-            hazards: Vec::new(),
+            hazards: hazards::Found::default(),
             unpinned: Vec::new(),
         }
     }
@@ -350,7 +350,7 @@ impl Change for AnsibleChange {
     }
 
     fn dry_run_hazards(&self) -> Vec<String> {
-        self.hazards.clone()
+        self.hazards.runs.clone()
     }
 
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
@@ -389,6 +389,8 @@ impl Change for AnsibleChange {
         if self.spec.rollback.is_none() {
             reasons.push("no rollback: no rollback playbook was given with the change".into());
         }
+        // What runs on this machine, and what the pin does not cover, is said again where it is approved.
+        reasons.extend(self.hazards.runs.iter().chain(&self.hazards.unpinned).cloned());
         let command = self.call(&self.spec.playbook, false).display();
         let analysis = Analysis { class: Class::Mutating, reasons, commands: vec![command.clone()], rule_keys: None };
         let mut request = ApprovalRequest::new(summary, &command, self.names(), &analysis, Vec::new());
