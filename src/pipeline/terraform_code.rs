@@ -12,7 +12,9 @@ use super::terraform::Snapshot;
 
 /// What the configuration's plan runs on this machine.
 pub fn dry_run_hazards(config: &Snapshot) -> Vec<String> {
-    let data = Regex::new(r#"data\s+"external"\s+"([^"]+)""#).expect("a valid pattern");
+    let Ok(data) = Regex::new(r#"data\s+"external"\s+"([^"]+)""#) else {
+        return vec!["the configuration could not be read for data sources that run code".into()];
+    };
     let mut found = Vec::new();
     for (file, text) in hcl_files(config) {
         for m in data.captures_iter(text) {
@@ -27,8 +29,11 @@ pub fn dry_run_hazards(config: &Snapshot) -> Vec<String> {
 
 /// What the configuration's apply runs on this machine, for the approval.
 pub fn controller_programs(config: &Snapshot) -> Vec<String> {
-    let provisioner = Regex::new(r#"provisioner\s+"local-exec"\s*\{"#).expect("a valid pattern");
-    let command = Regex::new(r#"command\s*=\s*"((?:[^"\\]|\\.)*)""#).expect("a valid pattern");
+    let (Ok(provisioner), Ok(command)) =
+        (Regex::new(r#"provisioner\s+"local-exec"\s*\{"#), Regex::new(r#"command\s*=\s*"((?:[^"\\]|\\.)*)""#))
+    else {
+        return vec!["the configuration could not be read for local-exec provisioners".into()];
+    };
     let mut found = Vec::new();
     for (file, text) in hcl_files(config) {
         for m in provisioner.find_iter(text) {
