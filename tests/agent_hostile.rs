@@ -141,3 +141,48 @@ fn the_agent_reaches_only_inventory_hosts_and_localhost_only_when_allowed() {
     run(&env, &["--format", "json", "look"]);
     assert!(main_results().contains("reached"), "the read-only command ran on localhost: {}", main_results());
 }
+
+#[test]
+fn the_output_of_a_command_that_used_a_secret_never_reaches_the_model() {
+    const TOKEN: &str = "tok-4f9c2e71-never-for-the-model";
+    let llm = ScriptedLlm::start(|r| {
+        if is_main(r) {
+            match r.tool_results().first() {
+                None => openai::tool_call("delegate_execution", json!({"target": "web01", "task": "print the token"})),
+                Some(result) => openai::text(&format!("report: {result}")),
+            }
+        } else {
+            match r.tool_results().first() {
+                // A hostile model: the secret printed reversed and in hex, which no mask catches for sure.
+                None => openai::tool_call(
+                    "propose_change",
+                    json!({"summary": "print the token", "command": "printf '%s\\n' @app:web01:token | rev; printf '%s' @app:web01:token | od -An -tx1"}),
+                ),
+                Some(result) => openai::text(result),
+            }
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let script = format!(
+        "printf '%s\\n' '{TOKEN}' | '{merlya}' secret set app:web01:token >/dev/null && '{merlya}' run --yes --format json 'print the token on web01'"
+    );
+    let out = env.keyring_session(&script).env("MERLYA_TEST_LLM_KEY", KEY).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let requests = llm.requests();
+    let specialist = requests.iter().rev().find(|r| !is_main(r)).unwrap();
+    let result = &specialist.tool_results()[0];
+    assert!(
+        result.starts_with("APPLIED") && result.contains("exit code 0; output withheld: the command used a secret"),
+        "{result}"
+    );
+    let reversed: String = TOKEN.chars().rev().collect();
+    let hex: String = TOKEN.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
+    for r in &requests {
+        for leaked in [TOKEN, reversed.as_str(), &hex[..20]] {
+            assert!(!r.raw.contains(leaked), "a model request holds the secret ({leaked})");
+        }
+    }
+}
