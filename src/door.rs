@@ -71,6 +71,30 @@ impl<'a> Door<'a> {
         }
     }
 
+    /// Finds, audited like any command, how each host that a `sudo` command needs elevates (when its
+    /// method is not known yet): the executor then never probes below the door.
+    async fn probe_elevations(&self, hosts: &[Host], command: &str) {
+        use futures::StreamExt;
+        let needing: Vec<Host> =
+            hosts.iter().filter(|h| self.executor.needs_elevation_probe(h, command)).cloned().collect();
+        let Some(probe) = needing.first().and(Clearance::read_only(crate::exec::prepare::ELEVATION_PROBE)) else {
+            return;
+        };
+        let probes = futures::stream::iter(needing)
+            .map(|host: Host| {
+                let probe = probe.clone();
+                async move {
+                    let ran = self.run_audited(&host, &probe, None, &crate::exec::no_events()).await;
+                    let found = ran.result.stdout.trim().parse::<crate::inventory::Elevation>().ok();
+                    if let Some(found) = found.filter(|_| ran.result.success()) {
+                        self.executor.remember_elevation(&host.name, found).await;
+                    }
+                }
+            })
+            .buffer_unordered(self.parallel.max(1));
+        probes.collect::<Vec<()>>().await;
+    }
+
     /// Runs `clearance` on `hosts`, at most `parallel` at a time; results come
     /// back in the order of `hosts`, events go to `events` as they happen.
     /// `approval_ref` ties the rows to the decision they ran under.
@@ -81,6 +105,7 @@ impl<'a> Door<'a> {
         approval_ref: Option<String>,
         events: &EventSender,
     ) -> Result<Vec<HostResult>> {
+        self.probe_elevations(hosts, clearance.command()).await;
         let command = clearance.command().to_string();
         let requests = hosts
             .iter()
@@ -131,6 +156,18 @@ impl<'a> Door<'a> {
     /// Runs `clearance` on one host; when the audit row cannot be written the
     /// result says so and nothing ran.
     pub async fn run_one(
+        &self,
+        host: &Host,
+        clearance: &Clearance,
+        approval_ref: Option<String>,
+        events: &EventSender,
+    ) -> Ran {
+        self.probe_elevations(std::slice::from_ref(host), clearance.command()).await;
+        self.run_audited(host, clearance, approval_ref, events).await
+    }
+
+    /// One host, audited: the row written ahead, the run, the row finished, the history recorded.
+    async fn run_audited(
         &self,
         host: &Host,
         clearance: &Clearance,

@@ -521,6 +521,12 @@ fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
     let out = env.run(&["exec", "fresh", "--format", "json", "--", "sudo id -u"]);
     let error = json_lines(&text(&out.stdout))[0]["error"].as_str().unwrap_or("").to_string();
     assert!(error.contains("fresh needs a sudo password"), "detected sudo_password, then asked for it: {error}");
+    // The probe went through the one audited door: its row names the script that ran.
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let probed = audit
+        .iter()
+        .any(|e| e["host"] == "fresh" && e["command"].as_str().is_some_and(|c| c.starts_with("if sudo -n true")));
+    assert!(probed, "the elevation probe is audited: {audit:?}");
     let show: serde_json::Value =
         serde_json::from_str(&env.ok(&["hosts", "show", "fresh", "--format", "json"])).unwrap();
     assert_eq!(show["elevation"], "sudo_password", "cached on the host");

@@ -187,6 +187,27 @@ impl Executor {
 
     /// For a `sudo` command on a host whose elevation is not known, probes it
     /// once (sudo -n, then doas, then su) and caches the answer.
+    /// Whether running `command` on `host` needs its elevation found first (a `sudo` command on a
+    /// host whose method is not known yet): the door probes it, audited, before the command runs.
+    pub fn needs_elevation_probe(&self, host: &Host, command: &str) -> bool {
+        host.elevation == Elevation::None
+            && command.trim_start().starts_with("sudo ")
+            && !self.detected.lock().is_ok_and(|d| d.contains_key(&host.name))
+    }
+
+    /// Remembers the elevation `found` on `host` (for this process, and the inventory through the sink).
+    pub async fn remember_elevation(&self, host: &str, found: Elevation) {
+        tracing::info!(host = %host, elevation = found.as_str(), "detected elevation");
+        if let Ok(mut d) = self.detected.lock() {
+            d.insert(host.to_string(), found);
+        }
+        if let Some(sink) = &self.elevation_sink
+            && found != Elevation::None
+        {
+            sink(host.to_string(), found).await;
+        }
+    }
+
     async fn known_elevation(&self, host: &Host, command: &str, timeout: Duration) -> Host {
         let mut host = host.clone();
         if host.elevation != Elevation::None || !command.trim_start().starts_with("sudo ") {
@@ -196,6 +217,7 @@ impl Executor {
             host.elevation = found;
             return host;
         }
+        // Not probed through the door (a caller of the executor itself): probed here, unaudited.
         let tx = no_events();
         let probe = self
             // Not sandboxed: it asks sudo and doas what they allow, which a user namespace would hide.
@@ -210,15 +232,7 @@ impl Executor {
         let Some(found) = probe.stdout.trim().parse::<Elevation>().ok().filter(|_| probe.success()) else {
             return host;
         };
-        tracing::info!(host = %host.name, elevation = found.as_str(), "detected elevation");
-        if let Ok(mut d) = self.detected.lock() {
-            d.insert(host.name.clone(), found);
-        }
-        if let Some(sink) = &self.elevation_sink
-            && found != Elevation::None
-        {
-            sink(host.name.clone(), found).await;
-        }
+        self.remember_elevation(&host.name, found).await;
         host.elevation = found;
         host
     }
