@@ -22,7 +22,9 @@ pub const UNAVAILABLE: i32 = 125;
 /// (All at once: one `mount` after another costs ~5 ms each.)
 /// (A user who is not root keeps /proc writable: its own uid map is written there, and the kernel
 /// still refuses it /proc/sys.)
-const READ_ONLY: &str = r#"for m in $(awk '{print $2}' /proc/self/mounts); do if [ "$m" != /proc ] || [ "$2" = 0 ]; then mount -o remount,bind,ro "$m" 2>/dev/null & fi; done; wait
+/// Mounts already read-only, and kernel interfaces that hold no files (cgroup, devpts, mqueue, bpf…),
+/// are left as they are: one `mount` each for 20 mounts cost ~1 s for a 50-host fan-out on 2 cores.
+const READ_ONLY: &str = r#"for m in $(awk '$4 !~ /^ro(,|$)/ && $3 !~ /^(cgroup2?|devpts|mqueue|debugfs|tracefs|securityfs|pstore|bpf|configfs|fusectl|hugetlbfs|binfmt_misc|nsfs|autofs|rpc_pipefs)$/ {print $2}' /proc/self/mounts); do if [ "$m" != /proc ] || [ "$2" = 0 ]; then mount -o remount,bind,ro "$m" 2>/dev/null & fi; done; wait
 if [ "$2" != 0 ] && unshare -U --map-user="$2" --map-group="$3" true 2>/dev/null; then exec unshare -U --map-user="$2" --map-group="$3" /bin/bash -c "$1"; fi
 exec /bin/bash -c "$1""#;
 
