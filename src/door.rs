@@ -19,7 +19,7 @@ use crate::exec::{Deadline, EventSender, ExecEvent, Executor, HostFailure, HostR
 use crate::inventory::Host;
 use crate::safety::clearance::Clearance;
 use crate::store::Store;
-use crate::store::audit::AuditOutcome;
+use crate::store::audit::{AuditOutcome, AuditRequest};
 
 /// Who runs commands, where their audit rows and history go, and how long they may take.
 pub struct Door<'a> {
@@ -107,21 +107,7 @@ impl<'a> Door<'a> {
     ) -> Result<Vec<HostResult>> {
         self.probe_elevations(hosts, clearance.command()).await;
         let command = clearance.command().to_string();
-        let requests = hosts
-            .iter()
-            .map(|h| {
-                let mut request = audit_request(
-                    self.session_id,
-                    self.executor,
-                    self.requested_by,
-                    h,
-                    &command,
-                    clearance.approved_by(),
-                );
-                request.approval_ref = approval_ref.clone();
-                request
-            })
-            .collect();
+        let requests = hosts.iter().map(|h| self.request(h, &clearance, approval_ref.clone())).collect();
         let mut tickets = audit_start_all(self.store, requests).await?;
         let (tx, mut rx) = crate::exec::event_channel();
         let runner = tokio::spawn(fan_out(
@@ -166,6 +152,20 @@ impl<'a> Door<'a> {
         self.run_audited(host, clearance, approval_ref, events).await
     }
 
+    /// The audit row of `clearance` on `host`: built from what runs and who allowed it.
+    fn request(&self, host: &Host, clearance: &Clearance, approval_ref: Option<String>) -> AuditRequest {
+        let mut request = audit_request(
+            self.session_id,
+            self.executor,
+            self.requested_by,
+            host,
+            clearance.command(),
+            clearance.approved_by(),
+        );
+        request.approval_ref = approval_ref;
+        request
+    }
+
     /// One host, audited: the row written ahead, the run, the row finished, the history recorded.
     async fn run_audited(
         &self,
@@ -175,10 +175,7 @@ impl<'a> Door<'a> {
         events: &EventSender,
     ) -> Ran {
         let command = clearance.command();
-        let mut request =
-            audit_request(self.session_id, self.executor, self.requested_by, host, command, clearance.approved_by());
-        request.approval_ref = approval_ref;
-        let ticket = match self.store.audit_start(request).await {
+        let ticket = match self.store.audit_start(self.request(host, clearance, approval_ref)).await {
             Ok(ticket) => ticket,
             Err(e) => {
                 let error =

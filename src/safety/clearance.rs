@@ -10,7 +10,7 @@
 //! parse* (ADR 0026), and that rendering is proved again on its own: what runs
 //! is what was proved, whatever bash would have made of the original text.
 
-use super::analyze_and_render;
+use super::{Analysis, analyze_and_render};
 
 /// A command, and who (or what proof) allowed it to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,19 +31,30 @@ impl Clearance {
 
     /// Like [`Clearance::read_only`], with the reason when there is no clearance.
     pub fn prove(command: &str) -> Result<Self, String> {
+        Self::proof(command).1
+    }
+
+    /// The analysis of `command` and its clearance (or why there is none), from one analysis of
+    /// the command and one of its rendering.
+    pub fn proof(command: &str) -> (Analysis, Result<Self, String>) {
         let (analysis, rendering) = analyze_and_render(command);
         if !analysis.is_read_only() {
-            return Err(analysis.reasons.join("; "));
+            let why = analysis.reasons.join("; ");
+            return (analysis, Err(why));
         }
-        let rendered = rendering.map_err(|why| format!("merlya cannot write the command back: {why}"))?;
+        let rendered = match rendering {
+            Ok(rendered) => rendered,
+            Err(why) => return (analysis, Err(format!("merlya cannot write the command back: {why}"))),
+        };
         let (again, rendered_again) = analyze_and_render(&rendered);
-        if !again.is_read_only() {
-            return Err(format!("its rendering `{rendered}` is not read-only: {}", again.reasons.join("; ")));
-        }
-        if rendered_again.as_deref() != Ok(rendered.as_str()) {
-            return Err(format!("its rendering `{rendered}` does not render to itself"));
-        }
-        Ok(Self { command: rendered, approved_by: "not required".to_string(), proven: true })
+        let cleared = if !again.is_read_only() {
+            Err(format!("its rendering `{rendered}` is not read-only: {}", again.reasons.join("; ")))
+        } else if rendered_again.as_deref() != Ok(rendered.as_str()) {
+            Err(format!("its rendering `{rendered}` does not render to itself"))
+        } else {
+            Ok(Self { command: rendered, approved_by: "not required".to_string(), proven: true })
+        };
+        (analysis, cleared)
     }
 
     /// Permission given by a decision; only the approval gate calls this.

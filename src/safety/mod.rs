@@ -726,8 +726,8 @@ pub struct PolicyDecision {
 /// that runs it (merlya's rendering). A line the classifier accepts but whose
 /// rendering cannot be proved is not read-only, with the reason.
 pub fn prove(command: &str) -> (Analysis, Option<clearance::Clearance>) {
-    let mut analysis = analyze(command);
-    match clearance::Clearance::prove(command) {
+    let (mut analysis, proof) = clearance::Clearance::proof(command);
+    match proof {
         Ok(cleared) => (analysis, Some(cleared)),
         Err(why) => {
             if analysis.is_read_only() {
