@@ -206,6 +206,8 @@ fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
     assert_eq!(stopped["status"], "stopped");
     assert_eq!(stopped["summary"], format!("terraform {}: 2 to add, 0 to change, 0 to destroy", tf.dir.display()));
     assert!(tf.state().is_empty(), "nothing applied");
+    // The dry run ran in the run's copy of the folder: it leaves nothing behind in the folder.
+    assert!(!tf.dir.join("terraform.tfstate").exists(), "the plan left a state file in the folder");
 
     // Approved: applies, the post-check plan finds nothing left; the sensitive value is never shown or stored.
     let out = tf.run(&["--yes", "--var", "greeting=one"]);
@@ -564,52 +566,28 @@ fn a_person_at_a_terminal_reads_the_plan_and_denies_it() {
 }
 
 /// A script that a `local-exec` provisioner runs is swapped while the person reads the approval: the
-/// apply does not run it (the plan file holds the configuration, not the script; the folder is pinned).
+/// apply runs the script as it was planned, from the run's private copy of the folder (the plan file
+/// holds the configuration, not the script), and the folder's own state is what the apply updates.
 #[test]
 fn a_script_swapped_while_the_approval_waits_is_not_applied() {
-    use std::io::{Read, Write};
     let tf = Tf::new();
     let marker = tf.env.dir.path().join("swapped-script-ran");
-    std::fs::write(tf.dir.join("step.sh"), "true\n").unwrap();
+    let planned = tf.env.dir.path().join("planned-script-ran");
+    std::fs::write(tf.dir.join("step.sh"), format!("touch '{}'\n", planned.display())).unwrap();
     tf.write(
         "resource \"terraform_data\" \"s\" {\n  provisioner \"local-exec\" {\n    command = \"sh ./step.sh\"\n  }\n}\n",
     );
-    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-    let line = [env!("CARGO_BIN_EXE_merlya"), "pipeline", "run", "terraform", &tf.dir.display().to_string()]
-        .iter()
-        .map(|a| quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .env("MERLYA_HOME", tf.env.merlya_home())
-        .env("HOME", tf.env.home())
-        .env("NO_COLOR", "1")
-        .env("USER", "tester")
-        .env("TF_CLI_CONFIG_FILE", &tf.rc)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("script (util-linux)");
-    let mut stdout = child.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !String::from_utf8_lossy(&seen).contains("[o]nce") {
-        let mut chunk = [0u8; 4096];
-        let n = stdout.read(&mut chunk).unwrap();
-        assert!(n > 0 && Instant::now() < deadline, "no approval asked: {}", text(&seen));
-        seen.extend_from_slice(&chunk[..n]);
-    }
-    // The approval is on screen: the script is swapped, then the person approves.
-    std::fs::write(tf.dir.join("step.sh"), format!("touch '{}'\n", marker.display())).unwrap();
-    child.stdin.take().unwrap().write_all(b"o\n").unwrap();
-    let mut rest = Vec::new();
-    stdout.read_to_end(&mut rest).unwrap();
-    let _ = child.wait();
+    let dir = tf.dir.display().to_string();
+    let rc = tf.rc.display().to_string();
+    // While the approval is on screen the script is swapped; then the person approves.
+    let swap = || std::fs::write(tf.dir.join("step.sh"), format!("touch '{}'\n", marker.display())).unwrap();
+    let rest =
+        tf.env.answering_on_a_pty(&["pipeline", "run", "terraform", &dir], &[("TF_CLI_CONFIG_FILE", &rc)], swap, "o\n");
     assert!(!marker.exists(), "the swapped script ran: {}", text(&rest));
+    assert!(planned.exists(), "the planned script did not run: {}", text(&rest));
     let list: Vec<Value> = serde_json::from_str(&tf.env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
     let apply = list[0]["stages"].as_array().unwrap().iter().find(|s| s["name"] == "Apply").unwrap().clone();
-    assert_eq!(apply["status"], "failed", "{apply}");
-    assert!(apply["detail"].as_str().unwrap().contains("changed after it was planned"), "{apply}");
-    assert!(tf.state().is_empty(), "nothing was applied");
+    assert_eq!(apply["status"], "done", "{apply}");
+    assert_eq!(tf.state(), vec!["terraform_data.s".to_string()], "the folder's own state was updated");
+    assert!(!tf.dir.join("terraform.tfstate").is_symlink(), "the folder's state is a file of its own");
 }

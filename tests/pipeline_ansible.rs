@@ -374,3 +374,45 @@ fn a_dry_run_that_runs_code_is_asked_first_and_a_playbook_beside_the_home_applie
     assert_eq!(json(&out)["status"], "succeeded", "{}", text(&out.stdout));
     assert!(marker.exists());
 }
+
+/// A task file is swapped in the playbook's folder while the person reads the approval: the apply
+/// runs the playbook as planned, from the run's private copy (issue 24 §4), and says nothing of the
+/// swapped one.
+#[test]
+fn a_task_file_swapped_while_the_approval_waits_is_not_applied() {
+    let bin = support::ansible_bin();
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
+    let out_dir = tempfile::tempdir().unwrap();
+    support::give_to_test_user(out_dir.path());
+    let plays = tempfile::tempdir().unwrap();
+    let task = |content: &str| {
+        format!(
+            "- name: write the marker\n  copy:\n    dest: \"{}/marker.txt\"\n    content: \"{content}\\n\"\n",
+            out_dir.path().display()
+        )
+    };
+    write(plays.path(), "tasks.yml", &task("planned"));
+    let play = write(
+        plays.path(),
+        "site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - include_tasks: tasks.yml\n",
+    );
+    let path = support::path_with(&bin);
+    let swap = || {
+        write(plays.path(), "tasks.yml", &task("swapped"));
+    };
+    let screen = env.answering_on_a_pty(
+        &["pipeline", "run", "ansible", &play, "--targets", "web01"],
+        &[("PATH", &path)],
+        swap,
+        "o\n",
+    );
+    let written = std::fs::read_to_string(out_dir.path().join("marker.txt"))
+        .unwrap_or_else(|e| panic!("{e}: nothing was applied: {}", text(&screen)));
+    assert_eq!(written, "planned\n", "the swapped task file ran: {}", text(&screen));
+    let runs: Vec<Value> = serde_json::from_str(&env.ok(&["pipeline", "list", "--format", "json"])).unwrap();
+    assert_eq!(runs[0]["status"], "succeeded", "{}", runs[0]);
+    // The approval and the audit name the copy that ran, not the folder that changed.
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(audit.contains("/pipelines/") && audit.contains("/planned/0/"), "{audit}");
+}

@@ -12,6 +12,7 @@ pub mod bash;
 pub mod capabilities;
 pub mod fanout;
 pub mod kubernetes;
+pub mod pin;
 pub mod runner;
 pub mod terraform;
 pub mod terraform_code;

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::pin::{self, Pinned};
 use super::terraform_plan::{PlanSummary, parse};
 use super::tool::{self, ToolCall, ToolEnv, ToolOutput, run_cleared};
 use super::vars::Vars;
@@ -22,6 +23,7 @@ use super::{
 };
 use crate::approval::ApprovalRequest;
 use crate::home::write_private;
+use crate::safety::clearance::Clearance;
 use crate::safety::{Analysis, Class};
 use crate::store::audit::{AuditOutcome, AuditRequest};
 
@@ -70,9 +72,20 @@ pub struct TerraformChange {
     hazards: Vec<String>,
     /// What the apply runs on this machine (`local-exec`): named in the approval.
     controller: Vec<String>,
-    /// The folder's files when the dry run began (scripts a `local-exec` runs among them): checked
-    /// again right before the apply, so a file swapped while the approval waits is not applied.
-    folder_pin: Option<String>,
+    /// The folder as planned (scripts a `local-exec` runs among them), copied into the run's folder
+    /// after `init`: the dry run, the apply and the post-check run there, so a file swapped in the
+    /// original while the approval waits is never read. Its fingerprint is checked before the apply.
+    planned: Option<Pinned>,
+    /// The planned copy's links to what Terraform writes in the folder itself.
+    links: Vec<StateLink>,
+}
+
+/// A link from the planned copy to a file Terraform writes in the folder (state, `.terraform`).
+struct StateLink {
+    at: PathBuf,
+    original: PathBuf,
+    /// Whether the original was there when the folder was copied.
+    existed: bool,
 }
 
 /// `terraform init`, started before merlya's own setup (logging, the store, the record) by
@@ -97,18 +110,89 @@ impl TerraformChange {
             started: None,
             hazards: Vec::new(),
             controller: Vec::new(),
-            folder_pin: None,
+            planned: None,
+            links: Vec::new(),
         }
     }
 
-    /// The fingerprint of the configuration's folder, without what Terraform writes there itself.
-    fn folder_fingerprint(&self) -> Option<String> {
-        let tool_owned = |name: &str| {
-            matches!(name, ".terraform" | ".terraform.lock.hcl" | "terraform.tfstate.d" | "crash.log")
-                || name.starts_with("terraform.tfstate")
-                || name.starts_with(".terraform.tfstate")
+    /// Copies the folder into the run's folder (what Terraform writes itself, state above all, is
+    /// linked to the original: the apply updates the folder's own state, under its lock).
+    fn pin_folder(&mut self, config: Option<&Snapshot>) -> Result<(), PipelineError> {
+        let dest = self.work.join("planned");
+        let shown = self.dir();
+        let invalid = |e: String| PipelineError::Invalid(format!("cannot copy {shown} for the run: {e}"));
+        if dest.exists() {
+            std::fs::remove_dir_all(&dest).map_err(|e| invalid(e.to_string()))?;
+        }
+        let pinned = pin::copy(std::slice::from_ref(&self.spec.dir), &tool_owned(), &dest).map_err(invalid)?;
+        let copy = pinned.copies.first().cloned().ok_or_else(|| invalid("nothing was copied".into()))?;
+        // The state a first apply creates, and `.terraform*` when init made none, are created in the folder.
+        let local = config.map(local_state_paths).unwrap_or_default();
+        let wanted = [".terraform", ".terraform.lock.hcl", "terraform.tfstate", "terraform.tfstate.backup"];
+        self.links.clear();
+        for name in wanted.iter().map(|n| n.to_string()).chain(local) {
+            let at = copy.join(&name);
+            if std::fs::symlink_metadata(&at).is_err() {
+                let original = std::path::absolute(self.spec.dir.join(&name)).map_err(|e| invalid(e.to_string()))?;
+                self.links.push(StateLink { existed: original.exists(), at, original });
+            }
+        }
+        self.relink().map_err(invalid)?;
+        // What runs on this machine is read from the copy that runs.
+        if let Some(config) = snapshot(&copy) {
+            self.hazards = super::terraform_code::dry_run_hazards(&config);
+            self.controller = super::terraform_code::controller_programs(&config);
+        }
+        self.planned = Some(pinned);
+        Ok(())
+    }
+
+    /// Makes the copy's links to what Terraform writes in the folder again: Terraform removes a state
+    /// file it left empty (the link, in the copy), and the next command would then write its state
+    /// into the copy.
+    fn relink(&self) -> Result<(), String> {
+        for link in &self.links {
+            if std::fs::symlink_metadata(&link.at).is_err() {
+                if let Some(parent) = link.at.parent() {
+                    private_dir(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+                }
+                std::os::unix::fs::symlink(&link.original, &link.at)
+                    .map_err(|e| format!("cannot link {}: {e}", link.at.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the empty files Terraform created in the folder through a link where none were (it
+    /// removes them itself when it runs in the folder).
+    fn tidy(&self) {
+        for link in self.links.iter().filter(|l| !l.existed) {
+            if std::fs::metadata(&link.original).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                let _ = std::fs::remove_file(&link.original);
+            }
+        }
+    }
+
+    /// Runs `call` (cleared by `clearance` when it changes something); in the planned copy, with its
+    /// links to the folder in place before and Terraform's empty leftovers removed after.
+    async fn run(&self, env: &Env, call: &ToolCall, clearance: Option<&Clearance>) -> ToolOutput {
+        let in_copy = self.planned.is_some() && call.cwd == self.planned_dir();
+        if in_copy && let Err(e) = self.relink() {
+            return ToolOutput { error: Some(e), ..ToolOutput::default() };
+        }
+        let out = match clearance {
+            Some(clearance) => run_cleared(env, call, clearance).await,
+            None => tool::run(env, call).await,
         };
-        super::ansible::pin::fingerprint_except(std::slice::from_ref(&self.spec.dir), &[], &tool_owned).ok()
+        if in_copy {
+            self.tidy();
+        }
+        out
+    }
+
+    /// Where the dry run, the apply and the post-check run: the planned copy.
+    fn planned_dir(&self) -> PathBuf {
+        self.planned.as_ref().and_then(|p| p.copies.first().cloned()).unwrap_or_else(|| self.spec.dir.clone())
     }
 
     /// Starts `terraform init` at once, for a change a person started (a change the agent proposes
@@ -186,7 +270,7 @@ impl TerraformChange {
 
     fn apply_call(&self) -> ToolCall {
         let plan = self.plan_file("change.tfplan").display().to_string();
-        self.call(&["apply", "-input=false", "-no-color", &plan], &self.spec.dir)
+        self.call(&["apply", "-input=false", "-no-color", &plan], &self.planned_dir())
     }
 
     fn dir(&self) -> String {
@@ -220,7 +304,7 @@ impl TerraformChange {
                 };
             }
         };
-        let out = run_cleared(env, call, &clearance).await;
+        let out = self.run(env, call, Some(&clearance)).await;
         let outcome = match (out.code, &out.error) {
             (Some(0), None) => AuditOutcome::Ok,
             (_, Some(e)) if e == "cancelled" => AuditOutcome::Cancelled,
@@ -242,7 +326,7 @@ impl TerraformChange {
         let out_arg = format!("-out={}", file.display());
         let mut args = vec!["plan", "-input=false", "-no-color", "-detailed-exitcode", out_arg.as_str()];
         args.extend_from_slice(extra);
-        let planned = tool::run(env, &self.call(&args, cwd)).await;
+        let planned = self.run(env, &self.call(&args, cwd), None).await;
         match planned.code {
             Some(0) => return Ok(None),
             Some(2) => {}
@@ -251,7 +335,7 @@ impl TerraformChange {
         let file = file.display().to_string();
         let mut show = self.call(&["show", "-no-color", "-json", &file], cwd);
         show.live_stdout = false;
-        let shown = tool::run(env, &show).await;
+        let shown = self.run(env, &show, None).await;
         if shown.code != Some(0) {
             return Err(failed("terraform show -json failed", &shown));
         }
@@ -451,6 +535,8 @@ impl FolderState {
 fn state_is_empty(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("terraform.tfstate")) {
         Err(_) => true,
+        // Terraform reads an empty file as no state (a plan that was stopped leaves one).
+        Ok(text) if text.trim().is_empty() => true,
         Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
             .ok()
             .and_then(|v| v.get("resources").and_then(|r| r.as_array()).map(Vec::is_empty))
@@ -470,6 +556,42 @@ fn local_state(config: &Snapshot) -> bool {
         let json = file.ends_with(".json") && (text.contains("\"backend\"") || text.contains("\"cloud\""));
         hcl || json
     })
+}
+
+/// What Terraform writes in a folder itself: linked from the planned copy to the original, and left
+/// out of its fingerprint (`.terraform/`, the lock file, state and its backups, workspaces' states).
+fn tool_owned() -> pin::Leave<'static> {
+    pin::Leave {
+        folders: &[],
+        linked: &|name: &str| {
+            matches!(name, ".terraform" | ".terraform.lock.hcl" | "terraform.tfstate.d" | "crash.log")
+                || name.starts_with("terraform.tfstate")
+                || name.starts_with(".terraform.tfstate")
+                || name.ends_with(".tfstate")
+                || name.ends_with(".tfstate.backup")
+        },
+    }
+}
+
+/// Relative `path`s of `backend "local"` blocks (where the state a first apply creates must go).
+fn local_state_paths(config: &Snapshot) -> Vec<String> {
+    let mut paths = Vec::new();
+    for text in config.values() {
+        let mut in_local = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("backend \"local\"") {
+                in_local = true;
+            } else if in_local && line.starts_with('}') {
+                in_local = false;
+            } else if in_local && let Some(value) = line.strip_prefix("path").filter(|v| v.starts_with([' ', '='])) {
+                let value = value.trim_start_matches('=').trim().trim_matches('"');
+                if !value.is_empty() && !value.starts_with('/') && !value.contains("..") && !value.contains('$') {
+                    paths.push(value.to_string());
+                }
+            }
+        }
+    }
+    paths
 }
 
 fn sha256_file(path: &Path) -> Option<String> {
@@ -541,6 +663,7 @@ impl Change for TerraformChange {
         if init.code != Some(0) {
             return Ok(failed("terraform init failed", &init));
         }
+        self.pin_folder(config.as_ref())?;
         let files = config.as_ref().map_or(0, BTreeMap::len);
         Ok(StageOutcome::ok(format!("terraform in {} ({files} configuration file(s))", self.dir()), init.text()))
     }
@@ -558,9 +681,8 @@ impl Change for TerraformChange {
     }
 
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
-        self.folder_pin = self.folder_fingerprint();
         let file = self.plan_file("change.tfplan");
-        Some(match self.plan_into(env, &self.spec.dir, &file, &[]).await {
+        Some(match self.plan_into(env, &self.planned_dir(), &file, &[]).await {
             Ok(None) => DryRun {
                 outcome: StageOutcome::ok("no changes: the infrastructure matches the configuration", ""),
                 diff: String::new(),
@@ -631,11 +753,14 @@ impl Change for TerraformChange {
         if self.plan_hash.is_none() || sha256_file(&file) != self.plan_hash {
             return StageOutcome::failed(format!("{} changed after it was approved; not applied", file.display()), "");
         }
-        // The plan file holds the configuration, not the scripts a provisioner runs: those are pinned here.
-        if self.folder_pin.is_none() || self.folder_fingerprint() != self.folder_pin {
+        // The plan file holds the configuration, not the scripts a provisioner runs: the apply runs in
+        // the planned copy, which nothing may have changed either.
+        let copies = self.planned.as_ref().map(|p| p.copies.clone()).unwrap_or_default();
+        let now = pin::fingerprint(&copies, &tool_owned()).ok();
+        if now.is_none() || now != self.planned.as_ref().map(|p| p.fingerprint.clone()) {
             return StageOutcome::failed(
                 format!(
-                    "{} changed after it was planned (a file the apply would read or run): nothing was applied; plan it again",
+                    "the planned copy of {} changed after it was planned: nothing was applied; plan it again",
                     self.dir()
                 ),
                 "",
@@ -651,9 +776,13 @@ impl Change for TerraformChange {
     }
 
     async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
-        let out =
-            tool::run(env, &self.call(&["plan", "-input=false", "-no-color", "-detailed-exitcode"], &self.spec.dir))
-                .await;
+        let out = self
+            .run(
+                env,
+                &self.call(&["plan", "-input=false", "-no-color", "-detailed-exitcode"], &self.planned_dir()),
+                None,
+            )
+            .await;
         Some(match out.code {
             Some(0) => StageOutcome::ok("no changes left: the infrastructure matches the configuration", out.text()),
             Some(2) => StageOutcome::failed("terraform still plans changes after apply", out.text()),

@@ -135,6 +135,48 @@ impl TestEnv {
         child.wait_with_output().expect("script output").stdout
     }
 
+    /// `merlya ARGS` on a pseudo-terminal, `env` added: when the approval's question is on screen,
+    /// `meanwhile` runs (what happens while the person reads it), then `answer` is typed. Everything
+    /// the terminal showed.
+    pub fn answering_on_a_pty(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        meanwhile: impl FnOnce(),
+        answer: &str,
+    ) -> Vec<u8> {
+        use std::io::{Read, Write};
+        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+        let line: Vec<String> =
+            std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
+        let mut child = Command::new("script")
+            .args(["-qec", &line.join(" "), "/dev/null"])
+            .env("MERLYA_HOME", self.merlya_home())
+            .env("HOME", self.home())
+            .env("NO_COLOR", "1")
+            .env("USER", "tester")
+            .env_remove("SSH_AUTH_SOCK")
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("script (util-linux)");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut seen = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+        while !String::from_utf8_lossy(&seen).contains("[o]nce") {
+            let mut chunk = [0u8; 4096];
+            let n = stdout.read(&mut chunk).expect("read the terminal");
+            assert!(n > 0 && std::time::Instant::now() < deadline, "no approval asked: {}", text(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        meanwhile();
+        child.stdin.take().expect("stdin").write_all(answer.as_bytes()).expect("answer");
+        stdout.read_to_end(&mut seen).expect("read the terminal");
+        let _ = child.wait();
+        seen
+    }
+
     /// Points the brain model at the scripted LLM at `url` (key in `MERLYA_TEST_LLM_KEY`).
     pub fn use_scripted_llm(&self, url: &str) {
         std::fs::write(

@@ -6,7 +6,6 @@
 
 pub mod hazards;
 mod inventory;
-pub mod pin;
 pub mod report;
 
 use std::path::PathBuf;
@@ -14,6 +13,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::pin::{self, Pinned};
 use super::tool::{self, ToolCall, ToolOutput, run_cleared};
 use super::vars::Vars;
 use super::{
@@ -92,8 +92,9 @@ pub struct AnsibleChange {
     work: PathBuf,
     inventory: Option<inventory::Inventory>,
     dry: Option<report::Report>,
-    /// What the playbook's folder held when it was planned (checked again before it is applied).
-    pinned: Option<String>,
+    /// The playbook's folders as planned, copied into the run's folder: what the dry run, the apply
+    /// and the rollback run (its fingerprint is checked again before the apply).
+    pinned: Option<Pinned>,
     /// What its check run would run for real, and what the pin does not cover.
     hazards: hazards::Found,
     /// Folders left out of the pin (merlya's home).
@@ -166,6 +167,16 @@ impl AnsibleChange {
         played.stats.keys().filter(|h| !approved.contains(h)).cloned().collect()
     }
 
+    /// Where `playbook` was copied when the change was planned (itself before that).
+    fn planned(&self, playbook: &std::path::Path) -> PathBuf {
+        let folder = playbook.parent().map(PathBuf::from);
+        let index = self.folders().iter().position(|f| Some(f) == folder.as_ref());
+        match (&self.pinned, index, playbook.file_name()) {
+            (Some(pinned), Some(index), Some(name)) if index < pinned.copies.len() => pinned.copies[index].join(name),
+            _ => playbook.to_path_buf(),
+        }
+    }
+
     /// The folders of the playbook and of the rollback playbook (what `pin` covers).
     fn folders(&self) -> Vec<PathBuf> {
         let mut folders: Vec<PathBuf> = std::iter::once(&self.spec.playbook)
@@ -215,15 +226,17 @@ impl AnsibleChange {
         run: &PipelineRun,
         stage: StageName,
     ) -> StageOutcome {
-        let call = self.call(playbook, false);
+        let call = self.call(&self.planned(playbook), false);
         let Some(clearance) = decision.clearance(&call.display()) else {
             return StageOutcome::failed(format!("`{}` was not cleared to run", call.display()), "");
         };
-        // What was approved is what runs: the playbook, its roles, templates and vars as planned. (A
-        // rollback is not held back: the apply itself may have written into that folder, on localhost.)
-        if stage == StageName::Apply && pin::fingerprint(&self.folders(), &self.unpinned).ok() != self.pinned {
+        // What was approved is what runs: the planned copy of the playbook, its roles, templates and
+        // vars, unchanged since. (A rollback is not held back: the apply may have written into it.)
+        let copies = self.pinned.as_ref().map(|p| p.copies.clone()).unwrap_or_default();
+        let now = pin::fingerprint(&copies, &pin::Leave::folders(&self.unpinned)).ok();
+        if stage == StageName::Apply && (now.is_none() || now != self.pinned.as_ref().map(|p| p.fingerprint.clone())) {
             return StageOutcome::failed(
-                "the playbook's folder changed after it was planned: nothing was run (plan it again)",
+                "the playbook's planned copy changed after it was planned: nothing was run (plan it again)",
                 "",
             );
         }
@@ -337,16 +350,26 @@ impl Change for AnsibleChange {
         self.inventory = Some(built);
         // merlya's own home is left out of the pin: it writes there while the run goes on.
         self.unpinned = env.store.path().parent().map(PathBuf::from).into_iter().collect();
-        self.pinned = Some(pin::fingerprint(&self.folders(), &self.unpinned).map_err(PipelineError::Invalid)?);
-        let folder = self.spec.playbook.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
-        self.hazards = hazards::scan(&folder, &self.spec.playbook, &self.unpinned);
+        // The dry run, the apply and the rollback run this copy: a file swapped in the original while
+        // the approval waits is never read (a re-plan makes a fresh one).
+        let dest = self.work.join("planned");
+        if dest.exists() {
+            std::fs::remove_dir_all(&dest).map_err(io)?;
+        }
+        self.pinned = None;
+        let pinned =
+            pin::copy(&self.folders(), &pin::Leave::folders(&self.unpinned), &dest).map_err(PipelineError::Invalid)?;
+        self.pinned = Some(pinned);
+        let playbook = self.planned(&self.spec.playbook);
+        let folder = playbook.parent().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+        self.hazards = hazards::scan(&folder, &playbook, &self.unpinned);
         // No separate --syntax-check (a second Python start-up): the dry run reports a broken playbook.
         let detail = format!("{} on {} host(s)", self.spec.playbook.display(), self.hosts.len());
         Ok(StageOutcome::ok(detail, String::new()))
     }
 
     fn dry_run_command(&self) -> Option<String> {
-        Some(self.call(&self.spec.playbook, true).display())
+        Some(self.call(&self.planned(&self.spec.playbook), true).display())
     }
 
     fn dry_run_hazards(&self) -> Vec<String> {
@@ -354,7 +377,7 @@ impl Change for AnsibleChange {
     }
 
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
-        let out = self.play(env, &self.call(&self.spec.playbook, true), None).await;
+        let out = self.play(env, &self.call(&self.planned(&self.spec.playbook), true), None).await;
         let played = report::parse(&out.stdout);
         let mut outcome = outcome_of("ansible-playbook --check", &out, &played);
         let strangers = self.strangers(&played);
@@ -391,18 +414,18 @@ impl Change for AnsibleChange {
         }
         // What runs on this machine, and what the pin does not cover, is said again where it is approved.
         reasons.extend(self.hazards.runs.iter().chain(&self.hazards.unpinned).cloned());
-        let command = self.call(&self.spec.playbook, false).display();
+        let command = self.call(&self.planned(&self.spec.playbook), false).display();
         let analysis = Analysis { class: Class::Mutating, reasons, commands: vec![command.clone()], rule_keys: None };
         let mut request = ApprovalRequest::new(summary, &command, self.names(), &analysis, Vec::new());
         request.diff = self.dry.as_ref().map(report::Report::render);
         request.post_check = Some("ansible-playbook --check (expects no change on any host)".into());
-        request.rollback = self.spec.rollback.as_ref().map(|p| self.call(p, false).display());
+        request.rollback = self.spec.rollback.as_ref().map(|p| self.call(&self.planned(p), false).display());
         request
     }
 
     fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest> {
         let playbook = self.spec.rollback.as_ref()?;
-        let command = self.call(playbook, false).display();
+        let command = self.call(&self.planned(playbook), false).display();
         let analysis = Analysis {
             class: Class::Mutating,
             reasons: vec!["runs the rollback playbook on every host of the change".into()],
@@ -428,7 +451,7 @@ impl Change for AnsibleChange {
     }
 
     async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
-        let out = self.play(env, &self.call(&self.spec.playbook, true), None).await;
+        let out = self.play(env, &self.call(&self.planned(&self.spec.playbook), true), None).await;
         let played = report::parse(&out.stdout);
         let checked = outcome_of("ansible-playbook --check (post-check)", &out, &played);
         Some(if checked.ok && played.changed() > 0 {
