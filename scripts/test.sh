@@ -14,6 +14,8 @@ command -v secret-tool >/dev/null || need+=(libsecret-tools)
 # su elevation: a test sshd gets root a password in its own mount namespace (openssl hashes it).
 command -v openssl >/dev/null || need+=(openssl)
 command -v unshare >/dev/null || need+=(util-linux)
+# Audit witnesses: a journald namespace of the tests' own (systemd-journald, journalctl).
+[ -x /lib/systemd/systemd-journald ] && command -v journalctl >/dev/null || need+=(systemd)
 command -v doas >/dev/null || need+=(doas)
 # Shell completion is tested in the shells it is written for.
 command -v zsh >/dev/null || need+=(zsh)

@@ -85,10 +85,10 @@ impl Context {
         if let Some(spec) = &config.audit.witness {
             let witness =
                 crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;
-            if witness.path().starts_with(home.root()) {
+            if let Some(file) = witness.file().filter(|f| f.starts_with(home.root())) {
                 return Err(eyre!(
                     "audit.witness: {} is inside MERLYA_HOME; a witness beside the log it witnesses proves nothing",
-                    witness.path().display()
+                    file.display()
                 ));
             }
             store.set_audit_witness(witness);

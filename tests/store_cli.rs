@@ -672,6 +672,50 @@ fn the_audit_witness_outside_the_home_is_written_and_checked() {
     assert!(err.contains("audit.witness") && err.contains("inside MERLYA_HOME"), "{err}");
 }
 
+/// journald and syslog witnesses, against a real systemd-journald (a namespace of its own): every
+/// checkpoint reaches it, `audit verify` reads the heads back (from journalctl, or from the file a log
+/// server keeps), and a log wiped with its key and checkpoint, then started again, is caught.
+#[test]
+fn journald_and_syslog_witnesses_are_written_read_back_and_catch_a_wiped_log() {
+    let journal = support::journald::Journald::start();
+    let specs = [format!("journald:{}", journal.namespace), format!("syslog:{}", journal.dev_log().display())];
+    for spec in specs {
+        let env = TestEnv::new();
+        std::fs::write(env.merlya_home().join("config.yaml"), format!("audit:\n  witness: {spec}\n")).unwrap();
+        env.ok(&["exec", "localhost", "--", "true"]);
+        env.ok(&["exec", "localhost", "--", "true"]);
+        let database = env.merlya_home().join("merlya.db").display().to_string();
+        let heads = journal.messages("merlya-audit");
+        assert!(heads.contains(&database) && heads.contains("\"last_id\""), "{spec}: {heads}");
+        // The syslog witness is read back from what the log server keeps (here, the journal's copy).
+        let log = env.dir.path().join("witness.log");
+        let verify = |env: &TestEnv| {
+            std::fs::write(&log, journal.messages("merlya-audit")).unwrap();
+            let log = log.display().to_string();
+            let args = if spec.starts_with("syslog") {
+                vec!["audit", "verify", "--witness-log", log.as_str()]
+            } else {
+                vec!["audit", "verify"]
+            };
+            env.run(&args)
+        };
+        let out = verify(&env);
+        assert_eq!(out.status.code(), Some(0), "{spec}: {}{}", text(&out.stdout), text(&out.stderr));
+        assert!(text(&out.stdout).contains("holds every head witnessed in"), "{spec}: {}", text(&out.stdout));
+
+        // Wiped with its key and checkpoint, then used again: a new chain that verifies on its own,
+        // but the witness saw the old one.
+        for file in ["merlya.db", "merlya.db.clean", "audit.key", "audit.checkpoint"] {
+            let _ = std::fs::remove_file(env.merlya_home().join(file));
+        }
+        env.ok(&["exec", "localhost", "--", "true"]);
+        let out = verify(&env);
+        assert_eq!(out.status.code(), Some(5), "{spec}: {}{}", text(&out.stdout), text(&out.stderr));
+        let said = text(&out.stderr);
+        assert!(said.contains("the witness") && said.contains("saw entry"), "{spec}: {said}");
+    }
+}
+
 #[test]
 fn a_command_on_localhost_does_not_see_merlyas_environment() {
     let env = TestEnv::new();

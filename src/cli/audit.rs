@@ -35,8 +35,13 @@ pub enum AuditCommand {
         #[arg(long, value_enum)]
         format: AuditExportFormat,
     },
-    /// Check the keyed chain against the checkpoint outside the database; exit 5 naming what broke.
-    Verify,
+    /// Check the keyed chain against the checkpoint and the witness; exit 5 naming what broke.
+    Verify {
+        /// Read the witnessed heads from this file (what the log server keeps for a syslog witness,
+        /// or `journalctl -t merlya-audit -o cat` saved on another machine).
+        #[arg(long, value_name = "FILE")]
+        witness_log: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,8 +78,11 @@ pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
                 }
             }
         }
-        AuditCommand::Verify => {
-            let report = ctx.store.verify_audit().await?;
+        AuditCommand::Verify { witness_log } => {
+            if witness_log.is_some() && ctx.config.audit.witness.is_none() {
+                bail!("--witness-log: no audit.witness is configured, so there is nothing to compare it with");
+            }
+            let report = ctx.store.verify_audit_with(witness_log.as_deref()).await?;
             return Ok(if report.broken.is_none() {
                 println!("{}", report.describe());
                 EXIT_OK

@@ -81,8 +81,8 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuditConfig {
-    /// `file:/absolute/path`: every checkpoint is also appended there, and
-    /// `merlya audit verify` checks the chain against it (ADR 0026).
+    /// `file:/absolute/path`, `journald[:NAMESPACE]` or `syslog[:/socket]`: every checkpoint is
+    /// also written there, and `merlya audit verify` checks the chain against it (ADR 0026).
     pub witness: Option<String>,
 }
 
@@ -419,7 +419,7 @@ impl Config {
             (
                 "audit.witness",
                 witness_ok,
-                "expected file:/absolute/path (outside MERLYA_HOME; journald and syslog are not supported yet)",
+                "expected file:/absolute/path (outside MERLYA_HOME), journald[:NAMESPACE] or syslog[:/socket]",
             ),
             ("policy.max_hosts_per_skill", p.max_hosts_per_skill > 0, COUNT),
             ("policy.max_tokens_per_call", p.max_tokens_per_call != Some(0), COUNT),

@@ -139,10 +139,13 @@ fn the_policy_section_is_validated_with_file_and_line() {
 }
 
 #[test]
-fn the_audit_witness_is_a_file_named_by_an_absolute_path() {
+fn the_audit_witness_is_a_file_journald_or_syslog() {
     let c = parse("audit:\n  witness: file:/var/log/merlya-witness.log\n", &[]).unwrap();
     assert_eq!(c.audit.witness.as_deref(), Some("file:/var/log/merlya-witness.log"));
-    let err = parse("audit:\n  witness: journald\n", &[]).unwrap_err().to_string();
+    for ok in ["journald", "journald:audit", "syslog", "syslog:/run/log.sock"] {
+        assert!(parse(&format!("audit:\n  witness: {ok}\n"), &[]).is_ok(), "{ok}");
+    }
+    let err = parse("audit:\n  witness: file:relative.log\n", &[]).unwrap_err().to_string();
     assert!(err.contains("audit.witness") && err.contains("file:/absolute/path"), "{err}");
     let c = parse("", &[("MERLYA_AUDIT_WITNESS", "file:/srv/w.log")]).unwrap();
     assert_eq!(c.audit.witness.as_deref(), Some("file:/srv/w.log"));

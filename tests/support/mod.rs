@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod executor;
+pub mod journald;
 pub mod llm;
 pub mod sshd;
 pub mod tmux;

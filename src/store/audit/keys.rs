@@ -338,7 +338,7 @@ impl AuditFiles {
                 written_at: checkpoint.written_at.clone(),
             };
             super::witness::append(&witness, &head)
-                .map_err(|source| KeyFileError::Io { path: witness.path().to_path_buf(), source })?;
+                .map_err(|source| KeyFileError::Io { path: witness.target(), source })?;
         }
         Ok(checkpoint)
     }

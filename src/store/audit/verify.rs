@@ -89,7 +89,12 @@ impl ChainReport {
             ));
         }
         if let Some((path, heads)) = &self.witness {
-            lines.push(format!("  holds every head witnessed in {path} ({heads} heads)"));
+            lines.push(match heads {
+                0 => format!(
+                    "  the witness {path} holds no head of this log: nothing was compared (is it the right source?)"
+                ),
+                _ => format!("  holds every head witnessed in {path} ({heads} heads)"),
+            });
         }
         if self.beyond_checkpoint > 0 {
             lines.push(format!(
@@ -110,8 +115,14 @@ impl ChainReport {
 }
 
 impl Store {
-    /// Walks the whole chain with the key and checks it against the checkpoint.
+    /// Walks the whole chain with the key and checks it against the checkpoint and the witness.
     pub async fn verify_audit(&self) -> Result<ChainReport, StoreError> {
+        self.verify_audit_with(None).await
+    }
+
+    /// [`Store::verify_audit`], the witnessed heads read from `witness_log` when given (the file a
+    /// log server keeps for a syslog witness, or a saved `journalctl -t merlya-audit -o cat`).
+    pub async fn verify_audit_with(&self, witness_log: Option<&std::path::Path>) -> Result<ChainReport, StoreError> {
         self.settle_audit().await;
         let entries = self.audit_entries().await?;
         let head: Option<(i64, String, i64)> = sqlx::query("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
@@ -146,7 +157,7 @@ impl Store {
             return Ok(report);
         }
         match self.audit.witness() {
-            Some((witness, database)) => Ok(check_witness(report, &entries, &witness, &database)),
+            Some((witness, database)) => Ok(check_witness(report, &entries, (&witness, witness_log), &database)),
             None => Ok(report),
         }
     }
@@ -158,11 +169,14 @@ impl Store {
 fn check_witness(
     mut report: ChainReport,
     entries: &[AuditEntry],
-    witness: &super::witness::Witness,
+    (witness, log): (&super::witness::Witness, Option<&std::path::Path>),
     database: &str,
 ) -> ChainReport {
-    let path = witness.path().display().to_string();
-    let heads = match super::witness::read(witness, database) {
+    let path = match log {
+        Some(log) => format!("{} (read from {})", witness.describe(), log.display()),
+        None => witness.describe(),
+    };
+    let heads = match super::witness::read(witness, database, log) {
         Ok(heads) => heads,
         Err(e) => return report.broken(0, format!("the audit witness is unreadable: {e}")),
     };
