@@ -733,3 +733,40 @@ fn a_command_on_localhost_does_not_see_merlyas_environment() {
     let out = env.run(&["exec", "localhost", "--", "cat /proc/$PPID/environ"]);
     assert_ne!(out.status.code(), Some(0));
 }
+
+/// A field longer than any listing can pad (65,536 characters) is refused at the door with its
+/// length and the limit; one already stored (an older merlya, an edited database) is listed and run
+/// on without a panic.
+#[test]
+fn long_fields_are_refused_at_the_door_and_never_panic_a_listing() {
+    let env = TestEnv::new();
+    let long = "a".repeat(70_000);
+    for args in [
+        vec!["hosts", "add", long.as_str(), "--hostname", "127.0.0.1"],
+        vec!["hosts", "add", "web01", "--hostname", long.as_str()],
+        vec!["hosts", "add", "web01", "--hostname", "127.0.0.1", "--user", long.as_str()],
+        vec!["hosts", "add", "web01", "--hostname", "127.0.0.1", "--tag", long.as_str()],
+    ] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let said = text(&out.stderr);
+        assert!(said.contains("70000 characters long; at most"), "{said}");
+        assert!(said.len() < 2_000, "the value is not dumped back: {} bytes", said.len());
+    }
+    assert!(!env.ok(&["hosts", "list"]).contains("web01"), "nothing was stored");
+
+    // Stored behind merlya's back: listings and a fan-out still work.
+    let db = env.merlya_home().join("merlya.db");
+    let insert = format!(
+        "import sqlite3; c = sqlite3.connect('{}'); c.execute(\"INSERT INTO hosts (name, hostname, port, elevation, created_at, updated_at) VALUES (?, '127.0.0.1', 1, 'none', 'now', 'now')\", ('{long}',)); c.commit()",
+        db.display()
+    );
+    let status = std::process::Command::new("python3").args(["-c", &insert]).status().unwrap();
+    assert!(status.success());
+    let listed = env.ok(&["hosts", "list"]);
+    assert!(listed.contains(&long) && listed.contains("localhost"), "{}", &listed[..200]);
+    let out = env.run(&["exec", "all", "--", "true"]);
+    let said = text(&out.stderr);
+    assert!(!said.contains("panicked"), "{}", &said[..said.len().min(2000)]);
+    assert!(text(&out.stdout).contains(&long), "the long host's outcome is shown");
+}

@@ -140,6 +140,8 @@ impl HostForm {
         }
         host.jump = Some(v(5)).filter(|j| !j.is_empty());
         host.elevation = elevation;
+        // Lengths and characters of every field, as the store checks them.
+        crate::inventory::host::validate_host(&host).map_err(Text::Raw)?;
         Ok(host)
     }
 }

@@ -164,12 +164,13 @@ pub(super) async fn print_events_to(
             ExecEvent::Line { host, stream, line } if format == OutputFormat::Text => {
                 let line = shown(&line);
                 let mark = if stream == Stream::Stderr { "!" } else { "|" };
+                let host = crate::text_table::pad(&host, width);
                 let _ = match (color, stream) {
                     (true, Stream::Stderr) => {
-                        writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
+                        writeln!(batch, "\x1b[36m{host}\x1b[0m \x1b[31m{mark}\x1b[0m {line}")
                     }
-                    (true, Stream::Stdout) => writeln!(batch, "\x1b[36m{host:<width$}\x1b[0m {mark} {line}"),
-                    (false, _) => writeln!(batch, "{host:<width$} {mark} {line}"),
+                    (true, Stream::Stdout) => writeln!(batch, "\x1b[36m{host}\x1b[0m {mark} {line}"),
+                    (false, _) => writeln!(batch, "{host} {mark} {line}"),
                 };
             }
             ExecEvent::Line { .. } => {}

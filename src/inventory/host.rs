@@ -132,12 +132,35 @@ impl Host {
     }
 }
 
-/// Checks a host name: letters, digits, `.`, `-`, `_`; used for names given
-/// on the command line and in imports so targets stay unambiguous.
+/// Longest host name, tag, address, login user and key path merlya stores: a DNS name's limit,
+/// and sizes no real value reaches (a longer one is a mistake or an attack on every listing).
+pub const MAX_NAME: usize = 253;
+/// See [`MAX_NAME`].
+pub const MAX_TAG: usize = 128;
+/// Most tags on one host.
+pub const MAX_TAGS: usize = 64;
+/// See [`MAX_NAME`].
+pub const MAX_USER: usize = 64;
+/// See [`MAX_NAME`].
+pub const MAX_PATH: usize = 4096;
+
+/// `what` is at most `max` characters.
+fn within(what: &str, value: &str, max: usize) -> Result<(), String> {
+    let len = value.chars().count();
+    if len > max {
+        let start: String = value.chars().take(24).collect();
+        return Err(format!("{what} \"{start}…\" is {len} characters long; at most {max} are allowed"));
+    }
+    Ok(())
+}
+
+/// Checks a host name: letters, digits, `.`, `-`, `_`, at most [`MAX_NAME`] characters; used for
+/// names given on the command line and in imports so targets stay unambiguous.
 pub fn validate_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("a host name cannot be empty".into());
     }
+    within("host name", name, MAX_NAME)?;
     if name == "all" {
         return Err("`all` is reserved for targeting every host".into());
     }
@@ -147,11 +170,49 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks every field of `host` before it is stored: the name, tags, address, login user, jump
+/// host and key path (lengths, and no control characters or blanks where a command line or a
+/// listing would misread them).
+pub fn validate_host(host: &Host) -> Result<(), String> {
+    validate_name(&host.name)?;
+    if host.tags.len() > MAX_TAGS {
+        return Err(format!("host {}: {} tags; at most {MAX_TAGS} are allowed", host.name, host.tags.len()));
+    }
+    for tag in &host.tags {
+        validate_tag(tag).map_err(|e| format!("host {}: {e}", host.name))?;
+    }
+    let plain = |what: &str, value: &str, max: usize| -> Result<(), String> {
+        within(what, value, max).map_err(|e| format!("host {}: {e}", host.name))?;
+        if let Some(c) = value.chars().find(|c| c.is_control() || c.is_whitespace()) {
+            return Err(format!("host {}: the {what} contains {c:?}", host.name));
+        }
+        Ok(())
+    };
+    if host.hostname.trim().is_empty() {
+        return Err(format!("host {}: empty hostname", host.name));
+    }
+    plain("hostname", &host.hostname, MAX_NAME)?;
+    if let Some(user) = &host.username {
+        plain("user", user, MAX_USER)?;
+    }
+    if let Some(jump) = &host.jump {
+        validate_name(jump).map_err(|e| format!("host {}: jump host: {e}", host.name))?;
+    }
+    if let Some(key) = &host.identity_file {
+        within("identity file", key, MAX_PATH).map_err(|e| format!("host {}: {e}", host.name))?;
+        if key.chars().any(char::is_control) {
+            return Err(format!("host {}: the identity file's path contains a control character", host.name));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a tag: same alphabet as names, plus `:` and `/` for namespaced tags.
 pub fn validate_tag(tag: &str) -> Result<(), String> {
     if tag.is_empty() {
         return Err("a tag cannot be empty".into());
     }
+    within("tag", tag, MAX_TAG)?;
     if let Some(c) = tag.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '/'))) {
         return Err(format!("tag {tag:?} contains {c:?}; use letters, digits, '.', '-', '_', ':' and '/'"));
     }

@@ -3,6 +3,7 @@
 use sqlx::Row;
 
 use super::{SqlContext, Store, StoreError, now_rfc3339};
+use crate::inventory::host::validate_host;
 use crate::inventory::{Host, LOCALHOST};
 
 /// What went wrong with a host operation that the user can fix.
@@ -17,6 +18,9 @@ pub enum HostError {
     /// localhost cannot be removed.
     #[error("localhost is built in and cannot be removed")]
     Builtin,
+    /// A field that cannot be stored (too long, a character a listing or a command would misread).
+    #[error("{0}")]
+    Invalid(String),
     /// Database failure.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -74,6 +78,7 @@ impl Store {
 
     /// Adds a new host; an existing name is an error.
     pub async fn add_host(&self, host: &Host) -> Result<(), HostError> {
+        validate_host(host).map_err(HostError::Invalid)?;
         if self.get_host(&host.name).await.is_ok() {
             return Err(HostError::Exists(host.name.clone()));
         }
@@ -84,6 +89,9 @@ impl Store {
     /// Inserts or updates hosts by name in one transaction; tags are united
     /// with existing ones. Returns (added, updated).
     pub async fn upsert_hosts(&self, hosts: &[Host]) -> Result<(usize, usize), StoreError> {
+        for host in hosts {
+            validate_host(host).map_err(StoreError::Invalid)?;
+        }
         let mut tx = self.begin_write("save hosts").await?;
         let (mut added, mut updated) = (0, 0);
         let now = now_rfc3339();
@@ -141,7 +149,17 @@ impl Store {
 
     /// Adds (`add = true`) or removes a tag.
     pub async fn set_tag(&self, name: &str, tag: &str, add: bool) -> Result<(), HostError> {
-        self.get_host(name).await?;
+        let host = self.get_host(name).await?;
+        if add {
+            crate::inventory::host::validate_tag(tag).map_err(HostError::Invalid)?;
+            if host.tags.len() >= crate::inventory::host::MAX_TAGS && !host.tags.iter().any(|t| t == tag) {
+                return Err(HostError::Invalid(format!(
+                    "host {name} has {} tags already; at most {} are allowed",
+                    host.tags.len(),
+                    crate::inventory::host::MAX_TAGS
+                )));
+            }
+        }
         let sql = if add {
             "INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?"
         } else {
@@ -180,6 +198,7 @@ async fn add_tags(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, host: &Host) -> 
 impl Store {
     /// Replaces host `original` with `host` (renamed or changed), tags included, in one transaction.
     pub async fn replace_host(&self, original: &str, host: &Host) -> Result<(), StoreError> {
+        validate_host(host).map_err(StoreError::Invalid)?;
         let mut tx = self.begin_write("save the host").await?;
         sqlx::query(
             "UPDATE hosts SET name = ?, hostname = ?, port = ?, username = ?, jump = ?, elevation = ?, updated_at = ?

@@ -50,6 +50,9 @@ pub enum StoreError {
     /// Filesystem trouble around the database.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+    /// A value refused before it is written (it names the field and what is allowed).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Adds context to sqlx errors.

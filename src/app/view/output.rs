@@ -78,7 +78,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
                                 Stream::Stderr => ("!", theme.error),
                             };
                             Line::from(vec![
-                                Span::styled(format!("{host:<width$}"), theme.host),
+                                Span::styled(crate::text_table::pad(host, width), theme.host),
                                 Span::styled(format!(" {sep} "), theme.dim),
                                 Span::styled(l.text.clone(), text_style),
                             ])

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 pub use file::read_import_file;
 
-use super::host::{Host, validate_name, validate_tag};
+use super::host::{Host, validate_host};
 
 /// One problem in an imported file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -160,16 +160,8 @@ fn check_hosts(report: &ImportReport, entries: bool) -> Result<(), Vec<LineError
     for (index, host) in report.hosts.iter().enumerate() {
         let line = report.line(index);
         let at = if entries { format!("entry {}: ", index + 1) } else { String::new() };
-        if let Err(e) = validate_name(&host.name) {
+        if let Err(e) = validate_host(host) {
             errors.push(LineError::new(line, format!("{at}{e}")));
-        }
-        for tag in &host.tags {
-            if let Err(e) = validate_tag(tag) {
-                errors.push(LineError::new(line, format!("{at}host {}: {e}", host.name)));
-            }
-        }
-        if host.hostname.trim().is_empty() {
-            errors.push(LineError::new(line, format!("{at}host {}: empty hostname", host.name)));
         }
         if let Some(first) = seen.insert(host.name.as_str(), index) {
             let first_line = report.line(first);
