@@ -81,7 +81,8 @@ impl Context {
         let retention = Duration::from_secs(u64::from(config.policy.raw_log_retention_days) * 86_400);
         crate::exec::spill::prune(&home.output_dir(), retention);
         let log_guard = crate::logging::init(&home, &config.logging)?;
-        let store = Store::open(&home.database()).await?;
+        let store =
+            Store::open(&home.database()).await.map_err(|e| e.or_no_space(&home.database(), "open the database"))?;
         if let Some(spec) = &config.audit.witness {
             let witness =
                 crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;

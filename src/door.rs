@@ -119,12 +119,15 @@ impl<'a> Door<'a> {
             self.cancel.clone(),
             tx,
         ));
-        while let Some(event) = rx.recv().await {
-            if let ExecEvent::Finished(result) = &event {
+        let mut unrecorded = std::collections::HashMap::new();
+        while let Some(mut event) = rx.recv().await {
+            if let ExecEvent::Finished(result) = &mut event {
                 if let Some(ticket) = tickets.take(&result.host)
                     && let Err(e) = ticket.finish_result(result).await
                 {
                     tracing::warn!(error = %e, host = %result.host, "cannot finish an audit entry");
+                    mark_unrecorded(result, &e);
+                    unrecorded.insert(result.host.clone(), (result.error.clone(), result.failure));
                 }
                 if let Err(e) = record_history(self.store, self.session_id, self.retention_days, &command, result).await
                 {
@@ -136,7 +139,13 @@ impl<'a> Door<'a> {
         }
         let results = runner.await;
         tickets.finish_rest(AuditOutcome::Cancelled, "the run stopped before this host reported").await;
-        results.map_err(|e| color_eyre::eyre::eyre!("the fan-out task failed: {e}"))
+        let mut results = results.map_err(|e| color_eyre::eyre::eyre!("the fan-out task failed: {e}"))?;
+        for result in &mut results {
+            if let Some((error, failure)) = unrecorded.remove(&result.host) {
+                (result.error, result.failure) = (error, failure);
+            }
+        }
+        Ok(results)
     }
 
     /// Runs `clearance` on one host; when the audit row cannot be written the
@@ -187,9 +196,11 @@ impl<'a> Door<'a> {
             }
         };
         let audit_id = Some(ticket.id());
-        let result = self.executor.run_until(host, clearance, Deadline::after(self.timeout), self.cancel, events).await;
+        let mut result =
+            self.executor.run_until(host, clearance, Deadline::after(self.timeout), self.cancel, events).await;
         if let Err(e) = ticket.finish_result(&result).await {
             tracing::warn!(error = %e, host = %host.name, "cannot finish an audit entry");
+            mark_unrecorded(&mut result, &e);
         }
         if let Err(e) = record_history(self.store, self.session_id, self.retention_days, command, &result).await {
             tracing::warn!(error = %e, host = %host.name, "cannot record the command");
@@ -228,4 +239,15 @@ mod tests {
             assert_eq!(callers(needle), Vec::<String>::new(), "`{needle}` outside src/door.rs");
         }
     }
+}
+
+/// A result whose audit row could not be finished (a full disk): it ran, and it is never reported
+/// as a success, since the log that must hold every outcome does not hold this one.
+fn mark_unrecorded(result: &mut HostResult, error: &dyn std::fmt::Display) {
+    let ran = match result.exit_code {
+        Some(code) => format!("it ran (exit {code})"),
+        None => "it ran".to_string(),
+    };
+    result.error = Some(format!("{ran}, but its outcome could not be written to the audit log: {error}"));
+    result.failure = Some(HostFailure::Unrecorded);
 }

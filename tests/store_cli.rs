@@ -770,3 +770,46 @@ fn long_fields_are_refused_at_the_door_and_never_panic_a_listing() {
     assert!(!said.contains("panicked"), "{}", &said[..said.len().min(2000)]);
     assert!(text(&out.stdout).contains(&long), "the long host's outcome is shown");
 }
+
+/// MERLYA_HOME on a disk that fills: nothing runs whose start cannot be audited, nothing is
+/// reported as a success whose outcome could not be written, the errors say the disk is full and
+/// how much is free, and everything works again once there is room (nothing lost, the chain whole).
+#[test]
+fn a_full_disk_runs_nothing_unaudited_says_so_and_recovers() {
+    let env = TestEnv::new();
+    let disk = support::disk::SmallDisk::mount(&env.merlya_home(), 24);
+    env.ok(&["exec", "localhost", "--", "true"]);
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("ran");
+
+    // Full before the run: the approved command never starts, and the person is told why.
+    disk.fill();
+    let touch = format!("touch {}", marker.display());
+    let out = env.run(&["exec", "localhost", "--yes", "--", &touch]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let said = text(&out.stderr);
+    assert!(said.contains("no space left on MERLYA_HOME") && said.contains("MiB free"), "{said}");
+    assert!(!said.contains("code: 4874"), "{said}");
+    assert!(!marker.exists(), "a command ran whose start could not be audited");
+
+    // Full while it runs (the command itself fills the disk): its outcome cannot be written, so it is
+    // not a success.
+    disk.free();
+    let fill = format!(
+        "touch {}; head -c 100000000 /dev/zero > {}/.filler 2>/dev/null; true",
+        marker.display(),
+        env.merlya_home().display()
+    );
+    let out = env.run(&["exec", "localhost", "--yes", "--", &fill]);
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(marker.exists(), "the command ran: {shown}");
+    assert_ne!(out.status.code(), Some(0), "{shown}");
+    assert!(!shown.contains("1/1 hosts succeeded"), "{shown}");
+    assert!(shown.contains("could not be written to the audit log"), "{shown}");
+
+    // Room again: the same home works, and the chain is whole.
+    disk.free();
+    env.ok(&["exec", "localhost", "--", "true"]);
+    let verified = env.ok(&["audit", "verify"]);
+    assert!(verified.contains("intact") || verified.contains("OK") || verified.contains("verified"), "{verified}");
+}

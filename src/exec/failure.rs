@@ -26,6 +26,8 @@ pub enum HostFailure {
     NotStarted,
     /// The connection closed before the command reported an exit status.
     Lost,
+    /// It ran, but its outcome could not be written to the audit log (a full disk): never a success.
+    Unrecorded,
 }
 
 impl HostFailure {
@@ -40,7 +42,7 @@ impl HostFailure {
     }
 
     /// Every kind, for reading stored names back.
-    pub const ALL: [HostFailure; 8] = [
+    pub const ALL: [HostFailure; 9] = [
         Self::Unreachable,
         Self::HostKey,
         Self::Auth,
@@ -49,6 +51,7 @@ impl HostFailure {
         Self::Cancelled,
         Self::NotStarted,
         Self::Lost,
+        Self::Unrecorded,
     ];
 
     /// Its stored name (as in `--format json`).
@@ -72,6 +75,7 @@ impl HostFailure {
             Self::Cancelled => "failure.cancelled",
             Self::NotStarted => "failure.not_started",
             Self::Lost => "failure.lost",
+            Self::Unrecorded => "failure.unrecorded",
         }
     }
 

@@ -24,7 +24,19 @@ impl Store {
     /// Begins a write transaction holding the write lock from the start;
     /// `what` says what it is for in the error if the lock never comes.
     pub(crate) async fn begin_write(&self, what: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(self.write_error(what))
+        match self.pool().begin_with("BEGIN IMMEDIATE").await {
+            // A COMMIT that failed (a full disk) is rolled back by SQLite, while sqlx still counts the
+            // transaction open on that connection and refuses every later BEGIN on it: the connection
+            // is closed and the pool opens a fresh one, so writes work again once there is room.
+            Err(sqlx::Error::InvalidSavePointStatement) => {
+                tracing::warn!("a write transaction was left open by a failed commit; reconnecting");
+                if let Ok(stale) = self.pool().acquire().await {
+                    let _ = stale.close().await;
+                }
+                self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(self.write_error(what))
+            }
+            begun => begun.map_err(self.write_error(what)),
+        }
     }
 
     /// Maps the error of a write: a database still locked by another writer
@@ -34,7 +46,7 @@ impl Store {
             if is_busy(&source) {
                 StoreError::Locked { path: self.path.to_path_buf(), what: what.to_string(), holder: holder(&self.path) }
             } else {
-                StoreError::Sql { context: what.to_string(), source }
+                StoreError::Sql { context: what.to_string(), source }.or_no_space(&self.path, what)
             }
         }
     }

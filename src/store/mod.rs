@@ -17,6 +17,7 @@ pub mod lock;
 pub mod metrics;
 pub mod pipelines;
 pub mod secret_names;
+pub mod space;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,6 +54,21 @@ pub enum StoreError {
     /// A value refused before it is written (it names the field and what is allowed).
     #[error("{0}")]
     Invalid(String),
+    /// The disk that holds MERLYA_HOME is full: `explained` says where and how much is free.
+    #[error("{explained}; could not {what}")]
+    NoSpace { explained: String, what: String },
+}
+
+impl StoreError {
+    /// This error, said as a full disk when it is one (`path`: the database or a file beside it).
+    pub fn or_no_space(self, path: &Path, what: &str) -> Self {
+        let full = match &self {
+            StoreError::Sql { source, .. } => space::out_of_space(source, path),
+            StoreError::Io { source, .. } => space::io_out_of_space(source),
+            _ => false,
+        };
+        if full { StoreError::NoSpace { explained: space::explain(path), what: what.to_string() } } else { self }
+    }
 }
 
 /// Adds context to sqlx errors.

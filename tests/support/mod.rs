@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod disk;
 pub mod executor;
 pub mod journald;
 pub mod llm;
