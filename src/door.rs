@@ -209,6 +209,17 @@ impl<'a> Door<'a> {
     }
 }
 
+/// A result whose audit row could not be finished (a full disk): it ran, and it is never reported
+/// as a success, since the log that must hold every outcome does not hold this one.
+fn mark_unrecorded(result: &mut HostResult, error: &dyn std::fmt::Display) {
+    let ran = match result.exit_code {
+        Some(code) => format!("it ran (exit {code})"),
+        None => "it ran".to_string(),
+    };
+    result.error = Some(format!("{ran}, but its outcome could not be written to the audit log: {error}"));
+    result.failure = Some(HostFailure::Unrecorded);
+}
+
 #[cfg(test)]
 mod tests {
     /// Calls of the executor outside the door (and the executor itself).
@@ -239,15 +250,4 @@ mod tests {
             assert_eq!(callers(needle), Vec::<String>::new(), "`{needle}` outside src/door.rs");
         }
     }
-}
-
-/// A result whose audit row could not be finished (a full disk): it ran, and it is never reported
-/// as a success, since the log that must hold every outcome does not hold this one.
-fn mark_unrecorded(result: &mut HostResult, error: &dyn std::fmt::Display) {
-    let ran = match result.exit_code {
-        Some(code) => format!("it ran (exit {code})"),
-        None => "it ran".to_string(),
-    };
-    result.error = Some(format!("{ran}, but its outcome could not be written to the audit log: {error}"));
-    result.failure = Some(HostFailure::Unrecorded);
 }

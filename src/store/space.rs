@@ -21,7 +21,7 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
         }
         stat.assume_init()
     };
-    Some(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// Whether `error`, met while writing beside `path`, means the disk is full: SQLITE_FULL, an
