@@ -169,7 +169,11 @@ impl Context {
         });
         Ok(Executor::new(pool, resolve)
             .with_elevation_sink(sink)
-            .with_spill_dir(self.home.output_dir())
+            .with_spill(crate::exec::spill::SpillBudget::new(
+                self.home.output_dir(),
+                self.config.output.spill_max_mb,
+                self.config.output.spill_total_mb,
+            ))
             .with_readonly_sandbox(self.config.policy.readonly_sandbox))
     }
 

@@ -241,10 +241,13 @@ pub fn summary(results: &[HostResult]) -> String {
     let ok = results.iter().filter(|r| r.success()).count();
     let mut out = table::render(&["HOST", "EXIT", "DURATION", "ERROR"], &rows);
     for r in results.iter().filter(|r| r.output_cut_bytes > 0) {
-        let kept = if r.output_spill.is_empty() {
-            "not kept".to_string()
-        } else {
-            format!("kept in {}", r.output_spill.join(", "))
+        let kept = match (r.output_spill.is_empty(), r.output_dropped_bytes) {
+            (true, _) => "not kept".to_string(),
+            (false, 0) => format!("kept in {}", r.output_spill.join(", ")),
+            (false, dropped) => format!(
+                "kept in {} up to the spill limit ({dropped} bytes past it were not kept: output.spill_max_mb, output.spill_total_mb)",
+                r.output_spill.join(", ")
+            ),
         };
         out.push_str(&format!(
             "{}: output past {} KiB per stream was shown live and {kept} ({} bytes)\n",

@@ -62,6 +62,24 @@ pub struct Config {
     pub mcp: mcp::McpConfig,
     /// The audit log's witness outside MERLYA_HOME.
     pub audit: AuditConfig,
+    /// Limits on the command output merlya keeps on disk.
+    pub output: OutputConfig,
+}
+
+/// Command output spilled to `MERLYA_HOME/logs/output` (what a result does not keep in memory).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Most MiB one command keeps on disk for one host; the rest is dropped after a marker.
+    pub spill_max_mb: u64,
+    /// Most MiB all spilled output may take in MERLYA_HOME; the oldest files go first.
+    pub spill_total_mb: u64,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self { spill_max_mb: 64, spill_total_mb: 1024 }
+    }
 }
 
 /// `policy.readonly_sandbox`: whether proven reads run in a read-only mount namespace (ADR 0026).
@@ -415,7 +433,14 @@ impl Config {
         let (m, s, p, u) = (&self.model, &self.ssh, &self.policy, &self.ui);
         let witness_ok =
             self.audit.witness.as_deref().is_none_or(|w| crate::store::audit::witness::Witness::parse(w).is_ok());
-        let checks: [(&str, bool, &str); 21] = [
+        let o = &self.output;
+        let checks: [(&str, bool, &str); 23] = [
+            ("output.spill_max_mb", o.spill_max_mb > 0 && o.spill_max_mb <= 1 << 20, "expected MiB from 1 to 1048576"),
+            (
+                "output.spill_total_mb",
+                o.spill_total_mb >= o.spill_max_mb && o.spill_total_mb <= 1 << 24,
+                "expected MiB of at least output.spill_max_mb (and at most 16777216)",
+            ),
             (
                 "audit.witness",
                 witness_ok,

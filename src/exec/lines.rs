@@ -78,6 +78,11 @@ impl LineSplitter {
         self
     }
 
+    /// Bytes that were kept nowhere (past the spill's limits).
+    pub fn dropped(&self) -> u64 {
+        self.spill.as_ref().map_or(0, super::spill::Spill::dropped)
+    }
+
     /// The spill file, when output went past the cap.
     pub fn spilled(&self) -> Option<String> {
         self.spill.as_ref().and_then(|s| s.written()).map(|p| p.display().to_string())

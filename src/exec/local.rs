@@ -100,7 +100,7 @@ pub async fn run(
     let mut gate = sudo.cloned().map(StderrGate::new);
     let mut stdout = child.stdout.take().ok_or_else(|| not_started("no stdout pipe".into()))?;
     let mut stderr = child.stderr.take().ok_or_else(|| not_started("no stderr pipe".into()))?;
-    let spill = |stream| super::spill::for_stream(prepared.spill.as_deref(), stream, &prepared.mask);
+    let spill = |stream| super::spill::for_stream(prepared.spill.as_ref(), stream, &prepared.mask);
     let mut out = LineSplitter::new(host, Stream::Stdout).spilling(spill("stdout"));
     let mut err = LineSplitter::new(host, Stream::Stderr).spilling(spill("stderr"));
     let (mut out_buf, mut err_buf) = ([0u8; 8192], [0u8; 8192]);
@@ -149,6 +149,7 @@ pub async fn run(
         status.signal().map(|s| 128 + s)
     });
     let spilled: Vec<String> = out.spilled().into_iter().chain(err.spilled()).collect();
+    let dropped = out.dropped() + err.dropped();
     Ok(HostResult {
         host: host.to_string(),
         exit_code,
@@ -159,6 +160,7 @@ pub async fn run(
         failure: None,
         output_cut_bytes: out.cut + err.cut,
         output_spill: spilled,
+        output_dropped_bytes: dropped,
     })
 }
 

@@ -71,6 +71,9 @@ pub struct HostResult {
     pub output_cut_bytes: u64,
     /// Files that hold those bytes (masked), when the executor spills.
     pub output_spill: Vec<String>,
+    /// Of those bytes, how many were kept nowhere: past `output.spill_max_mb` or
+    /// `output.spill_total_mb`, or when the spill file could not be written.
+    pub output_dropped_bytes: u64,
 }
 
 impl HostResult {
@@ -91,6 +94,7 @@ impl HostResult {
             failure: Some(error.kind),
             output_cut_bytes: 0,
             output_spill: Vec::new(),
+            output_dropped_bytes: 0,
         }
     }
 }
@@ -140,8 +144,8 @@ pub struct Executor {
     detected: std::sync::Mutex<std::collections::HashMap<String, Elevation>>,
     /// Where a detected elevation is remembered (the inventory).
     elevation_sink: Option<ElevationSink>,
-    /// Where output past what a result keeps is written (`exec::spill`).
-    spill_dir: Option<std::path::PathBuf>,
+    /// Where output past what a result keeps is written, and its limits (`exec::spill`).
+    spill: Option<Arc<spill::SpillBudget>>,
     /// Whether proven reads run in a read-only mount namespace (`exec::sandbox`).
     sandbox: sandbox::SandboxMode,
 }
@@ -157,7 +161,7 @@ impl Executor {
             resolve: std::sync::RwLock::new(resolve),
             detected: std::sync::Mutex::new(std::collections::HashMap::new()),
             elevation_sink: None,
-            spill_dir: None,
+            spill: None,
             sandbox: sandbox::SandboxMode::default(),
         }
     }
@@ -173,9 +177,9 @@ impl Executor {
         self
     }
 
-    /// Writes output past what a result keeps to files in `dir`.
-    pub fn with_spill_dir(mut self, dir: std::path::PathBuf) -> Self {
-        self.spill_dir = Some(dir);
+    /// Writes output past what a result keeps to files, within `budget`'s limits.
+    pub fn with_spill(mut self, budget: Arc<spill::SpillBudget>) -> Self {
+        self.spill = Some(budget);
         self
     }
 
@@ -331,7 +335,7 @@ impl Executor {
             prepared.and_then(|p| if deadline.left().is_zero() { Err(timed_out(deadline.timeout)) } else { Ok(p) });
         let prepared = match prepared {
             Ok(mut p) => {
-                p.spill = self.spill_dir.as_deref().map(|dir| spill::prefix_for(dir, &host.name));
+                p.spill = self.spill.as_ref().map(|budget| spill::SpillTarget::for_host(budget, &host.name));
                 // A proven read (no password, no secret fed on stdin) runs in the read-only sandbox.
                 if sandboxed && p.sudo.is_none() && p.input.is_none() {
                     match sandbox::wrap(&p.command, self.sandbox) {

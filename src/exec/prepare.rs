@@ -27,7 +27,7 @@ pub struct Prepared {
     /// an argv that `ps` shows (the host runs a loader that reads them).
     pub input: Option<String>,
     /// Where output past what a result keeps is written (see `exec::spill`), if anywhere.
-    pub spill: Option<std::path::PathBuf>,
+    pub spill: Option<super::spill::SpillTarget>,
     /// Run on a pseudo-terminal (doas with a password reads it only from a terminal); stdout
     /// and stderr then arrive as one stream, and the password gate watches it.
     pub pty: bool,

@@ -157,7 +157,7 @@ async fn run_once(
         // No more input: commands that read stdin see end-of-file instead of waiting.
         let _ = write.eof().await;
     }
-    let spill = |stream| super::spill::for_stream(prepared.spill.as_deref(), stream, &prepared.mask);
+    let spill = |stream| super::spill::for_stream(prepared.spill.as_ref(), stream, &prepared.mask);
     let mut out = LineSplitter::new(&target.name, Stream::Stdout).spilling(spill("stdout"));
     let mut err = LineSplitter::new(&target.name, Stream::Stderr).spilling(spill("stderr"));
     let mut exit_code: Option<i32> = None;
@@ -248,6 +248,7 @@ async fn run_once(
     err.finish(events).await;
     let error = exit_code.is_none().then(|| "the connection closed before the command exited".to_string());
     let spilled: Vec<String> = out.spilled().into_iter().chain(err.spilled()).collect();
+    let dropped = out.dropped() + err.dropped();
     Ok(HostResult {
         host: target.name.clone(),
         exit_code,
@@ -258,5 +259,6 @@ async fn run_once(
         error,
         output_cut_bytes: out.cut + err.cut,
         output_spill: spilled,
+        output_dropped_bytes: dropped,
     })
 }

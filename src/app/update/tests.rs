@@ -228,6 +228,7 @@ fn exec_events_fill_output_and_reachability() {
         failure: None,
         output_cut_bytes: 0,
         output_spill: Vec::new(),
+        output_dropped_bytes: 0,
     };
     update(&mut m, Msg::RunStarted { run: 1 });
     assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Running);
