@@ -77,6 +77,8 @@ impl Context {
 
     /// Starts logging, opens the store and records a session of `kind`, under `config`.
     pub async fn open_with(home: MerlyaHome, kind: &str, config: Config) -> Result<Self> {
+        // A proven read never opens merlya's own files (its audit key, database, output).
+        crate::safety::set_private_home(home.root());
         // Spilled output follows the raw logs' retention.
         let retention = Duration::from_secs(u64::from(config.policy.raw_log_retention_days) * 86_400);
         crate::exec::spill::prune(&home.output_dir(), retention);

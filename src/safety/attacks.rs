@@ -172,3 +172,34 @@ fn rendering_keeps_what_was_read() {
         assert_eq!(cleared.as_deref(), Ok(rendered), "{line}");
     }
 }
+
+/// Red team 5: a login shell that is not bash. fish reads `\'` and `\\` as escapes inside single
+/// quotes, so a rendering with a backslash there ends the quote elsewhere and runs what follows.
+/// The original line is first shown to run the payload under real fish; the rendering never does,
+/// and still means the same to bash.
+#[test]
+fn renderings_mean_the_same_to_a_fish_login_shell() {
+    let fish = ["/usr/bin/fish", "/bin/fish"].into_iter().find(|p| std::path::Path::new(p).exists());
+    let fish = fish.expect("fish (scripts/test.sh installs it): the rendering must be read alike by fish");
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let run = |shell: &str, line: &str| {
+        let _ = std::fs::remove_file(&marker);
+        let out = std::process::Command::new(shell).arg("-c").arg(line).current_dir(dir.path()).output().unwrap();
+        (marker.exists(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let payload = format!("touch {}", marker.display());
+    for template in [
+        r"echo 'a\' '; PAYLOAD; echo ' 'b\'",
+        r"grep -c 'a\' '; PAYLOAD; echo ' 'b\' /etc/hostname",
+        r"ls 'q\' '; PAYLOAD; echo ' 'z\'",
+    ] {
+        let line = template.replace("PAYLOAD", &payload);
+        assert!(run(fish, &line).0, "not an attack on fish: {line}");
+        let clearance = Clearance::read_only(&line).expect("a read-only line");
+        let rendering = clearance.command();
+        assert!(!run(fish, rendering).0, "fish ran the payload of {rendering}");
+        assert_eq!(run("/bin/bash", rendering), run("/bin/bash", &line), "bash reads {rendering} as {line}");
+    }
+    assert_eq!(super::render::quote(r"a\'b"), r"'a'\\''\''b'");
+}

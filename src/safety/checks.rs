@@ -47,6 +47,19 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
             )),
             None => Ok(()),
         },
+        Check::Ps => match inv
+            .operands
+            .iter()
+            .find(|o| !o.text.is_empty() && o.text.chars().all(|c| c.is_ascii_alphabetic()) && o.text.contains('e'))
+        {
+            Some(o) => Err(format!("`ps {}`: BSD `e` prints every process's environment (keys and tokens)", o.text)),
+            None => Ok(()),
+        },
+        Check::Grep => grep(inv),
+        Check::Kubectl => match inv.values("-f").chain(inv.values("--filename")).find(|f| f.contains("://")) {
+            Some(url) => Err(format!("kubectl -f {url} fetches a URL from this host")),
+            None => Ok(()),
+        },
         // These read the raw words (test) or recurse (shell): handled by the caller.
         Check::Test | Check::Shell => Ok(()),
     }
@@ -235,6 +248,35 @@ fn sed_address(c: &[char], mut i: usize) -> Result<usize, String> {
     Ok(i)
 }
 
+// ---------------------------------------------------------------- grep
+
+/// A recursive grep reads every file under its start: from `/`, `/proc`, `/sys` or `/dev` that
+/// includes `/proc/kmsg` (consumed) and other processes' environments; a start only known at run
+/// time could be any of them.
+fn grep(inv: &Invocation) -> Result<(), String> {
+    let recursive = ["-r", "-R", "--recursive", "--dereference-recursive"].iter().any(|o| inv.has(o))
+        || inv.values("-d").chain(inv.values("--directories")).any(|v| v == "recurse");
+    if !recursive {
+        return Ok(());
+    }
+    // grep's first operand is its pattern (unless -e or -f gave one); diff's are all folders.
+    let pattern_given = inv.program != "grep" || ["-e", "--regexp", "-f", "--file"].iter().any(|o| inv.has(o));
+    let starts = inv.operands.iter().skip(usize::from(!pattern_given));
+    for start in starts {
+        if start.dynamic || start.glob {
+            return Err(format!("{} -r from `{}`: a folder only known at run time", inv.program, start.text));
+        }
+        let path = super::normal_path(&start.text);
+        if path == "/" || ["/proc", "/sys", "/dev"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))) {
+            return Err(format!(
+                "{} -r from `{}` reads kernel files whose reading has effects (/proc/kmsg, environments)",
+                inv.program, start.text
+            ));
+        }
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- awk
 
 fn awk(inv: &Invocation) -> Result<(), String> {
@@ -275,6 +317,10 @@ pub fn awk_program(program: &str) -> Result<(), String> {
     }
     if lower.contains("/inet") {
         return Err("awk `/inet/…` opens a network connection".into());
+    }
+    // gawk opens what ARGV names as input files: `ARGV[1]="/in" "et/tcp/…"` is a connection.
+    if program.contains("ARGV") || program.contains("ARGC") {
+        return Err("awk that touches ARGV or ARGC can open files and connections the proof never saw".into());
     }
     if program.contains('@') {
         return Err("awk `@` loads code or calls functions indirectly".into());

@@ -169,8 +169,14 @@ impl Reader<'_> {
                 let position_matters = first_operand && (spec.verbs.is_some() || spec.subcommands.is_some());
                 if !spec.dynamic || position_matters {
                     let what = if word.dynamic { "only known at run time" } else { "a glob the shell expands" };
+                    // `curl http://h/_cluster/health?pretty`: the `?` was meant for the server.
+                    let hint = if !word.dynamic && word.text.contains("://") {
+                        format!(" (quote the URL: '{}')", word.text)
+                    } else {
+                        String::new()
+                    };
                     self.unknown(format!(
-                        "`{}` in `{}` is {what}; its effect cannot be checked",
+                        "`{}` in `{}` is {what}; its effect cannot be checked{hint}",
                         word.text, self.label
                     ));
                 } else if !options_done && !spec.any_options {

@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use parse::{SimpleCommand, Word};
-pub use paths::normal_path;
 use paths::side_effect_path;
+pub use paths::{normal_path, set_private_home};
 use render::Override;
 use spec::Check;
 
@@ -314,6 +314,15 @@ fn assignment_allowed(assignment: &str) -> Result<(), String> {
     }
     if value.contains(['$', '`', '(', ')', '{', '*', '?', '[']) {
         return Err(format!("{name}= has a value only known at run time"));
+    }
+    // A value with a `/` is a file the program opens (`TZ=/proc/kmsg date` consumes kernel
+    // messages, `TZ=/dev/watchdog` arms the watchdog): only zone names (`Europe/Paris`) pass.
+    let zone = name == "TZ"
+        && !value.starts_with(['/', ':', '.'])
+        && !value.split('/').any(|p| p == ".." || p.is_empty())
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || "_+-/".contains(c));
+    if value.contains('/') && !zone {
+        return Err(format!("{name}={value} names a file the program would open"));
     }
     Ok(())
 }
@@ -695,8 +704,7 @@ fn exact_key(words: &[Word]) -> String {
 
 /// Quotes `s` for a shell (and for display) when it holds anything but plain characters.
 pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
-    if plain { s.to_string() } else { format!("'{}'", s.replace('\'', "'\\''")) }
+    render::quote(s)
 }
 
 /// Who is asking: the specialist decides what a verdict allows.

@@ -347,6 +347,11 @@ impl Walker<'_> {
         if let Some(what) = word.opaque {
             self.parsed.problems.push(format!("`{}` uses {what}", word.text));
         }
+        // `for f in /proc/kmsg; do cat "$f"; done`: a loop's words become operands the proof never
+        // sees as paths, so they are checked as paths here.
+        if let Some(why) = super::paths::side_effect_path(&word, false) {
+            self.parsed.problems.push(why);
+        }
         rendered
     }
 
@@ -565,6 +570,11 @@ impl Walker<'_> {
                         let (word, r) = self.word(*one);
                         if let Some(what) = word.opaque {
                             self.parsed.problems.push(format!("`{}` uses {what}", word.text));
+                        }
+                        // `read -r f <<< /proc/kmsg; cat "$f"`: a path fed as input may become an
+                        // operand the proof never sees.
+                        if let Some(why) = super::paths::side_effect_path(&word, false) {
+                            self.parsed.problems.push(why);
                         }
                         rendered.append(r);
                     }

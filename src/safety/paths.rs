@@ -1,51 +1,193 @@
 //! Paths whose mere opening has an effect (a watchdog armed, kernel messages
-//! consumed, a connection, another process's secrets), matched after the path
-//! is normalised as the kernel would resolve it (ADR 0026).
+//! consumed, a connection, another process's secrets, merlya's own keys),
+//! matched after the path is normalised as the kernel would resolve it (ADR 0026).
+//!
+//! Text cannot follow symbolic links, so a path that goes up through `..` after
+//! a name (`/var/run/../proc/kmsg`: `/var/run` is a link to `/run`) is refused
+//! outright, and a glob is matched against every risky name it could expand to
+//! (`/proc/kms?`, `/dev/watchd*`). Words only known at run time cannot be
+//! matched at all: the read-only sandbox masks these files (`exec::sandbox`).
+
+use std::sync::OnceLock;
 
 use super::parse::Word;
 
-/// Files whose mere reading changes the machine (a watchdog armed, kernel
-/// messages consumed) or reaches the network (autofs `/net`). Paths are
-/// normalised first (`/proc//kmsg`, `/dev/./watchdog`, `/proc/self/root/…`),
-/// and the device names are refused wherever they are (`cd /proc; cat kmsg`).
+/// Files and folders whose reading changes the machine (a watchdog armed, kernel messages
+/// consumed), reaches the network (autofs `/net`, bash's `/dev/tcp`, gawk's `/inet`), or reads
+/// through another name (`/dev/char/10:130` is the watchdog by number, `/dev/fd` another
+/// process's open files).
+const RISKY_PREFIXES: [&str; 12] = [
+    "/dev/watchdog",
+    "/proc/kmsg",
+    "/proc/sysrq-trigger",
+    "/net/",
+    "/dev/tcp/",
+    "/dev/udp/",
+    "/dev/char/",
+    "/dev/block/",
+    "/dev/fd/",
+    "/inet/",
+    "/inet4/",
+    "/inet6/",
+];
+
+/// Names that are risky in `/dev`, `/proc` and `/sys` (or after a `cd`), whatever the folder:
+/// environ/mem/kcore hold other programs' secrets (merlya's own key in /proc/$PPID/environ).
+const RISKY_NAMES: [&str; 8] = ["kmsg", "sysrq-trigger", "environ", "mem", "kmem", "kcore", "watchdog", "trace_pipe"];
+
+/// merlya's own home (its audit key, database, spilled output): never read by a proven read.
+static PRIVATE_HOME: OnceLock<String> = OnceLock::new();
+
+/// Names merlya's home for the rest of the process (the first call wins): paths under it are
+/// refused like the kernel's side-effect files.
+pub fn set_private_home(home: &std::path::Path) {
+    let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+    let _ = PRIVATE_HOME.set(normal_path(&home.display().to_string()));
+}
+
+/// Why opening `word` is not read-only, if it is not. Paths are normalised first (`/proc//kmsg`,
+/// `/dev/./watchdog`, `/proc/self/root/…`, `/proc/1/task/1/…`), and the device names are refused
+/// wherever they are when the word is a path (`cd /proc; cat kmsg` with `bare_names`).
 pub fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
     let t = word.text.as_str();
+    // `${UNSET:-/proc/kmsg}`: the default is a path like any other.
+    if word.dynamic {
+        for default in parameter_defaults(t) {
+            if let Some(why) = side_effect_path(&Word::literal(default), bare_names) {
+                return Some(why);
+            }
+        }
+    }
+    let refuse = |why: &str| Some(format!("opening `{t}` {why}"));
+    if crosses_a_link(t) {
+        return refuse("goes up through `..` after a name, which may cross a symbolic link (`/var/run/../proc`)");
+    }
     let path = normal_path(t);
-    // `/dev/char/10:130` is the watchdog by number; `/dev/block/` the same for disks.
-    let risky = [
-        "/dev/watchdog",
-        "/proc/kmsg",
-        "/proc/sysrq-trigger",
-        "/net/",
-        "/dev/tcp/",
-        "/dev/udp/",
-        "/dev/char/",
-        "/dev/block/",
-    ];
-    let name = path.rsplit('/').next().unwrap_or(&path);
-    // environ/mem/kcore hold other programs' secrets (merlya's own key in /proc/$PPID/environ).
-    let risky_name = name == "kmsg"
-        || name == "sysrq-trigger"
-        || name == "environ"
-        || name == "mem"
-        || name == "kmem"
-        || name == "kcore"
-        || name.starts_with("watchdog")
-        || name.starts_with("trace_pipe")
-        || path.contains("/tracing/trace_pipe");
+    if let Some(home) = PRIVATE_HOME.get()
+        && (path == *home || path.starts_with(&format!("{home}/")))
+    {
+        return refuse("reads merlya's own files (its audit key, database and output)");
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    let name = parts.last().copied().unwrap_or_default();
+    let merlyas = name == "audit.key" || name == "audit.checkpoint" || name.starts_with("merlya.db");
+    if path.contains("/.merlya/") || path.ends_with("/.merlya") || (merlyas && (t.contains('/') || bare_names)) {
+        return refuse("reads merlya's own files (its audit key, database and output)");
+    }
+    let glob = word.glob;
+    let matches = |pattern: &str, literal: &str| if glob { glob_match(pattern, literal) } else { pattern == literal };
+    // A prefix is matched part by part, each part a pattern when the word is a glob.
+    let under = |prefix: &str| {
+        let wanted: Vec<&str> = prefix.trim_end_matches('/').split('/').collect();
+        let last = wanted.len() - 1;
+        // A file (no trailing `/`) is the whole path; a folder any path under it.
+        (if prefix.ends_with('/') { parts.len() >= wanted.len() } else { parts.len() == wanted.len() })
+            && wanted.iter().enumerate().all(|(i, w)| {
+                // The last part of `/dev/watchdog` also covers `watchdog0`.
+                if i == last && !prefix.ends_with('/') {
+                    matches(parts[i], w) || (1..=3).any(|n| matches(parts[i], &format!("{w}{}", "0".repeat(n))))
+                } else {
+                    matches(parts[i], w)
+                }
+            })
+    };
+    if RISKY_PREFIXES.iter().any(|p| under(p)) {
+        return refuse("has side effects");
+    }
+    let risky_name = RISKY_NAMES.iter().any(|n| {
+        let prefix_named = matches!(*n, "watchdog" | "trace_pipe");
+        matches(name, n) || (prefix_named && (name.starts_with(n) || (glob && matches(name, &format!("{n}0")))))
+    }) || path.contains("/tracing/trace_pipe");
     // A bare name is a file only where it is a redirection target or after a `cd`
     // (elsewhere `grep watchdog` is a pattern); a relative path is anywhere.
     let relative = !path.starts_with('/') && (bare_names || t.contains('/'));
-    let special = path.starts_with("/dev/") || path.starts_with("/proc/") || path.starts_with("/sys/") || relative;
-    (risky.iter().any(|p| path.starts_with(p)) || (risky_name && special))
-        .then(|| format!("opening `{t}` has side effects"))
+    let special = ["/dev/", "/proc/", "/sys/"].iter().any(|p| under(p)) || relative;
+    (risky_name && special).then(|| format!("opening `{t}` has side effects"))
 }
 
-/// `path` with `//`, `/./` and `..` resolved as text, and `/proc/PID/root/`
-/// (a link to `/`) taken away, so a rule sees the file the kernel opens.
+/// The literal values of `${NAME:-VALUE}`-style operators in `text` (`-`, `=`, `+`, `?`, with or
+/// without `:`), which a parameter may expand to.
+fn parameter_defaults(text: &str) -> Vec<&str> {
+    let mut values = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let inner = &rest[start + 2..];
+        let Some(end) = inner.find('}') else { break };
+        let body = &inner[..end];
+        let name_end = body.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(body.len());
+        let op = &body[name_end..];
+        let op = op.strip_prefix(':').unwrap_or(op);
+        if let Some(value) = op.strip_prefix(['-', '=', '+', '?']) {
+            values.push(value);
+        }
+        rest = &inner[end + 1..];
+    }
+    values
+}
+
+/// Whether `path` goes up through `..` after a name (`a/../b`, `/var/run/../proc`): the name may be
+/// a symbolic link, so the text does not say where the kernel ends up. A leading `..` (`../x`) is
+/// relative to the working folder and is read as it is.
+fn crosses_a_link(path: &str) -> bool {
+    let mut named = false;
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if named => return true,
+            ".." => {}
+            _ => named = true,
+        }
+    }
+    false
+}
+
+/// Whether the shell pattern `pattern` (`*`, `?`, `[…]`) matches all of `name`.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
+        // p[0] == '['; returns whether `c` is in the class and the index after `]`.
+        let mut i = 1;
+        let negate = matches!(p.get(i), Some('!' | '^'));
+        if negate {
+            i += 1;
+        }
+        let mut found = false;
+        let mut first = true;
+        while i < p.len() && (p[i] != ']' || first) {
+            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                found |= p[i] <= c && c <= p[i + 2];
+                i += 3;
+            } else {
+                found |= p[i] == c;
+                i += 1;
+            }
+            first = false;
+        }
+        (i < p.len()).then_some((found != negate, i + 1))
+    }
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).any(|k| go(&p[1..], &n[k..])),
+            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
+            Some('[') => match (class(p, n.first().copied().unwrap_or('\0')), n.is_empty()) {
+                (Some((true, next)), false) => go(&p[next..], &n[1..]),
+                (Some(_), _) => false,
+                // An unclosed `[` is a literal.
+                (None, _) => n.first() == Some(&'[') && go(&p[1..], &n[1..]),
+            },
+            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
+        }
+    }
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    go(&p, &n)
+}
+
+/// `path` with `//`, `/./` and `..` resolved as text, `/proc/PID/task/TID/` read as `/proc/PID/`,
+/// and `/proc/PID/root/` (a link to `/`) taken away, so a rule sees the file the kernel opens.
 pub fn normal_path(path: &str) -> String {
     let absolute = path.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
+    let pid = |p: &str| p == "self" || p == "thread-self" || p.chars().all(|c| c.is_ascii_digit());
     for part in path.split('/') {
         match part {
             "" | "." => {}
@@ -57,11 +199,11 @@ pub fn normal_path(path: &str) -> String {
             }
             other => parts.push(other),
         }
-        if absolute && parts.len() >= 3 && parts[0] == "proc" && matches!(parts[2], "root" | "cwd") {
-            let pid = parts[1];
-            if pid == "self" || pid == "thread-self" || pid.chars().all(|c| c.is_ascii_digit()) {
-                parts.clear();
-            }
+        if absolute && parts.len() == 4 && parts[0] == "proc" && parts[2] == "task" && pid(parts[1]) {
+            parts.truncate(2);
+        }
+        if absolute && parts.len() >= 3 && parts[0] == "proc" && matches!(parts[2], "root" | "cwd") && pid(parts[1]) {
+            parts.clear();
         }
     }
     let mut out = parts.join("/");
@@ -72,4 +214,65 @@ pub fn normal_path(path: &str) -> String {
         out.push('/');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(text: &str, glob: bool) -> Word {
+        Word { text: text.into(), glob, ..Word::default() }
+    }
+
+    #[test]
+    fn aliases_globs_and_merlyas_own_files_are_refused() {
+        for (text, glob) in [
+            ("/var/run/../proc/kmsg", false),
+            ("/dev/fd/../../1234/environ", false),
+            ("/proc/net/../../kmsg", false),
+            ("/proc/1/task/1/root/proc/kmsg", false),
+            ("/proc/1/task/1/environ", false),
+            ("/proc/kms?", true),
+            ("/proc/[k]msg", true),
+            ("/dev/watchd*", true),
+            ("/dev/w*", true),
+            ("/proc/1/env*", true),
+            ("/dev/ch*/10:130", true),
+            ("/pr*c/kmsg", true),
+            ("/dev/fd/3", false),
+            ("/inet/tcp/0/127.0.0.1/80", false),
+            ("/root/.merlya/audit.key", false),
+            ("./audit.key", false),
+            ("/srv/backup/merlya.db", false),
+        ] {
+            assert!(side_effect_path(&path(text, glob), false).is_some(), "{text} was allowed");
+        }
+        for (text, glob) in [
+            ("/proc/*/status", true),
+            ("/var/log/*.log", true),
+            ("/dev/sd*", true),
+            ("../app/current.log", false),
+            ("/proc/meminfo", false),
+            ("/var/log/syslog", false),
+            ("kmsg", false),
+        ] {
+            assert_eq!(side_effect_path(&path(text, glob), false), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn globs_match_as_the_shell_does() {
+        for (p, n, m) in [
+            ("kms?", "kmsg", true),
+            ("[k]msg", "kmsg", true),
+            ("[!k]msg", "kmsg", false),
+            ("[a-l]msg", "kmsg", true),
+            ("*", "", true),
+            ("w*g", "watchdog", true),
+            ("w*g", "watchdog0", false),
+            ("[", "[", true),
+        ] {
+            assert_eq!(glob_match(p, n), m, "{p} {n}");
+        }
+    }
 }

@@ -220,7 +220,25 @@ pub fn word(parts: Vec<Part>, command_name: bool) -> Render {
 pub fn quote(s: &str) -> String {
     let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
     // A lone `[` or `]` is never a pattern (a bracket needs both).
-    if plain || s == "[" || s == "]" { s.to_string() } else { format!("'{}'", s.replace('\'', "'\\''")) }
+    if plain || s == "[" || s == "]" { s.to_string() } else { single_quoted(s) }
+}
+
+/// `s` in single quotes, with `'` written `'\''` and `\` written `'\\'` outside the quotes: inside
+/// single quotes fish reads `\'` and `\\` as escapes where POSIX shells read them literally, so a
+/// rendering with a backslash in single quotes would mean something else to a fish login shell
+/// (red team 5). Outside quotes, `\'` and `\\` mean the same in both.
+pub fn single_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("'\\''"),
+            '\\' => out.push_str("'\\\\'"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// A command name: also quoted when bash would read it as a reserved word or
@@ -230,7 +248,7 @@ fn quote_command_name(s: &str) -> String {
         "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do", "done", "in",
         "function", "time", "coproc", "{", "}", "!", "[[", "]]",
     ];
-    if RESERVED.contains(&s) || s.contains('=') { format!("'{}'", s.replace('\'', "'\\''")) } else { quote(s) }
+    if RESERVED.contains(&s) || s.contains('=') { single_quoted(s) } else { quote(s) }
 }
 
 /// The rendering of `$NAME` or `${…}` when merlya can write it back exactly:

@@ -87,6 +87,12 @@ pub enum Check {
     Less,
     /// zgrep: no new line in any word (the script's sed step, CVE-2022-1271).
     Zgrep,
+    /// ps: no BSD `e` (it prints every process's environment).
+    Ps,
+    /// grep: a recursive search never starts at `/`, `/proc`, `/sys`, `/dev` or a run-time folder.
+    Grep,
+    /// kubectl: `-f` names local files, never a URL (kubectl fetches it).
+    Kubectl,
 }
 
 /// The spec of a command or subcommand.

@@ -510,6 +510,7 @@ fn the_spec_table_loads_and_holds_its_examples() {
 fn red_team_corpora_are_refused() {
     let mut text = include_str!("corpus/refuse-redteam.txt").to_string();
     text.push_str(include_str!("corpus/refuse-redteam3.txt"));
+    text.push_str(include_str!("corpus/refuse-redteam5.txt"));
     let (total, wrong) = run_corpus(&text, false);
     assert!(wrong.is_empty(), "{} of {total} red-team commands classed read-only:\n{}", wrong.len(), wrong.join("\n"));
 }

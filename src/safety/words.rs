@@ -108,6 +108,14 @@ pub(super) fn unquoted_word(raw: &str) -> (Word, Vec<Part>) {
             word.dynamic = true;
         }
     }
+    // `curl http://h:9200/_cluster/health?pretty`: a `?` or `*` in a URL is meant for the server,
+    // never a file pattern. The word is read as literal text, and the rendering quotes it, so what
+    // runs is that text whatever files exist.
+    if word.glob && word.opaque.is_none() && !word.dynamic && raw.contains("://") {
+        word.glob = false;
+        word.leading_glob = false;
+        return (word.clone(), vec![Part::Literal(word.text)]);
+    }
     let parts = match word.opaque {
         Some(what) => vec![Part::Opaque(what)],
         None => unquoted_parts(raw),
