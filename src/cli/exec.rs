@@ -58,6 +58,8 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
     let (tx, mut rx) = crate::exec::event_channel();
     let cancel = super::cancel_on_signals();
+    // Nobody reads the output any more (`| head -1`): the command is stopped on every host.
+    super::out::stop_when_closed(cancel.clone());
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);
     env.parallel = args.parallel.unwrap_or(env.parallel).max(1);
     env.timeout = Duration::from_secs_f64(args.timeout.unwrap_or(env.timeout.as_secs_f64()).max(0.001));

@@ -6,8 +6,10 @@
 //! socket — a local command's stdin, the ssh-agent or D-Bus socket — in the
 //! middle of a run, before commands on hosts are audited. So output goes
 //! through [`Output`]: once the reader has gone, further output is dropped
-//! quietly and the command finishes its work and exits with its own code.
-//! Any other write failure (a full disk) is kept and reported at exit.
+//! quietly, and a command that registered its run ([`stop_when_closed`]) is
+//! cancelled: `merlya exec … | head -1` stops the command on every host (it is
+//! audited as cancelled) instead of running to its timeout and spilling what
+//! nobody reads. Any other write failure (a full disk) is kept and reported at exit.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -17,6 +19,45 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static CLOSED: AtomicBool = AtomicBool::new(false);
 /// The first write failure other than a closed pipe.
 static FAILED: Mutex<Option<String>> = Mutex::new(None);
+/// The run to stop when the reader goes away.
+static ON_CLOSE: Mutex<Option<tokio_util::sync::CancellationToken>> = Mutex::new(None);
+
+/// Cancels `run` when the reader of standard output goes away (at once if it has already): on
+/// the next write, or — when standard output is a pipe — as soon as the kernel says its reader
+/// closed it, even while the command prints nothing.
+pub fn stop_when_closed(run: tokio_util::sync::CancellationToken) {
+    if CLOSED.load(Ordering::Relaxed) {
+        run.cancel();
+    }
+    if let Ok(mut slot) = ON_CLOSE.lock() {
+        *slot = Some(run.clone());
+    }
+    if stdout_is_a_pipe() {
+        // A thread of its own (not the runtime's blocking pool, which a runtime waits for when it
+        // shuts down): it sleeps in poll(2) until the pipe has no reader, or the process ends.
+        let _ = std::thread::Builder::new().name("stdout-reader".into()).spawn(move || {
+            let mut fd = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+            loop {
+                // SAFETY: one valid pollfd, for the length of the call.
+                let ready = unsafe { libc::poll(&mut fd, 1, -1) };
+                if ready > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+                    CLOSED.store(true, Ordering::Relaxed);
+                    run.cancel();
+                    return;
+                }
+                if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Whether standard output is a pipe (poll(2) then reports a reader that went away).
+fn stdout_is_a_pipe() -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata("/proc/self/fd/1").is_ok_and(|m| m.file_type().is_fifo())
+}
 
 /// Standard output that never fails: a closed pipe ends output quietly, other
 /// errors are kept for [`failure`].
@@ -48,7 +89,12 @@ impl Write for Output {
 fn settle(result: std::io::Result<()>) {
     match result {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => CLOSED.store(true, Ordering::Relaxed),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            CLOSED.store(true, Ordering::Relaxed);
+            if let Some(run) = ON_CLOSE.lock().ok().and_then(|slot| slot.clone()) {
+                run.cancel();
+            }
+        }
         Err(e) => {
             CLOSED.store(true, Ordering::Relaxed);
             if let Ok(mut failed) = FAILED.lock() {
