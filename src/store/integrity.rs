@@ -64,6 +64,21 @@ pub(super) fn check_header(path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// An empty database file is only a new one when no audit key or checkpoint is beside it: with them,
+/// it is a database that held an audit log and lost it (merlya creates the file, then SQLite writes
+/// its header, long before the first append creates the key).
+pub(super) fn check_not_emptied(path: &Path) -> Result<(), StoreError> {
+    let evidence: Vec<String> = [crate::home::audit_key_beside(path), crate::home::audit_checkpoint_beside(path)]
+        .into_iter()
+        .filter(|file| std::fs::symlink_metadata(file).is_ok())
+        .map(|file| file.display().to_string())
+        .collect();
+    if evidence.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::Emptied { path: path.to_path_buf(), evidence: evidence.join(" and ") })
+}
+
 /// Header, integrity and schema version, on a read-only connection of its own.
 pub(super) async fn check_fully(path: &Path) -> Result<(), StoreError> {
     check_header(path)?;
@@ -141,6 +156,33 @@ pub(super) fn known_version() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_empty_database_beside_an_audit_key_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("merlya.db");
+        // A fresh home, and an empty file with nothing beside it, start normally.
+        super::super::Store::open(&path).await.unwrap().close().await;
+        let other = dir.path().join("other").join("merlya.db");
+        std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+        std::fs::write(&other, b"").unwrap();
+        super::super::Store::open(&other).await.unwrap().close().await;
+
+        // The key alone, then the checkpoint alone: each marks a database that held an audit log.
+        for beside in ["audit.key", "audit.checkpoint"] {
+            let home = dir.path().join(beside.replace('.', "-"));
+            std::fs::create_dir_all(&home).unwrap();
+            let db = home.join("merlya.db");
+            std::fs::write(home.join(beside), b"kept").unwrap();
+            std::fs::write(&db, b"").unwrap();
+            let err = super::super::Store::open(&db).await.unwrap_err();
+            assert!(matches!(err, StoreError::Emptied { .. }), "{beside}: {err}");
+            let said = err.to_string();
+            assert!(said.contains("is empty (0 bytes)") && said.contains(beside), "{said}");
+            assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "{beside}: left untouched");
+            assert!(!home.join("merlya.db-wal").exists(), "{beside}: SQLite never opened it");
+        }
+    }
 
     #[tokio::test]
     async fn a_clean_close_is_trusted_until_anything_else_writes_the_file() {

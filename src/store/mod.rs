@@ -32,6 +32,12 @@ pub enum StoreError {
     /// SQLite reports damage.
     #[error("{path} is corrupt ({detail}); it was left untouched. Restore a backup or move it away.")]
     Corrupt { path: PathBuf, detail: String },
+    /// An empty database file beside the audit chain's key or checkpoint: the history was lost
+    /// (a truncation, a full disk, a bad restore), and a new database would start a new chain over it.
+    #[error(
+        "{path} is empty (0 bytes), but {evidence} beside it belongs to an audit log that was kept in it; it was left untouched, so no new inventory or audit chain starts over the old one. Restore merlya.db from a backup, or move it and {evidence} away to start afresh."
+    )]
+    Emptied { path: PathBuf, evidence: String },
     /// Migrated by a newer merlya.
     #[error(
         "{path} was created by a newer merlya (schema version {found}, this merlya knows up to {known}); it was left untouched. Upgrade merlya."
@@ -111,7 +117,11 @@ impl Store {
             }
         };
 
-        let exists = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let found = std::fs::metadata(path).ok();
+        let exists = found.as_ref().is_some_and(|m| m.len() > 0);
+        if found.is_some() && !exists {
+            integrity::check_not_emptied(path)?;
+        }
         // A file as merlya left it needs no full read: only its header and schema version are checked.
         let trusted = exists && integrity::closed_cleanly(path);
         if trusted {
