@@ -38,6 +38,13 @@ pub enum StoreError {
         "{path} is empty (0 bytes), but {evidence} beside it belongs to an audit log that was kept in it; it was left untouched, so no new inventory or audit chain starts over the old one. Restore merlya.db from a backup, or move it and {evidence} away to start afresh."
     )]
     Emptied { path: PathBuf, evidence: String },
+    /// Migrated, but lacking part of the schema (a table, column, index or trigger dropped by hand):
+    /// the commands that use it would fail.
+    #[error(
+        "{path} (schema version {version}) lacks {}: the commands that use it would fail. Restore a backup, or move the file away to start afresh.",
+        first_of(missing)
+    )]
+    Schema { path: PathBuf, version: i64, missing: Vec<String> },
     /// Migrated by a newer merlya.
     #[error(
         "{path} was created by a newer merlya (schema version {found}, this merlya knows up to {known}); it was left untouched. Upgrade merlya."
@@ -56,6 +63,15 @@ pub enum StoreError {
     /// Filesystem trouble around the database.
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
+}
+
+/// The first few of `names`, and how many more there are: an error stays one readable line.
+fn first_of(names: &[String]) -> String {
+    const SHOWN: usize = 8;
+    match names.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", names[..SHOWN].join(", ")),
+        _ => names.join(", "),
+    }
 }
 
 /// Adds context to sqlx errors.
