@@ -81,7 +81,12 @@ pub async fn run_all(home: &MerlyaHome) -> Vec<Check> {
     checks.push(ssh_agent());
     let secrets = Arc::new(Secrets::open(config.secrets.backend));
     checks.push(keyring(&secrets));
-    checks.push(database(&home.database()).await);
+    let (database, store) = database(&home.database()).await;
+    checks.push(database);
+    checks.push(audit(home, store.as_ref()).await);
+    if let Some(store) = store {
+        store.close().await;
+    }
     checks.push(model(&config, &secrets).await);
     checks.extend(mcp(&config, secrets).await);
     for (tool, pipeline) in [("ansible-playbook", "Ansible"), ("terraform", "Terraform"), ("kubectl", "Kubernetes")] {
@@ -216,16 +221,18 @@ fn keyring(secrets: &Secrets) -> Check {
 }
 
 /// Opens the database (as every command does), then reads it whole, checks the schema and writes.
-async fn database(path: &Path) -> Check {
+/// The store is handed back for the audit check when it opened.
+async fn database(path: &Path) -> (Check, Option<Store>) {
     let store = match Store::open(path).await {
         Ok(store) => store,
         Err(e) => {
-            return Check::new(
+            let check = Check::new(
                 "database",
                 Status::Fail,
                 e.to_string(),
                 "see the message: restore a backup or move the file away",
             );
+            return (check, None);
         }
     };
     let check = match store.check_health().await {
@@ -240,8 +247,50 @@ async fn database(path: &Path) -> Check {
         ),
         Err(e) => Check::new("database", Status::Fail, e.to_string(), "restore a backup or move the file away"),
     };
-    store.close().await;
-    check
+    (check, Some(store))
+}
+
+/// What every recorded command needs: an audit key it can append with (or none yet, for a log that
+/// was never keyed) and a chain that `merlya audit verify` accepts. Without the database, only the
+/// key file is read.
+async fn audit(home: &MerlyaHome, store: Option<&Store>) -> Check {
+    let key = home.audit_key();
+    let Some(store) = store else {
+        let files = crate::store::audit::keys::AuditFiles::beside(&home.database());
+        return match files.load_key() {
+            Ok(_) => Check::new(
+                "audit",
+                Status::Warn,
+                "not checked: the chain is in the database, which cannot be opened",
+                "fix the database first (see above)",
+            ),
+            Err(e) => Check::new("audit", Status::Fail, format!("the audit key is unusable: {e}"), restore_hint(&key)),
+        };
+    };
+    match store.verify_audit().await {
+        Err(e) => Check::new("audit", Status::Fail, e.to_string(), "fix the database first (see above)"),
+        Ok(report) if report.broken.is_some() => Check::new(
+            "audit",
+            Status::Fail,
+            report.describe(),
+            format!("{}; `merlya audit verify` says the same", restore_hint(&key)),
+        ),
+        Ok(report) if !report.key_present && report.entries == 0 => {
+            Check::ok("audit", format!("no entry yet: {} is created with the first recorded command", key.display()))
+        }
+        Ok(report) => {
+            let found = report.describe();
+            Check::ok("audit", found.lines().next().unwrap_or_default().to_string())
+        }
+    }
+}
+
+/// Commands stop when the audit log cannot be appended to or proven: the files to put back.
+fn restore_hint(key: &Path) -> String {
+    format!(
+        "restore {} and the checkpoint beside it from a backup (merlya does not start a new chain over a kept one)",
+        key.display()
+    )
 }
 
 /// The configured model answers with its key (its model list; no tokens spent).

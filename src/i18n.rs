@@ -78,7 +78,7 @@ fn parse(code: &str) -> Parsed {
         BUILTIN
             .iter()
             .map(|(c, text)| {
-                (*c, yaml_serde::from_str(text).map(Arc::new).map_err(|e| format!("locales/{c}.yaml: {e}")))
+                (*c, crate::input::from_yaml(text).map(Arc::new).map_err(|e| format!("locales/{c}.yaml: {e}")))
             })
             .collect()
     });

@@ -16,6 +16,7 @@ pub mod exec;
 pub mod health;
 pub mod home;
 pub mod i18n;
+pub mod input;
 pub mod inventory;
 pub mod llm;
 pub mod logging;

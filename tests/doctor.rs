@@ -51,6 +51,7 @@ fn a_fresh_home_is_ready_without_a_model_and_names_what_is_missing() {
             "ssh-agent",
             "keyring",
             "database",
+            "audit",
             "model",
             "ansible-playbook",
             "terraform",
@@ -58,6 +59,7 @@ fn a_fresh_home_is_ready_without_a_model_and_names_what_is_missing() {
         ]
     );
     assert_eq!(status(&checks, "database"), "OK");
+    assert_eq!(status(&checks, "audit"), "OK", "no key yet is fine: the first command creates it");
     assert_eq!(status(&checks, "model"), "WARN");
     assert_eq!(status(&checks, "ssh-agent"), "WARN", "the test environment has no agent");
     assert_eq!(status(&checks, "terraform"), "WARN");
@@ -128,4 +130,66 @@ fn a_broken_config_or_database_or_mcp_server_fails_and_everything_else_is_still_
     assert_eq!(code, 1);
     assert_eq!(status(&checks, "database"), "FAIL");
     assert_eq!(std::fs::read(&db).unwrap(), bytes, "left untouched");
+}
+
+fn detail<'a>(checks: &'a [Value], name: &str) -> &'a str {
+    checks.iter().find(|c| c["name"] == name).and_then(|c| c["detail"].as_str()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_dropped_table_fails_the_database_check_like_the_commands_that_need_it() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "add", "web01", "--hostname", "10.0.0.1", "--tag", "web"]);
+    let db = env.merlya_home().join("merlya.db");
+    {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+        sqlx::query("DROP TABLE host_tags").execute(&mut conn).await.unwrap();
+        conn.close().await.unwrap();
+    }
+    // The command that needs it fails...
+    let out = env.run(&["hosts", "list"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    // ...and the doctor says FAIL, naming what is missing, where it said OK.
+    let (code, checks) = doctor(&env, None);
+    assert_eq!(code, 1);
+    assert_eq!(status(&checks, "database"), "FAIL", "{checks:?}");
+    let found = detail(&checks, "database");
+    assert!(found.contains("lacks table host_tags") && found.contains(&db.display().to_string()), "{found}");
+}
+
+#[test]
+fn a_missing_or_broken_audit_key_fails_like_the_commands_that_need_it() {
+    let env = TestEnv::new();
+    env.ok(&["exec", "localhost", "--", "true"]);
+    let (code, checks) = doctor(&env, None);
+    assert_eq!(status(&checks, "audit"), "OK", "{checks:?}");
+    assert!(detail(&checks, "audit").contains("audit chain intact"), "{checks:?}");
+    assert!(code == 0 || checks.iter().any(|c| c["status"] == "FAIL" && c["name"] != "audit"));
+
+    let key = env.merlya_home().join("audit.key");
+    let kept = std::fs::read(&key).unwrap();
+    for (what, broken) in [("missing", None), ("cut short", Some(&kept[..16])), ("a folder", Some(&[][..]))] {
+        std::fs::remove_file(&key).ok();
+        std::fs::remove_dir(&key).ok();
+        match broken {
+            None => {}
+            Some([]) => std::fs::create_dir(&key).unwrap(),
+            Some(bytes) => std::fs::write(&key, bytes).unwrap(),
+        }
+        // A recorded command stops...
+        let out = env.run(&["exec", "localhost", "--", "true"]);
+        assert_ne!(out.status.code(), Some(0), "{what}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("audit.key"), "{what}: {}", text(&out.stderr));
+        // ...and the doctor says FAIL, naming the key.
+        let (code, checks) = doctor(&env, None);
+        assert_eq!(code, 1, "{what}");
+        assert_eq!(status(&checks, "audit"), "FAIL", "{what}: {checks:?}");
+        let found = checks.iter().find(|c| c["name"] == "audit").unwrap();
+        assert!(found.to_string().contains("audit.key"), "{what}: {found}");
+    }
+    std::fs::remove_dir(&key).unwrap();
+    std::fs::write(&key, &kept).unwrap();
+    let (_, checks) = doctor(&env, None);
+    assert_eq!(status(&checks, "audit"), "OK", "restored: {checks:?}");
 }

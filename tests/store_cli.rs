@@ -98,6 +98,40 @@ async fn a_database_from_a_newer_merlya_is_refused_untouched() {
 }
 
 #[test]
+fn an_emptied_database_beside_the_audit_files_is_refused_not_started_again() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "add", "web01", "--hostname", "10.0.0.1"]);
+    env.ok(&["exec", "localhost", "--", "true"]);
+    let home = env.merlya_home();
+    let (db, checkpoint) = (home.join("merlya.db"), home.join("audit.checkpoint"));
+    assert!(home.join("audit.key").exists() && checkpoint.exists(), "the audit log is keyed");
+    let signed = sha(&checkpoint);
+    // Truncated to nothing (a full disk, a bad restore), its write-ahead log gone with it.
+    std::fs::write(&db, b"").unwrap();
+    for file in ["merlya.db-wal", "merlya.db-shm"] {
+        let _ = std::fs::remove_file(home.join(file));
+    }
+    for args in [&["hosts", "list"][..], &["exec", "localhost", "--", "true"], &["audit", "verify"]] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("{} is empty (0 bytes)", db.display())), "{args:?}: {err}");
+        assert!(err.contains("audit.key") && err.contains("audit.checkpoint"), "names what is beside it: {err}");
+    }
+    assert_eq!(sha(&db), b"", "left untouched");
+    assert_eq!(sha(&checkpoint), signed, "the old chain's checkpoint is kept");
+    let out = env.run(&["doctor"]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "doctor fails too: {said}");
+    assert!(said.contains("FAIL") && said.contains("is empty (0 bytes)"), "{said}");
+
+    // A fresh home with an empty file and nothing beside it starts as before.
+    let fresh = TestEnv::new();
+    std::fs::write(fresh.merlya_home().join("merlya.db"), b"").unwrap();
+    assert!(fresh.ok(&["hosts", "list"]).contains("localhost"));
+}
+
+#[test]
 fn config_errors_name_file_line_and_expectation() {
     let env = TestEnv::new();
     let cfg = env.merlya_home().join("config.yaml");

@@ -275,11 +275,14 @@ impl Keymap {
         Ok(map)
     }
 
-    /// The built-in map `name` patched by `user_dir/<name>.yaml` if it exists.
+    /// The built-in map `name` patched by `user_dir/<name>.yaml` if it exists. A file there that
+    /// cannot be read (a folder, not UTF-8, too large) is an error, not a keymap left unpatched.
     pub fn load(name: &str, user_dir: &Path) -> Result<Self, KeymapError> {
         let mut map = Self::builtin(name)?;
         let path: PathBuf = user_dir.join(format!("{name}.yaml"));
-        if let Ok(text) = std::fs::read_to_string(&path) {
+        let text = crate::input::read_optional(&path, crate::input::SETTINGS_LIMIT, "a keymap")
+            .map_err(|e| KeymapError { file: path.display().to_string(), detail: e.detail() })?;
+        if let Some(text) = text {
             map.apply(&path.display().to_string(), &text)?;
         }
         Ok(map)
@@ -288,10 +291,8 @@ impl Keymap {
     /// Applies a file: each action it names gets exactly the keys it lists.
     fn apply(&mut self, file: &str, text: &str) -> Result<(), KeymapError> {
         let err = |detail: String| KeymapError { file: file.to_string(), detail };
-        let parsed: BTreeMap<String, BTreeMap<String, Vec<String>>> = yaml_serde::from_str(text).map_err(|e| {
-            let line = e.location().map(|l| l.line()).unwrap_or(0);
-            err(format!("line {line}: {e}; expected CONTEXT: {{ ACTION: [KEYS] }}"))
-        })?;
+        let parsed: BTreeMap<String, BTreeMap<String, Vec<String>>> = crate::input::from_yaml(text)
+            .map_err(|e| err(format!("line {}: {}; expected CONTEXT: {{ ACTION: [KEYS] }}", e.line(), e.message())))?;
         for (context_name, actions) in parsed {
             let context = KeyContext::ALL.iter().copied().find(|c| c.name() == context_name).ok_or_else(|| {
                 err(format!(
@@ -444,6 +445,25 @@ mod tests {
             assert!(e.detail.contains(expected), "{text:?} → {}", e.detail);
         }
         assert!(Keymap::builtin("emacs").unwrap_err().detail.contains("expected default or vim"));
+    }
+
+    #[test]
+    fn a_user_keymap_that_is_a_folder_not_utf8_or_too_deep_stops_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("vim.yaml");
+        std::fs::write(&file, b"global:\n  quit: [\xff]\n").unwrap();
+        let e = Keymap::load("vim", dir.path()).unwrap_err();
+        assert_eq!(e.file, file.display().to_string());
+        assert!(e.detail.contains("line 2: column 10: byte 0xff is not UTF-8"), "{}", e.detail);
+
+        std::fs::write(&file, format!("global:\n  quit: {}\n", "- ".repeat(200_000))).unwrap();
+        let e = Keymap::load("vim", dir.path()).unwrap_err();
+        assert!(e.detail.contains("line 2: nested deeper than 100 levels"), "{}", e.detail);
+
+        std::fs::remove_file(&file).unwrap();
+        std::fs::create_dir(&file).unwrap();
+        let e = Keymap::load("vim", dir.path()).unwrap_err();
+        assert_eq!(e.detail, "is a folder, expected a file");
     }
 
     #[test]

@@ -257,7 +257,10 @@ impl Theme {
     pub fn load(name: &str, user_dir: &Path, depth: ColorDepth) -> Result<Self, ThemeError> {
         let text = BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t);
         let user = user_dir.join(format!("{name}.yaml"));
-        let user_text = std::fs::read_to_string(&user).ok();
+        // A file there that cannot be read (a folder, not UTF-8, too large) is an error, not a
+        // theme silently left as built.
+        let user_text = crate::input::read_optional(&user, crate::input::SETTINGS_LIMIT, "a theme")
+            .map_err(|e| ThemeError { file: user.display().to_string(), detail: e.detail() })?;
         if text.is_none() && user_text.is_none() {
             return Self::builtin(name, depth);
         }
@@ -316,10 +319,8 @@ struct Specs {
 /// Parses a theme file into styles, replacing the fields it names.
 fn apply(specs: &mut Specs, file: &str, text: &str) -> Result<(), ThemeError> {
     let err = |detail: String| ThemeError { file: file.to_string(), detail };
-    let mut parsed: BTreeMap<String, yaml_serde::Value> = yaml_serde::from_str(text).map_err(|e| {
-        let line = e.location().map(|l| l.line()).unwrap_or(0);
-        err(format!("line {line}: {e}"))
-    })?;
+    let mut parsed: BTreeMap<String, yaml_serde::Value> =
+        crate::input::from_yaml(text).map_err(|e| err(format!("line {}: {}", e.line(), e.message())))?;
     if let Some(syntax) = parsed.remove("syntax") {
         let name = syntax.as_str().unwrap_or_default();
         if !SYNTAX_THEMES.contains(&name) {
@@ -331,7 +332,8 @@ fn apply(specs: &mut Specs, file: &str, text: &str) -> Result<(), ThemeError> {
         specs.syntax = Some(name.to_string());
     }
     for (field, value) in parsed {
-        let spec: StyleSpec = yaml_serde::from_value(value).map_err(|e| err(format!("{field}: {e}")))?;
+        let spec: StyleSpec = yaml_serde::from_value(value)
+            .map_err(|e| err(format!("{field}: {}", crate::input::shorten(&e.to_string()))))?;
         if !FIELDS.contains(&field.as_str()) {
             return Err(err(format!("unknown field {field:?}; expected one of {}", FIELDS.join(", "))));
         }
@@ -427,5 +429,32 @@ mod tests {
             assert_eq!(e.file, file.display().to_string());
             assert!(e.detail.contains(expected), "{text:?} → {}", e.detail);
         }
+    }
+
+    #[test]
+    fn a_user_theme_that_is_a_folder_not_utf8_or_too_deep_stops_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dark.yaml");
+        std::fs::write(
+            &file,
+            b"accent: { fg: red }
+ok: { fg: \"caf\xe9\" }\n",
+        )
+        .unwrap();
+        let e = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+        assert_eq!(e.file, file.display().to_string());
+        assert!(e.detail.contains("line 2: column 15: byte 0xe9 is not UTF-8"), "{}", e.detail);
+
+        std::fs::write(&file, format!("accent: {}\n", "[".repeat(200_000))).unwrap();
+        let e = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+        assert!(e.detail.contains("line 1: nested deeper than 100 levels"), "{}", e.detail);
+
+        std::fs::remove_file(&file).unwrap();
+        std::fs::create_dir(&file).unwrap();
+        let e = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.detail.as_str()),
+            (file.display().to_string().as_str(), "is a folder, expected a file")
+        );
     }
 }

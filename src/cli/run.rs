@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use color_eyre::eyre::{Result, WrapErr, bail};
+use color_eyre::eyre::{Result, bail};
 use serde::Deserialize;
 
 use super::EXIT_OK;
@@ -62,10 +62,14 @@ enum TaskEntry {
 }
 
 fn load_tasks(path: &std::path::Path) -> Result<Vec<(String, Option<ModelRole>)>> {
-    let text = std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {}", path.display()))?;
-    let entries: Vec<TaskEntry> = yaml_serde::from_str(&text).map_err(|e| {
-        let line = e.location().map(|l| l.line()).unwrap_or(0);
-        color_eyre::eyre::eyre!("{}:{line}: {e}; expected a list of tasks (strings or {{task, model}})", path.display())
+    let text = crate::input::read_text(path, crate::input::SETTINGS_LIMIT, "a task list")?;
+    let entries: Vec<TaskEntry> = crate::input::from_yaml(&text).map_err(|e| {
+        color_eyre::eyre::eyre!(
+            "{}:{}: {}; expected a list of tasks (strings or {{task, model}})",
+            path.display(),
+            e.line(),
+            e.message()
+        )
     })?;
     Ok(entries
         .into_iter()

@@ -25,7 +25,7 @@ pub fn apply_env_overrides(config: Config, env: &[(String, String)]) -> Result<C
     let env_err = |var: &str, message: String| ConfigError::Env { var: var.into(), message };
     let mut tree = yaml_serde::to_value(&config).map_err(|e| env_err("MERLYA_*", e.to_string()))?;
     for (var, section, key, raw) in &overrides {
-        let value: yaml_serde::Value = yaml_serde::from_str(raw).unwrap_or(yaml_serde::Value::String((*raw).into()));
+        let value: yaml_serde::Value = crate::input::from_yaml(raw).unwrap_or(yaml_serde::Value::String((*raw).into()));
         let table = tree
             .get_mut(*section)
             .and_then(|s| s.as_mapping_mut())

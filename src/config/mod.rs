@@ -32,6 +32,9 @@ pub enum ConfigError {
     /// YAML syntax, unknown key or wrong type in the file.
     #[error("{path}:{line}:{column}: {message}")]
     Parse { path: PathBuf, line: usize, column: usize, message: String },
+    /// The file is too large, a folder or not UTF-8.
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     /// An environment override that does not fit the schema.
     #[error("environment variable {var}: {message}")]
     Env { var: String, message: String },
@@ -389,11 +392,7 @@ impl Config {
 
     /// Like [`Config::load`], with an explicit environment (for tests).
     pub fn load_with_env(path: &Path, env: &[(String, String)]) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
-        };
+        let text = read_config_file(path)?;
         Self::parse(path, &text, env)
     }
 
@@ -404,7 +403,7 @@ impl Config {
         let parsed: Config = if expanded.trim().is_empty() {
             Config::default()
         } else {
-            yaml_serde::from_str(&expanded).map_err(|e| yaml_error(path, &e))?
+            crate::input::from_yaml(&expanded).map_err(|e| yaml_error(path, &e))?
         };
         let mut config = apply_env_overrides(parsed, env)?;
         config.validate(path, &expanded, env)?;
@@ -533,7 +532,7 @@ pub fn set_value(path: &Path, dotted: &str, value: &str) -> Result<Config, Confi
             .or_insert_with(|| yaml_serde::Value::Mapping(Default::default()));
         let table = entry.as_mapping_mut().ok_or_else(|| format!("{section} is not a mapping"))?;
         let parsed: yaml_serde::Value =
-            yaml_serde::from_str(value).unwrap_or(yaml_serde::Value::String(value.to_string()));
+            crate::input::from_yaml(value).unwrap_or(yaml_serde::Value::String(value.to_string()));
         table.insert(yaml_serde::Value::String(key.to_string()), parsed);
         Ok(())
     })
@@ -550,15 +549,11 @@ pub fn edit(
     field: &str,
     change: impl FnOnce(&mut yaml_serde::Mapping) -> Result<(), String>,
 ) -> Result<Config, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
-    };
+    let text = read_config_file(path)?;
     let mut tree: yaml_serde::Value = if text.trim().is_empty() {
         yaml_serde::Value::Mapping(Default::default())
     } else {
-        yaml_serde::from_str(&text).map_err(|e| yaml_error(path, &e))?
+        crate::input::from_yaml(&text).map_err(|e| yaml_error(path, &e))?
     };
     let root = tree
         .as_mapping_mut()
@@ -608,17 +603,18 @@ fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
 }
 
 /// Turns a yaml_serde error into a [`ConfigError::Parse`] carrying the line.
-pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> ConfigError {
-    let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-    ConfigError::Parse { path: path.to_path_buf(), line, column, message: strip_location(&e.to_string()) }
+pub fn yaml_error(path: &Path, e: &crate::input::YamlError) -> ConfigError {
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.message().to_string(),
+    }
 }
 
-/// yaml_serde appends " at line L column C"; the error already says it in front.
-fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
-    }
+/// The text of `config.yaml` (empty when there is none), within the size of a settings file.
+fn read_config_file(path: &Path) -> Result<String, ConfigError> {
+    Ok(crate::input::read_optional(path, crate::input::SETTINGS_LIMIT, "a configuration file")?.unwrap_or_default())
 }
 
 /// The commented configuration written by `merlya config init`.

@@ -150,3 +150,30 @@ fn the_audit_witness_is_a_file_journald_or_syslog() {
     let c = parse("", &[("MERLYA_AUDIT_WITNESS", "file:/srv/w.log")]).unwrap();
     assert_eq!(c.audit.witness.as_deref(), Some("file:/srv/w.log"));
 }
+
+#[test]
+fn a_deep_huge_or_non_utf8_config_is_refused_with_its_place() {
+    // 200 000 levels: the parser would take minutes; refused at the line that passes the limit.
+    let deep = format!("ssh:\n  default_user: {}\n", "[".repeat(200_000));
+    let e = parse(&deep, &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:2:") && e.contains("nested deeper than 100 levels"), "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    // A 10 MB value: refused by size, in one short line, never quoted back.
+    std::fs::write(&path, format!("ssh:\n  default_user: {}\n", "A".repeat(10 * 1024 * 1024))).unwrap();
+    let e = Config::load(&path).unwrap_err().to_string();
+    assert!(e.starts_with(&path.display().to_string()) && e.contains("merlya reads at most 1.0 MiB"), "{e}");
+    assert!(e.len() < 300 && !e.contains("AAAA"), "{e}");
+    // Under the size limit, a long value quoted back by the parser is cut.
+    std::fs::write(&path, format!("policy:\n  max_parallel: {}\n", "9".repeat(500_000))).unwrap();
+    let e = Config::load(&path).unwrap_err().to_string();
+    assert!(e.contains("config.yaml:2:") && e.contains("characters cut") && e.len() < 500, "{e}");
+
+    std::fs::write(&path, b"ssh:\n  default_user: ren\xe9\n").unwrap();
+    let e = Config::load(&path).unwrap_err().to_string();
+    assert!(e.contains("config.yaml:2: column 20: byte 0xe9 is not UTF-8"), "{e}");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    assert!(Config::load(&path).unwrap_err().to_string().contains("is a folder, expected a file"));
+}

@@ -60,10 +60,12 @@ impl Object {
 
 /// Reads the objects of a multi-document manifest; `source` names it in errors.
 pub fn objects(source: &str, yaml: &str) -> Result<Vec<Object>, String> {
+    crate::input::check_yaml_depth(yaml).map_err(|e| format!("{source}: not read: {e}"))?;
     let mut out = Vec::new();
     for (index, doc) in yaml_serde::Deserializer::from_str(yaml).enumerate() {
-        let value = serde_json::Value::deserialize(doc)
-            .map_err(|e| format!("{source}, document {}: not valid YAML ({e})", index + 1))?;
+        let value = serde_json::Value::deserialize(doc).map_err(|e| {
+            format!("{source}, document {}: not valid YAML ({})", index + 1, crate::input::shorten(&e.to_string()))
+        })?;
         if value.is_null() {
             continue;
         }

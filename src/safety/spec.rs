@@ -225,7 +225,7 @@ pub const SPECS_YAML: &str = include_str!("specs.yaml");
 
 /// Parses a spec table; errors name the program and what is wrong.
 pub fn load(yaml: &str) -> Result<Vec<ProgramSpec>, String> {
-    let raw: Vec<RawProgram> = yaml_serde::from_str(yaml).map_err(|e| format!("specs.yaml: {e}"))?;
+    let raw: Vec<RawProgram> = crate::input::from_yaml(yaml).map_err(|e| format!("specs.yaml: {e}"))?;
     raw.into_iter()
         .map(|p| {
             let spec = compile(p.spec).map_err(|e| format!("specs.yaml: program {}: {e}", p.name))?;

@@ -56,9 +56,9 @@ impl Library {
                 },
                 Err(e) => library.errors.push(SkillError {
                     file,
-                    line: 0,
+                    line: e.line.unwrap_or(0),
                     field: "(file)".into(),
-                    message: format!("cannot read: {e}"),
+                    message: e.problem.to_string(),
                 }),
             }
         }

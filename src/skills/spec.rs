@@ -180,10 +180,9 @@ pub struct SkillError {
 
 /// Parses and checks one skill file's text.
 pub fn parse(file: &str, text: &str) -> Result<Skill, SkillError> {
-    let skill: Skill = yaml_serde::from_str(text).map_err(|e| {
-        let line = e.location().map(|l| l.line()).unwrap_or(0);
-        let message = e.to_string();
-        let message = message.rfind(" at line ").map_or(message.clone(), |i| message[..i].to_string());
+    let skill: Skill = crate::input::from_yaml(text).map_err(|e| {
+        let line = e.line();
+        let message = e.message().to_string();
         let (field, message) = match message.split_once(": ") {
             Some((field, rest)) if !field.contains(' ') => (field.to_string(), rest.to_string()),
             _ => ("(file)".to_string(), message),
@@ -368,20 +367,42 @@ fn line_of(text: &str, path: &[Seg]) -> Option<usize> {
     found.map(|n| n + 1)
 }
 
-/// Reads every `*.yaml` / `*.yml` file of `dir` (sorted); a missing folder has none.
-pub fn read_dir(dir: &Path) -> Vec<(PathBuf, Result<String, std::io::Error>)> {
+/// Reads every `*.yaml` / `*.yml` file of `dir` (sorted); a missing folder has none. One that cannot
+/// be read (a folder, not UTF-8, too large) comes with why.
+pub fn read_dir(dir: &Path) -> Vec<(PathBuf, Result<String, crate::input::InputError>)> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
         .collect();
     paths.sort();
-    paths.into_iter().map(|p| (p.clone(), std::fs::read_to_string(&p))).collect()
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = crate::input::read_text(&p, crate::input::SETTINGS_LIMIT, "a skill");
+            (p, text)
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deep_or_unreadable_skill_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("deep.yaml"), format!("name: deep\nsteps: {}\n", "{a: ".repeat(200_000)))
+            .unwrap();
+        std::fs::write(dir.path().join("latin1.yaml"), b"name: caf\xe9\n").unwrap();
+        std::fs::create_dir(dir.path().join("folder.yaml")).unwrap();
+        let library = crate::skills::Library::load(dir.path());
+        let said: Vec<String> = library.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(said.len(), 3, "{said:?}");
+        assert!(said[0].contains("deep.yaml:2: (file): nested deeper than 100 levels"), "{said:?}");
+        assert!(said[1].contains("folder.yaml:0: (file): is a folder, expected a file"), "{said:?}");
+        assert!(said[2].contains("latin1.yaml:1: (file): column 10: byte 0xe9 is not UTF-8"), "{said:?}");
+    }
 
     const GOOD: &str = "\
 name: probe

@@ -33,6 +33,19 @@ pub enum StoreError {
     /// SQLite reports damage.
     #[error("{path} is corrupt ({detail}); it was left untouched. Restore a backup or move it away.")]
     Corrupt { path: PathBuf, detail: String },
+    /// An empty database file beside the audit chain's key or checkpoint: the history was lost
+    /// (a truncation, a full disk, a bad restore), and a new database would start a new chain over it.
+    #[error(
+        "{path} is empty (0 bytes), but {evidence} beside it belongs to an audit log that was kept in it; it was left untouched, so no new inventory or audit chain starts over the old one. Restore merlya.db from a backup, or move it and {evidence} away to start afresh."
+    )]
+    Emptied { path: PathBuf, evidence: String },
+    /// Migrated, but lacking part of the schema (a table, column, index or trigger dropped by hand):
+    /// the commands that use it would fail.
+    #[error(
+        "{path} (schema version {version}) lacks {}: the commands that use it would fail. Restore a backup, or move the file away to start afresh.",
+        first_of(missing)
+    )]
+    Schema { path: PathBuf, version: i64, missing: Vec<String> },
     /// Migrated by a newer merlya.
     #[error(
         "{path} was created by a newer merlya (schema version {found}, this merlya knows up to {known}); it was left untouched. Upgrade merlya."
@@ -68,6 +81,15 @@ impl StoreError {
             _ => false,
         };
         if full { StoreError::NoSpace { explained: space::explain(path), what: what.to_string() } } else { self }
+    }
+}
+
+/// The first few of `names`, and how many more there are: an error stays one readable line.
+fn first_of(names: &[String]) -> String {
+    const SHOWN: usize = 8;
+    match names.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", names[..SHOWN].join(", ")),
+        _ => names.join(", "),
     }
 }
 
@@ -130,7 +152,11 @@ impl Store {
             }
         };
 
-        let exists = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let found = std::fs::metadata(path).ok();
+        let exists = found.as_ref().is_some_and(|m| m.len() > 0);
+        if found.is_some() && !exists {
+            integrity::check_not_emptied(path)?;
+        }
         // A file as merlya left it needs no full read: only its header and schema version are checked.
         let trusted = exists && integrity::closed_cleanly(path);
         if trusted {

@@ -7,7 +7,7 @@ use super::{ImportReport, LineError, merge_by_name, range};
 use crate::inventory::Host;
 
 pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
-    let root: Value = yaml_serde::from_str(text).map_err(|e| vec![yaml_line_error(&e)])?;
+    let root: Value = crate::input::from_yaml(text).map_err(|e| vec![yaml_line_error(&e)])?;
     let Value::Mapping(groups) = root else {
         return Err(vec![LineError::new(1, "expected a mapping of groups (e.g. `all:`)")]);
     };
@@ -21,11 +21,8 @@ pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
 }
 
 /// A line error from a YAML error (shared with other YAML importers).
-pub(super) fn yaml_line_error(e: &yaml_serde::Error) -> LineError {
-    let line = e.location().map(|l| l.line()).unwrap_or(0);
-    let message = e.to_string();
-    let message = message.rfind(" at line ").map(|i| message[..i].to_string()).unwrap_or(message);
-    LineError::new(line, message)
+pub(super) fn yaml_line_error(e: &crate::input::YamlError) -> LineError {
+    LineError::new(e.line(), e.message())
 }
 
 /// The inventory being read: its text (for lines) and what was found so far.

@@ -63,6 +63,6 @@ pub fn parse_json(text: &str) -> Result<ImportReport, Vec<LineError>> {
 }
 
 pub fn parse_yaml(text: &str) -> Result<ImportReport, Vec<LineError>> {
-    let records: Vec<HostRecord> = yaml_serde::from_str(text).map_err(|e| vec![yaml_line_error(&e)])?;
+    let records: Vec<HostRecord> = crate::input::from_yaml(text).map_err(|e| vec![yaml_line_error(&e)])?;
     finish(records)
 }

@@ -123,7 +123,7 @@ pub fn detect_format(path: &Path, text: &str) -> Option<ImportFormat> {
 
 /// A YAML file is an Ansible inventory when its top level is a mapping of groups.
 fn yaml_flavour(text: &str) -> ImportFormat {
-    match yaml_serde::from_str::<yaml_serde::Value>(text) {
+    match crate::input::from_yaml::<yaml_serde::Value>(text) {
         Ok(yaml_serde::Value::Mapping(_)) => ImportFormat::AnsibleYaml,
         _ => ImportFormat::Yaml,
     }

@@ -16,12 +16,13 @@ enum Part<'a> {
 }
 
 impl Part<'_> {
-    /// How many values the piece yields.
-    fn len(&self) -> usize {
+    /// How many values the piece yields: counted in 128 bits, so `n[0:18446744073709551615]`
+    /// (2^64 values) is not wrapped round to 0 hosts.
+    fn len(&self) -> u128 {
         match *self {
             Part::Literal(_) => 1,
-            Part::Numbers { start, end, step, .. } => (end - start) / step + 1,
-            Part::Letters { start, end, step } => usize::from(end - start) / step + 1,
+            Part::Numbers { start, end, step, .. } => ((end - start) / step) as u128 + 1,
+            Part::Letters { start, end, step } => (usize::from(end - start) / step) as u128 + 1,
         }
     }
 
@@ -42,8 +43,8 @@ impl Part<'_> {
 }
 
 /// How many names the parts make; saturates on overflow.
-fn count(parts: &[Part<'_>]) -> usize {
-    parts.iter().fold(1usize, |n, part| n.saturating_mul(part.len()))
+fn count(parts: &[Part<'_>]) -> u128 {
+    parts.iter().fold(1u128, |n, part| n.saturating_mul(part.len()))
 }
 
 /// Expands every `[start:end(:step)]` in `pattern`; a name without a range is
@@ -51,13 +52,17 @@ fn count(parts: &[Part<'_>]) -> usize {
 /// would take it past [`MAX_IMPORT_HOSTS`] is an error, found before expanding.
 pub fn expand(pattern: &str, already: usize) -> Result<Vec<String>, String> {
     let parts = parse(pattern)?;
-    let total = count(&parts);
-    if total.saturating_add(already) > MAX_IMPORT_HOSTS {
-        let before = if already > 0 { format!(" after the {already} before it") } else { String::new() };
-        return Err(format!(
-            "{pattern:?} would expand to {total} hosts{before}, more than the {MAX_IMPORT_HOSTS} one import may hold; split the range"
-        ));
-    }
+    let counted = count(&parts);
+    let total = match usize::try_from(counted) {
+        Ok(total) if total.saturating_add(already) <= MAX_IMPORT_HOSTS => total,
+        _ => {
+            let before = if already > 0 { format!(" after the {already} before it") } else { String::new() };
+            let many = if counted == u128::MAX { "more than 10^38".to_string() } else { counted.to_string() };
+            return Err(format!(
+                "{pattern:?} would expand to {many} hosts{before}, more than the {MAX_IMPORT_HOSTS} one import may hold; split the range"
+            ));
+        }
+    };
     let mut out = Vec::with_capacity(total);
     for n in 0..total {
         let mut name = String::with_capacity(pattern.len());
@@ -65,8 +70,10 @@ pub fn expand(pattern: &str, already: usize) -> Result<Vec<String>, String> {
         let mut rest = n;
         let mut indices = vec![0; parts.len()];
         for (slot, part) in indices.iter_mut().zip(&parts).rev() {
-            *slot = rest % part.len();
-            rest /= part.len();
+            // Every part's length divides into `total`, which fits a usize.
+            let len = usize::try_from(part.len()).unwrap_or(usize::MAX);
+            *slot = rest % len;
+            rest /= len;
         }
         for (part, index) in parts.iter().zip(indices) {
             part.push(index, &mut name);
@@ -160,7 +167,7 @@ mod tests {
     fn huge_ranges_are_counted_not_expanded() {
         let started = std::time::Instant::now();
         assert_eq!(count(&parse("node[0:2000000]").unwrap()), 2_000_001);
-        assert_eq!(count(&parse("a[0:4294967295]b[0:4294967295]c[0:4294967295]").unwrap()), usize::MAX);
+        assert_eq!(count(&parse("a[0:4294967295]b[0:4294967295]c[0:4294967295]").unwrap()), 1 << 96);
         let err = expand("node[0:2000000]", 0).unwrap_err();
         assert!(err.contains("2000001 hosts") && err.contains(&MAX_IMPORT_HOSTS.to_string()), "{err}");
         assert!(expand("a[0:4294967295]b[0:4294967295]c[0:4294967295]", 0).is_err());
@@ -169,5 +176,16 @@ mod tests {
         assert_eq!(expand("n[1:10000]", 0).unwrap().len(), MAX_IMPORT_HOSTS);
         let err = expand("n[1:10]", MAX_IMPORT_HOSTS - 5).unwrap_err();
         assert!(err.contains("after the 9995 before it"), "{err}");
+    }
+
+    #[test]
+    fn a_range_of_every_usize_is_refused_not_read_as_no_host() {
+        // (2^64 - 1 - 0) / 1 + 1 wrapped round to 0 in a usize: zero hosts, no error.
+        let err = expand("n[0:18446744073709551615]", 0).unwrap_err();
+        assert!(err.contains("n[0:18446744073709551615]"), "names the range: {err}");
+        assert!(err.contains("18446744073709551616 hosts"), "counts it: {err}");
+        assert!(err.contains(&MAX_IMPORT_HOSTS.to_string()), "names the limit: {err}");
+        let err = expand("a[0:18446744073709551615]b[0:18446744073709551615]", 0).unwrap_err();
+        assert!(err.contains("hosts") && err.contains(&MAX_IMPORT_HOSTS.to_string()), "{err}");
     }
 }

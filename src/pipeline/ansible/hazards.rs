@@ -151,6 +151,11 @@ fn config_hazards(file: &str, text: &str) -> Vec<String> {
 /// Tasks and variables of one YAML file that run code during `--check`.
 fn yaml_hazards(file: &str, text: &str) -> Vec<String> {
     let mut found = Vec::new();
+    if let Err(e) = crate::input::check_yaml_depth(text) {
+        // Ansible may still load it; merlya cannot look inside.
+        found.push(format!("{file}: {e}; not checked"));
+        return found;
+    }
     let Ok(doc) = yaml_serde::from_str::<yaml_serde::Value>(text) else {
         // Not YAML merlya can read: Ansible may still load it.
         if text.contains("check_mode") || text.contains("delegate_to") || text.contains("lookup(") {
