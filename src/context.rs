@@ -174,7 +174,8 @@ impl Context {
                 self.config.output.spill_max_mb,
                 self.config.output.spill_total_mb,
             ))
-            .with_readonly_sandbox(self.config.policy.readonly_sandbox))
+            .with_readonly_sandbox(self.config.policy.readonly_sandbox)
+            .with_hidden_home(self.home.root().to_path_buf()))
     }
 
     /// Writes a finished command to the command history (the audit log is
