@@ -176,7 +176,8 @@ impl Context {
                 self.config.output.spill_max_mb,
                 self.config.output.spill_total_mb,
             ))
-            .with_readonly_sandbox(self.config.policy.readonly_sandbox))
+            .with_readonly_sandbox(self.config.policy.readonly_sandbox)
+            .with_hidden_home(self.home.root().to_path_buf()))
     }
 
     /// Writes a finished command to the command history (the audit log is
@@ -199,11 +200,16 @@ impl Context {
 }
 
 /// Whether process `pid` is alive and runs merlya (a reused pid running something else is not).
+/// merlya is not dumpable (`crate::hardening`): unless root, its `exe` link cannot be read, its
+/// name (`comm`) can.
 fn merlya_is_running(pid: u32) -> bool {
-    std::fs::read_link(format!("/proc/{pid}/exe"))
-        .ok()
-        .and_then(|exe| exe.file_name().map(|n| n.to_string_lossy().starts_with("merlya")))
-        .unwrap_or(false)
+    match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(exe) => exe.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merlya")),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|name| name.starts_with("merlya"))
+        }
+        Err(_) => false,
+    }
 }
 
 /// The audit request for `command` on `host` (shared by the CLI, the console and the agent).

@@ -13,6 +13,7 @@ pub mod config;
 pub mod context;
 pub mod door;
 pub mod exec;
+pub mod hardening;
 pub mod health;
 pub mod home;
 pub mod i18n;

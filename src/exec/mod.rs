@@ -148,6 +148,8 @@ pub struct Executor {
     spill: Option<Arc<spill::SpillBudget>>,
     /// Whether proven reads run in a read-only mount namespace (`exec::sandbox`).
     sandbox: sandbox::SandboxMode,
+    /// merlya's home, hidden from proven reads on localhost (they could read the database and the audit key).
+    own_home: Option<std::path::PathBuf>,
 }
 
 /// Receives the elevation detected for a host, to cache it on the host.
@@ -163,6 +165,7 @@ impl Executor {
             elevation_sink: None,
             spill: None,
             sandbox: sandbox::SandboxMode::default(),
+            own_home: None,
         }
     }
 
@@ -174,6 +177,12 @@ impl Executor {
     /// Runs proven reads in a read-only mount namespace as `mode` says.
     pub fn with_readonly_sandbox(mut self, mode: sandbox::SandboxMode) -> Self {
         self.sandbox = mode;
+        self
+    }
+
+    /// Hides `home` (merlya's own) from proven reads on localhost, with merlya's `/proc` entries.
+    pub fn with_hidden_home(mut self, home: std::path::PathBuf) -> Self {
+        self.own_home = Some(home);
         self
     }
 
@@ -227,7 +236,7 @@ impl Executor {
             // Not sandboxed: it asks sudo and doas what they allow, which a user namespace would hide.
             .run_prepared(
                 &host,
-                (prepare::ELEVATION_PROBE, false),
+                (prepare::ELEVATION_PROBE, false, true),
                 Deadline::after(timeout),
                 &CancellationToken::new(),
                 &tx,
@@ -311,13 +320,13 @@ impl Executor {
             }
         };
         let sandboxed = clearance.is_proven_read_only();
-        self.run_prepared(&host, (command, sandboxed), deadline, cancel, events).await
+        self.run_prepared(&host, (command, sandboxed, clearance.elevates()), deadline, cancel, events).await
     }
 
     async fn run_prepared(
         &self,
         host: &Host,
-        (command, sandboxed): (&str, bool),
+        (command, sandboxed, elevates): (&str, bool, bool),
         deadline: Deadline,
         cancel: &CancellationToken,
         events: &EventSender,
@@ -336,9 +345,12 @@ impl Executor {
         let prepared = match prepared {
             Ok(mut p) => {
                 p.spill = self.spill.as_ref().map(|budget| spill::SpillTarget::for_host(budget, &host.name));
-                // A proven read (no password, no secret fed on stdin) runs in the read-only sandbox.
+                // A proven read (no password, no secret fed on stdin) runs in the read-only sandbox;
+                // on this machine, without merlya's home and /proc entries.
                 if sandboxed && p.sudo.is_none() && p.input.is_none() {
-                    match sandbox::wrap(&p.command, self.sandbox) {
+                    let hide =
+                        if host.is_local() { sandbox::merlya_itself(self.own_home.as_deref()) } else { Vec::new() };
+                    match sandbox::wrap(&p.command, self.sandbox, elevates, &hide) {
                         Ok(wrapped) => p.command = wrapped,
                         Err(e) => {
                             let result =

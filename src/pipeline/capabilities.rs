@@ -83,7 +83,7 @@ pub async fn detect_local(env: &Env, ttl: Duration, refresh: bool) -> Capabiliti
     }
     // The sandbox as a proven read on this machine would get it (the same wrapper).
     let probe = "awk '$2 == \"/\" {print $4}' /proc/self/mounts";
-    let sandbox = match crate::exec::sandbox::wrap(probe, env.executor.readonly_sandbox()) {
+    let sandbox = match crate::exec::sandbox::wrap(probe, env.executor.readonly_sandbox(), false, &[]) {
         Ok(script) => tokio::process::Command::new("/bin/sh")
             .arg("-c")
             .arg(script)
