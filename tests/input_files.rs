@@ -128,11 +128,16 @@ fn a_huge_or_non_utf8_file_is_refused_with_a_short_message_naming_its_line() {
     assert!(err.contains(&path.display().to_string()) && err.contains("merlya reads at most 8.0 MiB"), "{err}");
     assert!(err.len() < 500, "a short message: {} bytes", err.len());
     nothing_imported(&env);
-    // A long value under the limit is cut where it is quoted back.
+    // A long value under the limit is refused by its length, and only its start is quoted back.
     std::fs::write(&path, format!("- name: web{}!\n  hostname: h\n", "0".repeat(1024 * 1024))).unwrap();
     let (code, err) = import(&env, &path);
     assert_eq!(code, Some(1));
-    assert!(err.contains("characters cut") && err.len() < 1000, "{} bytes: {}", err.len(), &err[..err.len().min(600)]);
+    assert!(
+        err.contains("characters long; at most 253 are allowed") && err.len() < 1000,
+        "{} bytes: {}",
+        err.len(),
+        &err[..err.len().min(600)]
+    );
 
     let config = env.merlya_home().join("config.yaml");
     std::fs::write(&config, format!("ssh:\n  default_user: {}\n", "A".repeat(10 * 1024 * 1024))).unwrap();

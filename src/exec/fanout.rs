@@ -42,7 +42,15 @@ pub async fn fan_out(
                 }
             };
             if deadline.left().is_zero() {
-                let result = HostResult::failed(&host.name, std::time::Instant::now(), super::timed_out(timeout));
+                // It never ran: every slot was held (by hosts that hang) until the run's end.
+                let error = RunError::new(
+                    HostFailure::NotStarted,
+                    format!(
+                        "not started: no free slot before the run's {}s timeout (hosts ahead of it were still running)",
+                        timeout.as_secs_f64()
+                    ),
+                );
+                let result = HostResult::failed(&host.name, std::time::Instant::now(), error);
                 let _ = events.send(ExecEvent::Finished(result.clone())).await;
                 return (index, result);
             }

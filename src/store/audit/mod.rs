@@ -65,6 +65,9 @@ pub enum AuditOutcome {
     TimedOut,
     /// Started, and no outcome was ever written (merlya died mid-run).
     Unfinished,
+    /// Written ahead, and the command never started on the host (no free slot before the run's
+    /// timeout, a missing password): nothing ran there.
+    NotStarted,
 }
 
 impl AuditOutcome {
@@ -79,6 +82,7 @@ impl AuditOutcome {
             Self::Cancelled => "cancelled",
             Self::TimedOut => "timed_out",
             Self::Unfinished => "unfinished",
+            Self::NotStarted => "not_started",
         }
     }
 
@@ -92,6 +96,7 @@ impl AuditOutcome {
             Self::Cancelled,
             Self::TimedOut,
             Self::Unfinished,
+            Self::NotStarted,
         ]
         .into_iter()
         .find(|o| o.as_str() == text)
@@ -103,6 +108,7 @@ impl AuditOutcome {
         match (result.failure, &result.error, result.exit_code) {
             (Some(HostFailure::Cancelled), _, _) => Self::Cancelled,
             (Some(HostFailure::TimedOut), _, _) => Self::TimedOut,
+            (Some(HostFailure::NotStarted), _, _) => Self::NotStarted,
             (_, None, Some(0)) => Self::Ok,
             (_, Some(e), _) if e.starts_with("timed out") => Self::TimedOut,
             _ => Self::Failed,
