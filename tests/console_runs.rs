@@ -211,17 +211,29 @@ fn run_on_sigint_cancels_the_agents_command_on_its_host_and_exits_130() {
 }
 
 #[test]
-fn the_timeout_bounds_the_whole_run_and_each_host_reports_timed_out() {
+fn the_timeout_bounds_the_whole_run_and_hosts_that_never_got_a_slot_are_not_started() {
     let (_key, sshd, env) = fleet();
     let sleep = unique_sleep(&sshd);
     // One host at a time and two seconds for the run: the first is stopped at the deadline, the
-    // others never get a slot in time and are reported timed out without starting.
+    // others never get a slot in time: reported and audited as not started (nothing ran there).
     let out =
         env.run(&["exec", "node1,node2,node3", "--parallel", "1", "--timeout", "2", "--format", "json", "--", &sleep]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let results = support::json_lines(&text(&out.stdout));
     assert_eq!(results.len(), 3);
-    assert!(results.iter().all(|r| r["failure"] == "timed_out" && r["exit_code"].is_null()), "{results:?}");
+    assert!(results[0]["failure"] == "timed_out" && results[0]["exit_code"].is_null(), "{results:?}");
+    for r in &results[1..] {
+        assert_eq!(r["failure"], "not_started", "{results:?}");
+        assert!(r["error"].as_str().unwrap().starts_with("not started: no free slot before the run's 2s timeout"));
+    }
+    let audit: serde_json::Value = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let outcome = |host: &str| {
+        audit.as_array().unwrap().iter().find(|e| e["host"] == host).map(|e| e["outcome"].clone()).unwrap()
+    };
+    assert_eq!(
+        (outcome("node1"), outcome("node2"), outcome("node3")),
+        ("timed_out".into(), "not_started".into(), "not_started".into())
+    );
     assert_eq!(running(&sleep), 0);
 }
 

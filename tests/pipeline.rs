@@ -307,12 +307,33 @@ fn a_kill_9_during_terraform_apply_is_found_interrupted_and_resumed_only_with_a_
     std::fs::remove_file(&slow).unwrap();
     let out = tf.merlya(&["pipeline", "resume", &id, "--format", "json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert_eq!(json(&out)["status"], "stopped");
-    let out = tf.merlya(&["pipeline", "resume", &id, "--yes", "--format", "json"]).output().unwrap();
+    let stopped = json(&out);
+    assert_eq!(stopped["status"], "stopped");
+    let second = stopped["id"].as_str().unwrap().to_string();
+    // Resumed once: the original names the run that resumed it, and a second resume says so.
+    let list: Vec<Value> =
+        serde_json::from_slice(&tf.merlya(&["pipeline", "list", "--format", "json"]).output().unwrap().stdout).unwrap();
+    let original = list.iter().find(|r| r["id"] == id.as_str()).unwrap();
+    assert_eq!(
+        (original["status"].as_str(), original["resumed_by"].as_str()),
+        (Some("resumed"), Some(second.as_str()))
+    );
+    let out = tf.merlya(&["pipeline", "resume", &id, "--yes"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains(&format!("change {id} was already resumed by change {second}")),
+        "{}",
+        text(&out.stderr)
+    );
+    // The stopped resume is itself resumed, with an approval this time.
+    let out = tf.merlya(&["pipeline", "resume", &second, "--yes", "--format", "json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let resumed = json(&out);
-    assert_eq!((resumed["status"].as_str(), resumed["resumed_from"].as_str()), (Some("succeeded"), Some(id.as_str())));
-    assert!(resumed["summary"].as_str().unwrap().contains(&format!("resumes interrupted run {id}")), "{resumed}");
+    assert_eq!(
+        (resumed["status"].as_str(), resumed["resumed_from"].as_str()),
+        (Some("succeeded"), Some(second.as_str()))
+    );
+    assert!(resumed["summary"].as_str().unwrap().contains(&format!("resumes interrupted run {second}")), "{resumed}");
     assert_eq!(tf.state(), ["terraform_data.slow"]);
     assert_eq!(resumed["spec"]["vars"], serde_json::json!(["token"]), "only the name is stored");
     assert!(!tf.env.database_text().contains("tf-var-s3cr3t-77"), "a --var value reached the database");

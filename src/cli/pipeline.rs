@@ -17,7 +17,9 @@ use crate::pipeline::kubernetes::KubernetesSpec;
 use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
 use crate::pipeline::tool::ToolEnv;
 use crate::pipeline::vars::Vars;
-use crate::pipeline::{Change, Env, PipelineRun, PipelineStatus, Spec, StageStatus, build, rebuild, runner};
+use crate::pipeline::{
+    Change, Env, PipelineError, PipelineRun, PipelineStatus, Spec, StageStatus, build, rebuild, runner,
+};
 use crate::term_safe::{visible, visible_line};
 
 #[derive(Debug, Subcommand)]
@@ -257,6 +259,10 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
         }
         PipelineCommand::Resume { id, opts } => {
             let old = find(ctx, &id).await?;
+            if old.status == PipelineStatus::Resumed {
+                eprintln!("change {} was already resumed by change {}", old.id, old.resumed_by);
+                return Ok(EXIT_ERROR);
+            }
             if !matches!(old.status, PipelineStatus::Interrupted | PipelineStatus::Stopped | PipelineStatus::Cancelled)
             {
                 eprintln!(
@@ -330,6 +336,10 @@ async fn drive(
             (_, old) => {
                 let mut record = runner::record_of(&env, change.as_ref());
                 if let Some(old) = old {
+                    // Resumed once: the original names this run, and a second resume is refused.
+                    if let Err(why) = env.store.mark_resumed(&old.id, &record.id).await? {
+                        return Err(PipelineError::Invalid(why));
+                    }
                     record.resumed_from = old.id;
                 }
                 runner::run(&env, change.as_mut(), record, &progress).await

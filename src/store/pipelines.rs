@@ -134,11 +134,13 @@ pub enum PipelineStatus {
     Cancelled,
     /// merlya stopped while the run was in flight; inspect, resume or roll back.
     Interrupted,
+    /// Resumed once, by the run named in `resumed_by`: never resumed again.
+    Resumed,
 }
 
 impl PipelineStatus {
     /// Every status.
-    pub const ALL: [PipelineStatus; 12] = [
+    pub const ALL: [PipelineStatus; 13] = [
         PipelineStatus::Planning,
         PipelineStatus::AwaitingApproval,
         PipelineStatus::Applying,
@@ -151,6 +153,7 @@ impl PipelineStatus {
         PipelineStatus::RolledBack,
         PipelineStatus::Cancelled,
         PipelineStatus::Interrupted,
+        PipelineStatus::Resumed,
     ];
 
     /// The snake-case name, as stored.
@@ -168,6 +171,7 @@ impl PipelineStatus {
             PipelineStatus::RolledBack => "rolled_back",
             PipelineStatus::Cancelled => "cancelled",
             PipelineStatus::Interrupted => "interrupted",
+            PipelineStatus::Resumed => "resumed",
         }
     }
 
@@ -245,6 +249,9 @@ pub struct PipelineRun {
     pub requested_by: String,
     /// The interrupted run this one resumes, if any.
     pub resumed_from: String,
+    /// The run that resumed this one (then `Resumed`), if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resumed_by: String,
     /// The process driving the run (0 once it ended), so a start can tell a crashed run from a live one.
     pub owner_pid: u32,
 }
@@ -272,6 +279,7 @@ impl PipelineRun {
             rollback_data: serde_json::Value::Null,
             requested_by: requested_by.to_string(),
             resumed_from: String::new(),
+            resumed_by: String::new(),
             owner_pid: std::process::id(),
         }
     }
@@ -286,7 +294,7 @@ impl PipelineRun {
 /// is the one `pipeline_runs_folder` indexes, so the lookup uses it.
 const IN_FOLDER: &str = "kind = ? AND json_extract(spec, '$.dir') = ? AND status = 'succeeded' ORDER BY rowid DESC";
 
-const COLUMNS: &str = "id, kind, status, targets, stages, created_at, updated_at, spec, summary, diff, decision, rollback_data, requested_by, resumed_from, owner_pid";
+const COLUMNS: &str = "id, kind, status, targets, stages, created_at, updated_at, spec, summary, diff, decision, rollback_data, requested_by, resumed_from, owner_pid, resumed_by";
 
 fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PipelineRun, StoreError> {
     use sqlx::Row as _;
@@ -308,6 +316,7 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PipelineRun, StoreError> {
         requested_by: text(12)?,
         resumed_from: text(13)?,
         owner_pid: u32::try_from(r.try_get::<i64, _>(14).ctx("cannot read a pipeline run")?).unwrap_or(0),
+        resumed_by: text(15)?,
     })
 }
 
@@ -345,6 +354,35 @@ impl Store {
         .await
         .map_err(self.write_error("save the pipeline run"))?;
         Ok(())
+    }
+
+    /// Marks `original` resumed by `by`, once: `Err` names the run that resumed it already, or its
+    /// status when it cannot be resumed. One statement, so two resumes cannot both win.
+    pub async fn mark_resumed(&self, original: &str, by: &str) -> Result<Result<(), String>, StoreError> {
+        let done = sqlx::query(
+            "UPDATE pipeline_runs SET status = 'resumed', resumed_by = ?, updated_at = ?
+             WHERE id = ? AND status IN ('interrupted', 'stopped', 'cancelled')",
+        )
+        .bind(by)
+        .bind(now_rfc3339())
+        .bind(original)
+        .execute(self.pool())
+        .await
+        .map_err(self.write_error("mark the change resumed"))?;
+        if done.rows_affected() == 1 {
+            return Ok(Ok(()));
+        }
+        let now = self.find_pipeline_run(original).await?;
+        Ok(Err(match now {
+            Some(run) if !run.resumed_by.is_empty() => {
+                format!("change {original} was already resumed by change {}", run.resumed_by)
+            }
+            Some(run) => format!(
+                "change {original} is {}: only an interrupted, stopped or cancelled change can be resumed",
+                run.status.as_str()
+            ),
+            None => format!("no change {original}"),
+        }))
     }
 
     /// Every run, newest first.

@@ -17,6 +17,7 @@ fn run_style(model: &Model, status: PipelineStatus) -> ratatui::style::Style {
         S::Succeeded => model.theme.ok,
         S::Failed | S::Denied | S::RolledBack | S::Interrupted => model.theme.error,
         S::AwaitingApproval | S::Stopped | S::Cancelled => model.theme.warn,
+        S::Resumed => model.theme.dim,
         S::Planning | S::Applying | S::Checking | S::RollingBack => model.theme.accent,
     }
 }
