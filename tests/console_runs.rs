@@ -221,19 +221,21 @@ fn the_timeout_bounds_the_whole_run_and_hosts_that_never_got_a_slot_are_not_star
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let results = support::json_lines(&text(&out.stdout));
     assert_eq!(results.len(), 3);
-    assert!(results[0]["failure"] == "timed_out" && results[0]["exit_code"].is_null(), "{results:?}");
-    for r in &results[1..] {
-        assert_eq!(r["failure"], "not_started", "{results:?}");
+    // Which host gets the one slot is the scheduler's choice: one timed out, the others never ran.
+    let failures = |v: &[serde_json::Value], key: &str| {
+        let mut f: Vec<String> = v.iter().map(|r| r[key].as_str().unwrap_or_default().to_string()).collect();
+        f.sort();
+        f
+    };
+    assert_eq!(failures(&results, "failure"), ["not_started", "not_started", "timed_out"], "{results:?}");
+    for r in results.iter().filter(|r| r["failure"] == "not_started") {
+        assert!(r["exit_code"].is_null(), "{r}");
         assert!(r["error"].as_str().unwrap().starts_with("not started: no free slot before the run's 2s timeout"));
     }
     let audit: serde_json::Value = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
-    let outcome = |host: &str| {
-        audit.as_array().unwrap().iter().find(|e| e["host"] == host).map(|e| e["outcome"].clone()).unwrap()
-    };
-    assert_eq!(
-        (outcome("node1"), outcome("node2"), outcome("node3")),
-        ("timed_out".into(), "not_started".into(), "not_started".into())
-    );
+    let rows: Vec<serde_json::Value> =
+        audit.as_array().unwrap().iter().filter(|e| e["command"] == sleep.as_str()).cloned().collect();
+    assert_eq!(failures(&rows, "outcome"), ["not_started", "not_started", "timed_out"], "{rows:?}");
     assert_eq!(running(&sleep), 0);
 }
 
