@@ -62,24 +62,19 @@ fn a_proven_read_on_localhost_cannot_see_merlyas_home() {
     assert!(key.exists(), "the audit key is made by the first run");
     let beside = env.dir.path().join("beside.txt");
     std::fs::write(&beside, "readable\n").unwrap();
-    let out = env.run(&[
-        "exec",
-        "localhost",
-        "--format",
-        "json",
-        "--",
-        &format!(
-            "cat {} {}/merlya.db; ls -A {}; cat {}",
-            key.display(),
-            home.display(),
-            home.display(),
-            beside.display()
-        ),
-    ]);
+    // The proof refuses merlya's files by name; names found at run time are what the sandbox is for.
+    let parent = env.dir.path().display().to_string();
+    let line = format!(
+        "find {parent} -maxdepth 2 -name 'audit.k*' | xargs cat; find {parent} -maxdepth 1 -name merlya -exec ls -A {{}} ';'; cat {}",
+        beside.display()
+    );
+    let plain = Command::new("bash").args(["-c", &line]).output().unwrap();
+    assert_ne!(text(&plain.stdout), "readable\n", "the line reaches the home when nothing hides it");
+    let out = env.run(&["exec", "localhost", "--format", "json", "--", &line]);
     let record = support::json_lines(&text(&out.stdout)).into_iter().next().expect("a result");
     let stdout = record["stdout"].as_str().unwrap_or_default();
     assert_eq!(stdout, "readable\n", "merlya's home is readable from the command: {record}");
-    assert!(record["stderr"].as_str().unwrap_or_default().contains("No such file"), "{record}");
+    assert!(key.exists(), "the key itself is untouched");
 }
 
 /// `echo su` elevates nothing: the line still runs read-only, so the write `git status` makes to a
