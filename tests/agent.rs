@@ -663,6 +663,22 @@ fn a_stream_cut_short_after_text_is_an_error_and_its_text_is_shown_once() {
 }
 
 #[test]
+fn a_stalled_stream_says_it_stalled_and_for_how_long() {
+    let llm = ScriptedLlm::start(move |r| match is_main(r) {
+        false => openai::text("[]"),
+        true => openai::sse_text_stalled(&["The fleet ", "is"], std::time::Duration::from_secs(6)),
+    });
+    let env = configured(&llm, "openai", "  timeout_secs: 1\n  max_retries: 0\n");
+    let out = run(&env, &["describe the fleet"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(6), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("openai's answer stream stalled: nothing arrived for 1 s after 3 event(s) (model.timeout_secs)"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_stream_cut_before_any_text_is_retried_with_a_notice() {
     let calls = AtomicUsize::new(0);
     let llm = ScriptedLlm::start(move |r| {

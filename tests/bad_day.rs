@@ -117,3 +117,51 @@ fn a_reader_that_goes_away_stops_the_run() {
     let left = std::process::Command::new("pgrep").args(["-f", "sleep 297.31"]).output().unwrap();
     assert!(left.stdout.is_empty(), "the command still runs: {}", text(&left.stdout));
 }
+
+/// While another process holds the store's lock, the person is told after a second who holds it,
+/// and the command goes on once it is free.
+#[test]
+fn a_store_held_by_another_process_is_named_while_merlya_waits() {
+    let env = TestEnv::new();
+    env.ok(&["hosts", "list"]);
+    let lock = std::fs::File::options().write(true).open(env.merlya_home().join("merlya.db.lock")).unwrap();
+    lock.lock().unwrap();
+    let child = env
+        .merlya(&["hosts", "list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    lock.unlock().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    let db = env.merlya_home().join("merlya.db");
+    assert!(
+        said.contains(&format!("waiting for {}, held by pid {}", db.display(), std::process::id())),
+        "{said}"
+    );
+}
+
+/// An HTTP server on the SSH port is named as such, not "Disconnected".
+#[test]
+fn an_http_server_on_the_ssh_port_is_named() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 256];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let env = TestEnv::new();
+    env.ok(&["hosts", "add", "web01", "--hostname", "127.0.0.1", "--port", &port, "--user", "nobody"]);
+    let out = env.run(&["exec", "web01", "--", "true"]);
+    assert_ne!(out.status.code(), Some(0));
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(shown.contains("not an SSH server (HTTP answered: HTTP/1.1 400 Bad Request)"), "{shown}");
+}

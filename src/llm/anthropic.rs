@@ -16,6 +16,8 @@ pub struct Anthropic {
     pub api_key: Option<String>,
     pub stream: bool,
     pub http: reqwest::Client,
+    /// How long a streamed answer may send nothing before it counts as stalled.
+    pub idle: std::time::Duration,
 }
 
 /// The request body: system prompt apart, tool results as user content blocks.
@@ -225,7 +227,7 @@ impl Provider for Anthropic {
         }
         let mut state = StreamState::default();
         let mut stopped = false;
-        for_each_event("anthropic", response, |event| {
+        for_each_event("anthropic", response, self.idle, |event| {
             let name = event.event.clone().unwrap_or_default();
             if name == "message_stop" {
                 stopped = true;

@@ -167,8 +167,11 @@ impl LlmClient {
         let brain_spec =
             config.brain.clone().ok_or_else(|| LlmError::Config("no model configured (model.brain)".into()))?;
         let fast_spec = config.fast.clone().unwrap_or_else(|| brain_spec.clone());
+        // Each read, not the whole answer, is bounded: a long answer that keeps streaming is never cut
+        // (the turn as a whole has model.turn_timeout_secs); one that goes silent has stalled.
+        let idle = Duration::from_secs(config.timeout_secs.max(1));
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_secs))
+            .read_timeout(idle + Duration::from_secs(5))
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
@@ -199,7 +202,7 @@ impl LlmClient {
                 )));
             }
             let provider_impl: Arc<dyn Provider> = if provider == "anthropic" {
-                Arc::new(Anthropic { base_url, api_key, stream: config.stream, http: http.clone() })
+                Arc::new(Anthropic { base_url, api_key, stream: config.stream, http: http.clone(), idle })
             } else {
                 Arc::new(OpenAi {
                     name: provider.to_string(),
@@ -207,6 +210,7 @@ impl LlmClient {
                     api_key,
                     stream: config.stream,
                     http: http.clone(),
+                    idle,
                 })
             };
             Ok(Endpoint { provider: provider_impl, model: model.to_string() })

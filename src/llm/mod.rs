@@ -135,6 +135,9 @@ pub enum LlmError {
     /// arrived may be cut short.
     #[error("{provider}'s answer stream ended before {expected}: the answer may be cut short")]
     Incomplete { provider: String, expected: &'static str },
+    /// The event stream sent nothing for `model.timeout_secs`.
+    #[error("{provider}'s answer stream stalled: nothing arrived for {seconds} s after {events} event(s) (model.timeout_secs)")]
+    Stalled { provider: String, seconds: u64, events: usize },
     /// A stream that failed after part of its text was shown: not retried, so
     /// the text is never shown twice.
     #[error("{0} (after part of the answer was shown, so it was not retried)")]
@@ -158,7 +161,7 @@ impl LlmError {
     pub fn retryable(&self) -> bool {
         match self {
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
-            LlmError::Transport { .. } | LlmError::Incomplete { .. } => true,
+            LlmError::Transport { .. } | LlmError::Incomplete { .. } | LlmError::Stalled { .. } => true,
             _ => false,
         }
     }
@@ -172,7 +175,9 @@ impl LlmError {
                 s if *s >= 500 => "server_error",
                 _ => "client_error",
             },
-            LlmError::Transport { timeout: true, .. } | LlmError::TurnTimeout { .. } => "timeout",
+            LlmError::Transport { timeout: true, .. } | LlmError::TurnTimeout { .. } | LlmError::Stalled { .. } => {
+                "timeout"
+            }
             LlmError::Transport { .. } => "transport",
             LlmError::Malformed { .. } | LlmError::Incomplete { .. } | LlmError::AfterPartialAnswer(_) => "malformed",
             LlmError::CircuitOpen { .. } => "circuit_open",
@@ -188,6 +193,7 @@ impl LlmError {
             LlmError::Transport { provider, .. } => format!("{provider} could not be reached"),
             LlmError::Malformed { provider, .. } => format!("{provider} sent a malformed response"),
             LlmError::Incomplete { provider, .. } => format!("{provider}'s answer stream ended early"),
+            LlmError::Stalled { provider, seconds, .. } => format!("{provider}'s answer stream stalled for {seconds} s"),
             other => other.to_string(),
         }
     }

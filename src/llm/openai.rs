@@ -15,6 +15,8 @@ pub struct OpenAi {
     pub api_key: Option<String>,
     pub stream: bool,
     pub http: reqwest::Client,
+    /// How long a streamed answer may send nothing before it counts as stalled.
+    pub idle: std::time::Duration,
 }
 
 /// The request body for `request`.
@@ -198,7 +200,7 @@ impl Provider for OpenAi {
             return super::client::json_answer(&self.name, response, request, parse, on_delta).await;
         }
         let mut state = StreamState::default();
-        for_each_event(&self.name, response, |event| {
+        for_each_event(&self.name, response, self.idle, |event| {
             if event.data == "[DONE]" {
                 state.done();
                 return Ok(false);

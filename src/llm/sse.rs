@@ -1,24 +1,34 @@
 //! Server-sent events: splitting a byte stream into `event:`/`data:` records.
 
 /// Reads `response` as an event stream, handing each event to `handle`
-/// until it returns `false` or the stream ends.
+/// until it returns `false` or the stream ends. A stream that sends nothing
+/// for `idle` has stalled: that is said, with how long and after how many
+/// events (an answer that keeps streaming is never cut, however long).
 pub async fn for_each_event(
     provider: &str,
     response: reqwest::Response,
+    idle: std::time::Duration,
     mut handle: impl FnMut(SseEvent) -> Result<bool, super::LlmError>,
 ) -> Result<(), super::LlmError> {
     use futures::StreamExt;
     let mut parser = SseParser::default();
     let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| super::client::transport(provider, e))?;
+    let mut events = 0usize;
+    let stalled = |events| super::LlmError::Stalled { provider: provider.to_string(), seconds: idle.as_secs(), events };
+    loop {
+        let chunk = match tokio::time::timeout(idle, stream.next()).await {
+            Err(_) => return Err(stalled(events)),
+            Ok(None) => return Ok(()),
+            Ok(Some(Err(e))) if e.is_timeout() => return Err(stalled(events)),
+            Ok(Some(chunk)) => chunk.map_err(|e| super::client::transport(provider, e))?,
+        };
         for event in parser.push(&chunk) {
+            events += 1;
             if !handle(event)? {
                 return Ok(());
             }
         }
     }
-    Ok(())
 }
 
 /// One event.

@@ -200,14 +200,96 @@ fn handler_for(target: &SshTarget, ctx: &ConnectContext) -> (ClientHandler, Arc<
     (handler, refusal)
 }
 
-/// Turns a handshake error into an [`SshError`], preferring the host-key refusal reason.
-fn handshake_error(target: &SshTarget, refusal: &Mutex<Option<String>>, e: russh::Error) -> SshError {
+/// Turns a handshake error into an [`SshError`], preferring the host-key refusal reason; a peer
+/// whose first words were not an SSH banner is named for what it is (`HTTP answered`).
+fn handshake_error(target: &SshTarget, refusal: &Mutex<Option<String>>, first: &FirstBytes, e: russh::Error) -> SshError {
     if let Some(reason) = refusal.lock().ok().and_then(|mut r| r.take()) {
         return SshError::HostKey(reason);
+    }
+    if let Some(said) = first.not_ssh() {
+        return SshError::Protocol(target.name.clone(), said);
     }
     match e {
         russh::Error::IO(io) => SshError::Unreachable(target.name.clone(), io.to_string()),
         other => SshError::Protocol(target.name.clone(), other.to_string()),
+    }
+}
+
+/// The first bytes a peer sent, kept so a failed handshake can say what answered instead of SSH.
+#[derive(Clone, Default)]
+struct FirstBytes(Arc<Mutex<Vec<u8>>>);
+
+impl FirstBytes {
+    /// How many bytes are kept: enough for a status line.
+    const KEEP: usize = 80;
+
+    /// `stream`, its first bytes copied here as they are read.
+    fn watch<S>(&self, stream: S) -> Watched<S> {
+        Watched { inner: stream, first: self.clone() }
+    }
+
+    /// What answered, when it was not an SSH server: `not an SSH server (HTTP answered: HTTP/1.1 400…)`.
+    fn not_ssh(&self) -> Option<String> {
+        let bytes = self.0.lock().ok()?.clone();
+        if bytes.is_empty() || bytes.starts_with(b"SSH-") {
+            return None;
+        }
+        let line: String = String::from_utf8_lossy(&bytes)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(60)
+            .collect();
+        let who = if bytes.starts_with(b"HTTP/") { "HTTP answered" } else { "it answered" };
+        Some(format!("not an SSH server ({who}: {line})"))
+    }
+}
+
+/// A stream whose first bytes are kept in a [`FirstBytes`].
+struct Watched<S> {
+    inner: S,
+    first: FirstBytes,
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Ok(mut kept) = self.first.0.lock()
+            && kept.len() < FirstBytes::KEEP
+        {
+            let new = &buf.filled()[before..];
+            let room = FirstBytes::KEEP - kept.len();
+            kept.extend_from_slice(&new[..new.len().min(room)]);
+        }
+        polled
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -218,9 +300,10 @@ async fn dial(target: &SshTarget, ctx: &ConnectContext) -> Result<Handle<ClientH
         .await
         .map_err(|e| SshError::Unreachable(format!("{}:{}", target.hostname, target.port), e.to_string()))?;
     let _ = socket.set_nodelay(true);
-    let mut handle = client::connect_stream(russh_config(), socket, handler)
+    let first = FirstBytes::default();
+    let mut handle = client::connect_stream(russh_config(), first.watch(socket), handler)
         .await
-        .map_err(|e| handshake_error(target, &refusal, e))?;
+        .map_err(|e| handshake_error(target, &refusal, &first, e))?;
     authenticate(&mut handle, target, ctx).await?;
     Ok(handle)
 }
@@ -235,9 +318,10 @@ async fn tunnel(
         .await
         .map_err(|e| SshError::Unreachable(target.name.clone(), format!("jump host could not open a tunnel: {e}")))?;
     let (handler, refusal) = handler_for(target, ctx);
-    let mut handle = client::connect_stream(russh_config(), channel.into_stream(), handler)
+    let first = FirstBytes::default();
+    let mut handle = client::connect_stream(russh_config(), first.watch(channel.into_stream()), handler)
         .await
-        .map_err(|e| handshake_error(target, &refusal, e))?;
+        .map_err(|e| handshake_error(target, &refusal, &first, e))?;
     authenticate(&mut handle, target, ctx).await?;
     Ok(handle)
 }

@@ -64,7 +64,26 @@ pub(crate) fn holder(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let inode = std::fs::metadata(super::shm_path(path)).ok()?.ino();
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let pid = write_lock_pid(&locks, inode)?;
+    Some(describe_pid(write_lock_pid(&locks, inode)?))
+}
+
+/// "pid N (command line)" of the process holding the flock(2) on `lock_file` (the lock a store
+/// takes while it opens and migrates), if the system says.
+pub(crate) fn flock_holder(lock_file: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(lock_file).ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let pid = locks.lines().find_map(|line| {
+        // "1: FLOCK  ADVISORY  WRITE 4242 fe:00:5480451 0 EOF" (waiters, `->`, are skipped)
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [_, "FLOCK", _, "WRITE", pid, file, ..] = fields.as_slice() else { return None };
+        (file.rsplit(':').next()?.parse::<u64>().ok()? == inode).then(|| pid.parse::<u32>().ok()).flatten()
+    })?;
+    Some(describe_pid(pid))
+}
+
+/// "pid N: COMMAND LINE", one short line.
+fn describe_pid(pid: u32) -> String {
     let command = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|raw| {
             raw.split(|b| *b == 0)
@@ -80,7 +99,7 @@ pub(crate) fn holder(path: &Path) -> Option<String> {
         command = command.chars().take(100).chain(std::iter::once('…')).collect();
     }
     let this = if pid == std::process::id() { ", this process" } else { "" };
-    Some(if command.is_empty() { format!("pid {pid}{this}") } else { format!("pid {pid}{this}: {command}") })
+    if command.is_empty() { format!("pid {pid}{this}") } else { format!("pid {pid}{this}: {command}") }
 }
 
 /// The pid in a `/proc/locks` listing holding a POSIX write lock on the WAL

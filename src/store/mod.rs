@@ -143,10 +143,23 @@ impl Store {
         // blocking thread.
         let guard = match lock.try_lock() {
             Ok(()) => lock,
-            Err(std::fs::TryLockError::WouldBlock) => tokio::task::spawn_blocking(move || lock.lock().map(|_| lock))
-                .await
-                .map_err(|e| StoreError::Io { context: "lock task".into(), source: std::io::Error::other(e) })?
-                .map_err(|source| StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source })?,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                // Another merlya is opening or migrating this home: after a second, say who.
+                let (db, held) = (path.to_path_buf(), lock_path.clone());
+                let notice = tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    let holder = lock::flock_holder(&held).unwrap_or_else(|| "another process".into());
+                    eprintln!("waiting for {}, held by {holder}", db.display());
+                });
+                let locked = tokio::task::spawn_blocking(move || lock.lock().map(|_| lock)).await;
+                notice.abort();
+                locked
+                    .map_err(|e| StoreError::Io { context: "lock task".into(), source: std::io::Error::other(e) })?
+                    .map_err(|source| StoreError::Io {
+                        context: format!("cannot lock {}", lock_path.display()),
+                        source,
+                    })?
+            }
             Err(std::fs::TryLockError::Error(source)) => {
                 return Err(StoreError::Io { context: format!("cannot lock {}", lock_path.display()), source });
             }

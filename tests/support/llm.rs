@@ -70,6 +70,8 @@ impl Recorded {
 pub enum Reply {
     Json { status: u16, body: Value, headers: Vec<(String, String)> },
     Sse(Vec<String>),
+    /// These events, then nothing for this long with the connection open (a stalled stream).
+    SseStall(Vec<String>, std::time::Duration),
 }
 
 type Handler = dyn Fn(&Recorded) -> Reply + Send + Sync;
@@ -151,6 +153,15 @@ fn serve(mut stream: std::net::TcpStream, handler: &Handler, recorded: &Mutex<Ve
                 let _ = stream.flush();
             }
         }
+        Reply::SseStall(events, hold) => {
+            let _ =
+                stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+            for event in events {
+                let _ = stream.write_all(event.as_bytes());
+                let _ = stream.flush();
+            }
+            std::thread::sleep(hold);
+        }
     }
 }
 
@@ -205,6 +216,13 @@ pub mod openai {
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}))];
         events.extend(parts.iter().map(|p| chunk(json!({"content": p}))));
         Reply::Sse(events)
+    }
+
+    /// A text stream that goes silent after `parts`, its connection held open for `hold`.
+    pub fn sse_text_stalled(parts: &[&str], hold: std::time::Duration) -> Reply {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}))];
+        events.extend(parts.iter().map(|p| chunk(json!({"content": p}))));
+        Reply::SseStall(events, hold)
     }
 
     /// A streamed tool call whose arguments arrive in pieces.
