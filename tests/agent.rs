@@ -673,7 +673,8 @@ fn a_stalled_stream_says_it_stalled_and_for_how_long() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(6), "{stdout}{stderr}");
     assert!(
-        stderr.contains("openai's answer stream stalled: nothing arrived for 1 s after 3 event(s) (model.timeout_secs)"),
+        stderr
+            .contains("openai's answer stream stalled: nothing arrived for 1 s after 3 event(s) (model.timeout_secs)"),
         "{stderr}"
     );
 }

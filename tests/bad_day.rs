@@ -138,10 +138,7 @@ fn a_store_held_by_another_process_is_named_while_merlya_waits() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stderr);
     let db = env.merlya_home().join("merlya.db");
-    assert!(
-        said.contains(&format!("waiting for {}, held by pid {}", db.display(), std::process::id())),
-        "{said}"
-    );
+    assert!(said.contains(&format!("waiting for {}, held by pid {}", db.display(), std::process::id())), "{said}");
 }
 
 /// An HTTP server on the SSH port is named as such, not "Disconnected".

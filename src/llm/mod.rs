@@ -136,7 +136,9 @@ pub enum LlmError {
     #[error("{provider}'s answer stream ended before {expected}: the answer may be cut short")]
     Incomplete { provider: String, expected: &'static str },
     /// The event stream sent nothing for `model.timeout_secs`.
-    #[error("{provider}'s answer stream stalled: nothing arrived for {seconds} s after {events} event(s) (model.timeout_secs)")]
+    #[error(
+        "{provider}'s answer stream stalled: nothing arrived for {seconds} s after {events} event(s) (model.timeout_secs)"
+    )]
     Stalled { provider: String, seconds: u64, events: usize },
     /// A stream that failed after part of its text was shown: not retried, so
     /// the text is never shown twice.
@@ -193,7 +195,9 @@ impl LlmError {
             LlmError::Transport { provider, .. } => format!("{provider} could not be reached"),
             LlmError::Malformed { provider, .. } => format!("{provider} sent a malformed response"),
             LlmError::Incomplete { provider, .. } => format!("{provider}'s answer stream ended early"),
-            LlmError::Stalled { provider, seconds, .. } => format!("{provider}'s answer stream stalled for {seconds} s"),
+            LlmError::Stalled { provider, seconds, .. } => {
+                format!("{provider}'s answer stream stalled for {seconds} s")
+            }
             other => other.to_string(),
         }
     }

@@ -202,7 +202,12 @@ fn handler_for(target: &SshTarget, ctx: &ConnectContext) -> (ClientHandler, Arc<
 
 /// Turns a handshake error into an [`SshError`], preferring the host-key refusal reason; a peer
 /// whose first words were not an SSH banner is named for what it is (`HTTP answered`).
-fn handshake_error(target: &SshTarget, refusal: &Mutex<Option<String>>, first: &FirstBytes, e: russh::Error) -> SshError {
+fn handshake_error(
+    target: &SshTarget,
+    refusal: &Mutex<Option<String>>,
+    first: &FirstBytes,
+    e: russh::Error,
+) -> SshError {
     if let Some(reason) = refusal.lock().ok().and_then(|mut r| r.take()) {
         return SshError::HostKey(reason);
     }
@@ -281,7 +286,10 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Watched<S> {
         std::pin::Pin::new(&mut self.inner).poll_write(cx, data)
     }
 
-    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.inner).poll_flush(cx)
     }
 

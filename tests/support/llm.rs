@@ -68,7 +68,11 @@ impl Recorded {
 
 /// What to answer.
 pub enum Reply {
-    Json { status: u16, body: Value, headers: Vec<(String, String)> },
+    Json {
+        status: u16,
+        body: Value,
+        headers: Vec<(String, String)>,
+    },
     Sse(Vec<String>),
     /// These events, then nothing for this long with the connection open (a stalled stream).
     SseStall(Vec<String>, std::time::Duration),
