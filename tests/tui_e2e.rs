@@ -357,8 +357,8 @@ fn ctrl_z_suspends_to_the_shell_and_fg_resumes() {
 }
 
 #[test]
-fn sigterm_and_sighup_restore_the_terminal_as_q_does() {
-    for signal in ["TERM", "HUP", "INT"] {
+fn sigterm_and_sighup_restore_the_terminal_as_q_does_and_exit_128_plus_n() {
+    for (signal, status) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
         let env = TestEnv::new();
         let tmux = Tmux::start(&format!("signal-{signal}"), &env, 100, 30);
         tmux.wait_for("Inventory · 1");
@@ -374,7 +374,8 @@ fn sigterm_and_sighup_restore_the_terminal_as_q_does() {
         let pid = text(&out.stdout).trim().to_string();
         assert!(!pid.is_empty(), "the console's pid");
         assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
-        tmux.wait_for("EXITED 0");
+        // The shell sees a program ended by the signal (128 + N), not a clean quit.
+        tmux.wait_for(&format!("EXITED {status}"));
         assert_eq!(modes(&tmux).trim(), "0 1 0", "SIG{signal}: screen, cursor and mouse are given back");
     }
 }

@@ -135,7 +135,8 @@ pub fn run_console(
         let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
         ratatui::restore();
         ctx.store.close().await;
-        outcome.map(|()| 0)
+        // Ended by a signal: the shell sees it (128 + N), as it would for any program it ended.
+        outcome.map(|signal| signal.map_or(0, |n| 128 + n))
     })
 }
 
@@ -144,8 +145,10 @@ async fn event_loop(
     model: &mut Model,
     services: &Services,
     mut rx: UnboundedReceiver<Msg>,
-) -> Result<()> {
+) -> Result<Option<u8>> {
     let ctx = &services.ctx;
+    // The signal that asked the console to quit, if one did (its exit status is 128 + N).
+    let mut signalled: Option<u8> = None;
     let mut events = EventStream::new();
     let frame_interval = Duration::from_millis(1000 / u64::from(ctx.config.ui.max_fps.clamp(1, 240)));
     let mut dirty = true;
@@ -173,12 +176,21 @@ async fn event_loop(
             event = events.next() => match event {
                 Some(Ok(event)) => event_to_msg(event),
                 Some(Err(e)) => return Err(e).wrap_err("terminal input failed"),
-                None => return Ok(()),
+                None => return Ok(signalled),
             },
             Some(msg) = rx.recv() => Some(msg),
-            _ = terminate.recv() => Some(Msg::Terminate),
-            _ = hangup.recv() => Some(Msg::Terminate),
-            _ = interrupt.recv() => Some(Msg::Terminate),
+            _ = terminate.recv() => {
+                signalled.get_or_insert(libc::SIGTERM as u8);
+                Some(Msg::Terminate)
+            }
+            _ = hangup.recv() => {
+                signalled.get_or_insert(libc::SIGHUP as u8);
+                Some(Msg::Terminate)
+            }
+            _ = interrupt.recv() => {
+                signalled.get_or_insert(libc::SIGINT as u8);
+                Some(Msg::Terminate)
+            }
             _ = refresh.tick() => {
                 refresh_dashboard(services);
                 None
@@ -217,7 +229,7 @@ async fn event_loop(
             *locale = model.locale.clone();
         }
         if model.should_quit {
-            return Ok(());
+            return Ok(signalled);
         }
     }
 }

@@ -72,7 +72,7 @@ fn pin(folders: &[PathBuf], leave: &Leave<'_>, dest: Option<&Path>) -> Result<Pi
             let relative = entry.path().strip_prefix(folder).unwrap_or(entry.path());
             let Found::File(path) = &entry else {
                 if let Some(copy) = &copy {
-                    link(entry.path(), &copy.join(relative))?;
+                    link(entry.path(), &copy.join(relative), copy)?;
                 }
                 continue;
             };
@@ -106,15 +106,20 @@ fn copy_root(dest: &Path, index: usize, folder: &Path) -> Result<PathBuf, String
     super::private_dir(&root).map_err(|e| format!("cannot make {}: {e}", root.display()))?;
     if let Some(siblings) = folder.parent().and_then(|p| std::fs::read_dir(p).ok()) {
         for sibling in siblings.flatten().filter(|s| s.file_name() != name) {
-            link(&sibling.path(), &parent.join(sibling.file_name()))?;
+            link(&sibling.path(), &parent.join(sibling.file_name()), &root)?;
         }
     }
     Ok(root)
 }
 
-/// A link at `at` to `original` (its absolute path).
-fn link(original: &Path, at: &Path) -> Result<(), String> {
+/// A link at `at` to `original` (its absolute path) — unless `original` holds the copy itself
+/// (`/tmp` holding the home that holds the copy): that link would be a loop that every tool
+/// following links (`find -L`, a backup) walks forever.
+fn link(original: &Path, at: &Path, copy: &Path) -> Result<(), String> {
     let target = std::fs::canonicalize(original).unwrap_or_else(|_| original.to_path_buf());
+    if std::fs::canonicalize(copy).is_ok_and(|copy| copy.starts_with(&target)) {
+        return Ok(());
+    }
     if let Some(parent) = at.parent() {
         super::private_dir(parent).map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
     }
@@ -243,6 +248,13 @@ mod tests {
             assert!(std::fs::symlink_metadata(&linked).unwrap().file_type().is_symlink(), "{}", linked.display());
         }
         assert!(!copy.join("home").exists(), "merlya's home is not copied");
+        // A copy kept in a sibling of the folder (`/tmp/B/merlya/…` for a playbook in `/tmp/A`): no
+        // link leads from the copy back up to the folder that holds it.
+        let elsewhere = top.path().join("other/home/planned");
+        let again = super::copy(std::slice::from_ref(&folder), &leave, &elsewhere).unwrap();
+        assert!(std::fs::symlink_metadata(elsewhere.join("0/other")).is_err(), "a loop back to the copy");
+        assert!(std::fs::symlink_metadata(elsewhere.join("0/shared")).unwrap().file_type().is_symlink());
+        assert_eq!(again.fingerprint, pinned.fingerprint);
         // A file swapped in the original does not reach the copy.
         std::fs::write(folder.join("roles/web/run.sh"), "echo swapped\n").unwrap();
         assert_eq!(std::fs::read_to_string(copy.join("roles/web/run.sh")).unwrap(), "echo planned\n");

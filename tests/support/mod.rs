@@ -248,7 +248,9 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
-        if path.is_dir() { out.extend(walk(&path)) } else { out.push(path) }
+        // Links are not followed (a link may lead back up).
+        let folder = entry.file_type().is_ok_and(|t| t.is_dir());
+        if folder { out.extend(walk(&path)) } else { out.push(path) }
     }
     out
 }
