@@ -153,7 +153,12 @@ mod tests {
             crate::safety::clearance::Clearance::read_only("echo su; cat /etc/hostname").is_some_and(|c| c.elevates());
         let out = run(&wrap(&write, SandboxMode::Require, elevates, &[]).unwrap(), dir.path());
         let stderr = text(&out.stderr);
-        assert!(!target.exists(), "the write went through the sandbox");
+        assert!(
+            !target.exists(),
+            "the write went through the sandbox (elevates: {elevates}, {}): {stderr}{}",
+            out.status,
+            text(&out.stdout)
+        );
         assert!(stderr.contains("Read-only file system"), "{stderr}");
         assert!(text(&out.stdout).lines().nth(1).is_some_and(|l| !l.is_empty()), "the read still works");
         // Who runs is unchanged.
