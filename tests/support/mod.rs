@@ -116,10 +116,20 @@ impl TestEnv {
     /// `input`, and returns what the terminal showed.
     pub fn on_a_pty(&self, args: &[&str], input: &str, env: &[(&str, &str)]) -> Vec<u8> {
         use std::io::Write;
+        let mut child = self.on_a_pty_command(args, env).spawn().expect("script (util-linux)");
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        child.wait_with_output().expect("script output").stdout
+    }
+
+    /// `merlya ARGS` under util-linux `script` (a pseudo-terminal), `env` added, stdin and stdout piped.
+    fn on_a_pty_command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
         let line: Vec<String> =
             std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
-        let mut child = Command::new("script")
+        let mut command = Command::new("script");
+        command
             .args(["-qec", &line.join(" "), "/dev/null"])
             .env("MERLYA_HOME", self.merlya_home())
             .env("HOME", self.home())
@@ -128,13 +138,8 @@ impl TestEnv {
             .env_remove("SSH_AUTH_SOCK")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("script (util-linux)");
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(input.as_bytes());
-        }
-        child.wait_with_output().expect("script output").stdout
+            .stdout(Stdio::piped());
+        command
     }
 
     /// `merlya ARGS` on a pseudo-terminal, `env` added: when the approval's question is on screen,
@@ -148,21 +153,7 @@ impl TestEnv {
         answer: &str,
     ) -> Vec<u8> {
         use std::io::{Read, Write};
-        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-        let line: Vec<String> =
-            std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
-        let mut child = Command::new("script")
-            .args(["-qec", &line.join(" "), "/dev/null"])
-            .env("MERLYA_HOME", self.merlya_home())
-            .env("HOME", self.home())
-            .env("NO_COLOR", "1")
-            .env("USER", "tester")
-            .env_remove("SSH_AUTH_SOCK")
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("script (util-linux)");
+        let mut child = self.on_a_pty_command(args, env).spawn().expect("script (util-linux)");
         let mut stdout = child.stdout.take().expect("stdout");
         let mut seen = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
