@@ -259,3 +259,47 @@ fn the_http_server_always_needs_a_bearer_token() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Sessions a client never closes are bounded: past `mcp.serve.max_sessions` a new one gets 503,
+/// and one unused for `mcp.serve.session_idle_secs` is closed (its id then unknown), which makes
+/// room again.
+#[test]
+fn idle_http_sessions_are_closed_and_open_ones_are_capped() {
+    let llm = ScriptedLlm::start(script(String::new()));
+    let server = configured(&llm, "openai", "  stream: false\n");
+    let config = server.merlya_home().join("config.yaml");
+    let mut text_config = std::fs::read_to_string(&config).unwrap();
+    text_config.push_str("mcp:\n  serve:\n    max_sessions: 2\n    session_idle_secs: 2\n");
+    std::fs::write(&config, text_config).unwrap();
+    let token = "s3cret-token-0123456789";
+    let (mut child, url) = serve_http(&server, Some(token));
+    let auth = format!("Authorization: Bearer {token}");
+    // One `initialize` (a new session): the status and the session id it was given.
+    let open = || {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-D", "-", "-o", "/dev/null", "-X", "POST", &url])
+            .args(["-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream"])
+            .args(["-H", &auth])
+            .args(["-d", r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#])
+            .output()
+            .unwrap();
+        let head = text(&out.stdout);
+        let status = head.split_whitespace().nth(1).unwrap_or_default().to_string();
+        let id = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|_| l[15..].trim().to_string()));
+        (status, id)
+    };
+    let (first, id) = open();
+    assert_eq!(first, "200");
+    let id = id.expect("a session id");
+    assert_eq!(open().0, "200");
+    assert_eq!(open().0, "503", "the third open session is refused while two are open");
+    // Unused past the idle limit: closed, so new sessions fit again and the old id is gone.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert_eq!(open().0, "200");
+    let ping = curl_status(&url, &["-H", &auth, "-H", &format!("Mcp-Session-Id: {id}")]);
+    assert_eq!(ping, "404", "the idle session was closed");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -282,7 +282,13 @@ async fn serve(
                 None => generated_token(&ctx.home)?,
             };
             let stop = super::cancel_on_signals();
-            serve_http(served, addr, token, stop, |bound| eprintln!("merlya MCP server on http://{bound}/mcp")).await?;
+            let serve = &ctx.config.mcp.serve;
+            let limits = crate::mcp_serve::http::SessionLimits {
+                max: serve.max_sessions.max(1),
+                idle: std::time::Duration::from_secs(serve.session_idle_secs.max(1)),
+            };
+            serve_http(served, addr, token, limits, stop, |bound| eprintln!("merlya MCP server on http://{bound}/mcp"))
+                .await?;
         }
     }
     Ok(EXIT_OK)

@@ -85,6 +85,10 @@ pub struct McpServeConfig {
     pub tools: Vec<String>,
     /// External MCP servers the served agent may use (empty: none).
     pub servers: Vec<String>,
+    /// `--http`: most sessions open at once (a client past it gets 503 until one closes or expires).
+    pub max_sessions: usize,
+    /// `--http`: seconds a session may go unused before it is closed and its memory freed.
+    pub session_idle_secs: u64,
 }
 
 impl Default for McpServeConfig {
@@ -98,6 +102,8 @@ impl Default for McpServeConfig {
             timeout: 600,
             tools: Vec::new(),
             servers: Vec::new(),
+            max_sessions: 64,
+            session_idle_secs: 600,
         }
     }
 }
