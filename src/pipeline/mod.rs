@@ -16,6 +16,7 @@ pub mod pin;
 pub mod runner;
 pub mod terraform;
 pub mod terraform_code;
+pub mod terraform_copy;
 pub mod terraform_plan;
 pub mod tool;
 pub mod vars;

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::pin::{self, Pinned};
+use super::terraform_copy::PlannedCopy;
 use super::terraform_plan::{PlanSummary, parse};
 use super::tool::{self, ToolCall, ToolEnv, ToolOutput, run_cleared};
 use super::vars::Vars;
@@ -75,17 +75,7 @@ pub struct TerraformChange {
     /// The folder as planned (scripts a `local-exec` runs among them), copied into the run's folder
     /// after `init`: the dry run, the apply and the post-check run there, so a file swapped in the
     /// original while the approval waits is never read. Its fingerprint is checked before the apply.
-    planned: Option<Pinned>,
-    /// The planned copy's links to what Terraform writes in the folder itself.
-    links: Vec<StateLink>,
-}
-
-/// A link from the planned copy to a file Terraform writes in the folder (state, `.terraform`).
-struct StateLink {
-    at: PathBuf,
-    original: PathBuf,
-    /// Whether the original was there when the folder was copied.
-    existed: bool,
+    planned: Option<PlannedCopy>,
 }
 
 /// `terraform init`, started before merlya's own setup (logging, the store, the record) by
@@ -111,88 +101,43 @@ impl TerraformChange {
             hazards: Vec::new(),
             controller: Vec::new(),
             planned: None,
-            links: Vec::new(),
         }
     }
 
     /// Copies the folder into the run's folder (what Terraform writes itself, state above all, is
     /// linked to the original: the apply updates the folder's own state, under its lock).
     fn pin_folder(&mut self, config: Option<&Snapshot>) -> Result<(), PipelineError> {
-        let dest = self.work.join("planned");
-        let shown = self.dir();
-        let invalid = |e: String| PipelineError::Invalid(format!("cannot copy {shown} for the run: {e}"));
-        if dest.exists() {
-            std::fs::remove_dir_all(&dest).map_err(|e| invalid(e.to_string()))?;
-        }
-        let pinned = pin::copy(std::slice::from_ref(&self.spec.dir), &tool_owned(), &dest).map_err(invalid)?;
-        let copy = pinned.copies.first().cloned().ok_or_else(|| invalid("nothing was copied".into()))?;
-        // The state a first apply creates, and `.terraform*` when init made none, are created in the folder.
-        let local = config.map(local_state_paths).unwrap_or_default();
-        let wanted = [".terraform", ".terraform.lock.hcl", "terraform.tfstate", "terraform.tfstate.backup"];
-        self.links.clear();
-        for name in wanted.iter().map(|n| n.to_string()).chain(local) {
-            let at = copy.join(&name);
-            if std::fs::symlink_metadata(&at).is_err() {
-                let original = std::path::absolute(self.spec.dir.join(&name)).map_err(|e| invalid(e.to_string()))?;
-                self.links.push(StateLink { existed: original.exists(), at, original });
-            }
-        }
-        self.relink().map_err(invalid)?;
+        let planned = PlannedCopy::make(&self.spec.dir, &self.work.join("planned"), config)
+            .map_err(|e| PipelineError::Invalid(format!("cannot copy {} for the run: {e}", self.dir())))?;
         // What runs on this machine is read from the copy that runs.
-        if let Some(config) = snapshot(&copy) {
+        if let Some(config) = snapshot(&planned.dir()) {
             self.hazards = super::terraform_code::dry_run_hazards(&config);
             self.controller = super::terraform_code::controller_programs(&config);
         }
-        self.planned = Some(pinned);
+        self.planned = Some(planned);
         Ok(())
-    }
-
-    /// Makes the copy's links to what Terraform writes in the folder again: Terraform removes a state
-    /// file it left empty (the link, in the copy), and the next command would then write its state
-    /// into the copy.
-    fn relink(&self) -> Result<(), String> {
-        for link in &self.links {
-            if std::fs::symlink_metadata(&link.at).is_err() {
-                if let Some(parent) = link.at.parent() {
-                    private_dir(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-                }
-                std::os::unix::fs::symlink(&link.original, &link.at)
-                    .map_err(|e| format!("cannot link {}: {e}", link.at.display()))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Removes the empty files Terraform created in the folder through a link where none were (it
-    /// removes them itself when it runs in the folder).
-    fn tidy(&self) {
-        for link in self.links.iter().filter(|l| !l.existed) {
-            if std::fs::metadata(&link.original).is_ok_and(|m| m.is_file() && m.len() == 0) {
-                let _ = std::fs::remove_file(&link.original);
-            }
-        }
     }
 
     /// Runs `call` (cleared by `clearance` when it changes something); in the planned copy, with its
     /// links to the folder in place before and Terraform's empty leftovers removed after.
     async fn run(&self, env: &Env, call: &ToolCall, clearance: Option<&Clearance>) -> ToolOutput {
-        let in_copy = self.planned.is_some() && call.cwd == self.planned_dir();
-        if in_copy && let Err(e) = self.relink() {
+        let copy = self.planned.as_ref().filter(|p| call.cwd == p.dir());
+        if let Some(Err(e)) = copy.map(PlannedCopy::relink) {
             return ToolOutput { error: Some(e), ..ToolOutput::default() };
         }
         let out = match clearance {
             Some(clearance) => run_cleared(env, call, clearance).await,
             None => tool::run(env, call).await,
         };
-        if in_copy {
-            self.tidy();
+        if let Some(copy) = copy {
+            copy.tidy();
         }
         out
     }
 
     /// Where the dry run, the apply and the post-check run: the planned copy.
     fn planned_dir(&self) -> PathBuf {
-        self.planned.as_ref().and_then(|p| p.copies.first().cloned()).unwrap_or_else(|| self.spec.dir.clone())
+        self.planned.as_ref().map_or_else(|| self.spec.dir.clone(), PlannedCopy::dir)
     }
 
     /// Starts `terraform init` at once, for a change a person started (a change the agent proposes
@@ -558,42 +503,6 @@ fn local_state(config: &Snapshot) -> bool {
     })
 }
 
-/// What Terraform writes in a folder itself: linked from the planned copy to the original, and left
-/// out of its fingerprint (`.terraform/`, the lock file, state and its backups, workspaces' states).
-fn tool_owned() -> pin::Leave<'static> {
-    pin::Leave {
-        folders: &[],
-        linked: &|name: &str| {
-            matches!(name, ".terraform" | ".terraform.lock.hcl" | "terraform.tfstate.d" | "crash.log")
-                || name.starts_with("terraform.tfstate")
-                || name.starts_with(".terraform.tfstate")
-                || name.ends_with(".tfstate")
-                || name.ends_with(".tfstate.backup")
-        },
-    }
-}
-
-/// Relative `path`s of `backend "local"` blocks (where the state a first apply creates must go).
-fn local_state_paths(config: &Snapshot) -> Vec<String> {
-    let mut paths = Vec::new();
-    for text in config.values() {
-        let mut in_local = false;
-        for line in text.lines().map(str::trim) {
-            if line.starts_with("backend \"local\"") {
-                in_local = true;
-            } else if in_local && line.starts_with('}') {
-                in_local = false;
-            } else if in_local && let Some(value) = line.strip_prefix("path").filter(|v| v.starts_with([' ', '='])) {
-                let value = value.trim_start_matches('=').trim().trim_matches('"');
-                if !value.is_empty() && !value.starts_with('/') && !value.contains("..") && !value.contains('$') {
-                    paths.push(value.to_string());
-                }
-            }
-        }
-    }
-    paths
-}
-
 fn sha256_file(path: &Path) -> Option<String> {
     std::fs::read(path).ok().map(|bytes| hex::encode(Sha256::digest(bytes)))
 }
@@ -755,9 +664,7 @@ impl Change for TerraformChange {
         }
         // The plan file holds the configuration, not the scripts a provisioner runs: the apply runs in
         // the planned copy, which nothing may have changed either.
-        let copies = self.planned.as_ref().map(|p| p.copies.clone()).unwrap_or_default();
-        let now = pin::fingerprint(&copies, &tool_owned()).ok();
-        if now.is_none() || now != self.planned.as_ref().map(|p| p.fingerprint.clone()) {
+        if !self.planned.as_ref().is_some_and(PlannedCopy::unchanged) {
             return StageOutcome::failed(
                 format!(
                     "the planned copy of {} changed after it was planned: nothing was applied; plan it again",
