@@ -45,6 +45,9 @@ pub fn run_console(
             ctx.store.seed_metrics().await?;
             crate::metrics::serve(addr, tokio_util::sync::CancellationToken::new()).await?;
         }
+        // The inventory's version before it is read: a host another process adds while the console
+        // starts (before its first refresh) is then seen as a change, not taken for the start.
+        let inventory_version = ctx.store.inventory_version().await.unwrap_or(-1);
         let hosts = ctx.store.list_hosts().await?;
         let (tx, rx) = unbounded_channel();
         let sender = AppSender::new(tx);
@@ -100,7 +103,7 @@ pub fn run_console(
             conversation: Default::default(),
             locale: std::sync::RwLock::new(model.locale.clone()),
             control: Default::default(),
-            inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+            inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(inventory_version)),
             last_dashboard: Default::default(),
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
             // Read once here, so routing a chat message never reads files on the loop thread.
