@@ -55,13 +55,17 @@ impl SpillBudget {
             .filter(|(modified, _)| modified.elapsed().is_ok_and(|age| age > IN_USE))
             .collect();
         files.sort();
+        // One read of the folder: each deleted file's size is taken off, not the folder read again.
+        let mut now = folder_size(&self.dir);
         for (_, path) in files {
-            if folder_size(&self.dir) + bytes <= self.total {
+            if now + bytes <= self.total {
                 break;
             }
-            let _ = std::fs::remove_file(path);
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if std::fs::remove_file(&path).is_ok() {
+                now = now.saturating_sub(size);
+            }
         }
-        let now = folder_size(&self.dir);
         self.used.store(now, Ordering::Relaxed);
         if now + bytes <= self.total {
             self.used.fetch_add(bytes, Ordering::Relaxed);
