@@ -116,15 +116,22 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         let table = format!("\n{}", summary(&results));
         if args.format == OutputFormat::Text { print!("{table}") } else { eprint!("{table}") }
     }
+    // A change that did not succeed is never exit 0, even when no host ran ("0/0 hosts succeeded").
+    let mut change_failed = false;
     match change {
         Some(change) => {
+            change_failed = change.status != PipelineStatus::Succeeded;
+            if change_failed && results.is_empty() {
+                let why = change.stage(StageName::Apply).map(|s| s.detail.clone()).unwrap_or_default();
+                eprintln!("failed before any host ran: {}", visible_line(&why));
+            }
             eprintln!("change {}: {} (merlya pipeline show {})", change.id, change.status.as_str(), change.id)
         }
         None => eprintln!("run {}: merlya audit list --run {}", ctx.session_id, ctx.session_id),
     }
     Ok(if cancel.is_cancelled() {
         super::EXIT_CANCELLED
-    } else if results.iter().all(HostResult::success) {
+    } else if !change_failed && results.iter().all(HostResult::success) {
         EXIT_OK
     } else {
         EXIT_HOST_FAILED
