@@ -121,19 +121,77 @@ impl Context {
         self.config.ssh.host_key_policy.unwrap_or(if interactive { HostKeyPolicy::Ask } else { HostKeyPolicy::Strict })
     }
 
+    /// ~/.ssh/config as parsed (empty when `ssh.use_ssh_config` is off or there is no home).
+    pub fn ssh_config(&self) -> Result<SshConfigFile> {
+        if !self.config.ssh.use_ssh_config {
+            return Ok(SshConfigFile::default());
+        }
+        match dirs::home_dir() {
+            Some(h) => SshConfigFile::load(&h.join(".ssh").join("config")).map_err(color_eyre::eyre::Report::msg),
+            None => Ok(SshConfigFile::default()),
+        }
+    }
+
+    /// The part of the inventory a command on `targets` needs: the hosts the expression can select
+    /// and, transitively, the jump hosts they connect through. `all` and globs read everything;
+    /// a few names or tags read only their rows, however large the inventory.
+    pub async fn inventory_for(&self, targets: &str) -> Result<Vec<Host>> {
+        let crate::inventory::Scope::Only { names, tags } = crate::inventory::scope_of(targets) else {
+            return Ok(self.store.list_hosts().await?);
+        };
+        let ssh_config = self.ssh_config()?;
+        let jumps_of = |name: &str, jump: Option<&String>| -> Vec<String> {
+            let spec = jump.cloned().or_else(|| ssh_config.resolve(name).proxy_jump);
+            spec.iter().flat_map(|s| s.split(',')).map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+        };
+        let mut hosts = self.store.hosts_matching(&names, &tags).await?;
+        // A target outside the inventory (an ~/.ssh/config alias) may still jump through one inside.
+        let mut wanted: Vec<String> = names.iter().flat_map(|n| jumps_of(n, None)).collect();
+        // Jump chains are at most 8 deep (ssh::target); one more round finds nothing new.
+        for _ in 0..9 {
+            wanted.extend(hosts.iter().flat_map(|h| jumps_of(&h.name, h.jump.as_ref())));
+            wanted.retain(|w| !hosts.iter().any(|h| &h.name == w));
+            wanted.sort();
+            wanted.dedup();
+            if wanted.is_empty() {
+                break;
+            }
+            let more = self.store.hosts_matching(&wanted, &[]).await?;
+            if more.is_empty() {
+                break;
+            }
+            hosts.extend(more);
+            wanted.clear();
+        }
+        hosts.sort_by(|a, b| {
+            (a.name != crate::inventory::LOCALHOST, &a.name).cmp(&(b.name != crate::inventory::LOCALHOST, &b.name))
+        });
+        Ok(hosts)
+    }
+
+    /// The hosts `targets` selects within `inventory` (from [`Context::inventory_for`]); a name
+    /// that is not there is an error whose "did you mean" hint comes from the whole inventory.
+    pub async fn resolve_targets(
+        &self,
+        targets: &str,
+        inventory: &[Host],
+        ssh_aliases: &[String],
+    ) -> Result<Vec<Host>> {
+        use crate::inventory::{TargetError, resolve_targets};
+        match resolve_targets(targets, inventory, ssh_aliases) {
+            Ok(hosts) => Ok(hosts),
+            Err(TargetError::UnknownHost(..)) => {
+                let everything = self.store.list_hosts().await?;
+                resolve_targets(targets, &everything, ssh_aliases).map_err(|e| eyre!("{e}"))
+            }
+            Err(e) => Err(eyre!("{e}")),
+        }
+    }
+
     /// An executor over a fresh pool, resolving hosts against `inventory`.
     pub fn executor(&self, inventory: Vec<Host>, prompter: Arc<dyn Prompter>, interactive: bool) -> Result<Executor> {
         let ssh = &self.config.ssh;
-        let ssh_config = if ssh.use_ssh_config {
-            match dirs::home_dir() {
-                Some(h) => {
-                    SshConfigFile::load(&h.join(".ssh").join("config")).map_err(color_eyre::eyre::Report::msg)?
-                }
-                None => SshConfigFile::default(),
-            }
-        } else {
-            SshConfigFile::default()
-        };
+        let ssh_config = self.ssh_config()?;
         let mut known_hosts_files = Vec::new();
         if let Some(h) = dirs::home_dir() {
             known_hosts_files.push(h.join(".ssh").join("known_hosts"));

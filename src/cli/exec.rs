@@ -11,7 +11,6 @@ use super::{EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
 use crate::approval::{ApprovalGate, Route};
 use crate::context::Context;
 use crate::exec::{ExecEvent, HostFailure, HostResult, Stream};
-use crate::inventory::resolve_targets;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::fanout::audited_fan_out;
 use crate::pipeline::{Env, PipelineRun, PipelineStatus, StageName, runner};
@@ -51,10 +50,10 @@ enum Outcome {
 
 pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let command = args.command.join(" ");
-    let inventory = ctx.store.list_hosts().await?;
+    let inventory = ctx.inventory_for(&args.targets).await?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
-    let hosts = resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
+    let hosts = ctx.resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).await?;
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
     let (tx, mut rx) = crate::exec::event_channel();
     let cancel = super::cancel_on_signals();

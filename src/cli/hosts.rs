@@ -263,7 +263,7 @@ async fn host_capabilities(
     refresh: bool,
 ) -> Result<crate::pipeline::capabilities::Capabilities, String> {
     use std::sync::Arc;
-    let inventory = ctx.store.list_hosts().await.map_err(|e| e.to_string())?;
+    let inventory = ctx.inventory_for(&host.name).await.map_err(|e| format!("{e:#}"))?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(false);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive).map_err(|e| format!("{e:#}"))?);
     let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
@@ -280,13 +280,12 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     use crate::exec::prepare::ELEVATION_PROBE;
     use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
 
-    let inventory = ctx.store.list_hosts().await?;
+    let inventory = ctx.inventory_for(targets).await?;
     let interactive = std::io::stdin().is_terminal();
     let prompter: Arc<dyn Prompter> =
         if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
     let executor = ctx.executor(inventory.clone(), prompter, interactive)?;
-    let hosts =
-        crate::inventory::resolve_targets(targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
+    let hosts = ctx.resolve_targets(targets, &inventory, &executor.ssh_aliases()).await?;
     let tx = crate::exec::no_events();
     let timeout = ctx.config.command_timeout();
     let mut rows = Vec::new();

@@ -10,7 +10,6 @@ use color_eyre::eyre::{Result, eyre};
 use super::{EXIT_CANCELLED, EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
-use crate::inventory::resolve_targets;
 use crate::pipeline::ansible::AnsibleSpec;
 use crate::pipeline::bash::{BashChange, BashSpec};
 use crate::pipeline::kubernetes::KubernetesSpec;
@@ -217,10 +216,15 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
         PipelineCommand::List { format } => list(ctx, format).await,
         PipelineCommand::Show { id, output, format } => show(ctx, &id, output, format).await,
         PipelineCommand::Run(kind) => {
-            let inventory = ctx.store.list_hosts().await?;
+            // Only the rows the change can touch are read (a few hosts of a large inventory).
+            let scope = match &kind {
+                RunKind::Bash { targets, .. } | RunKind::Ansible { targets, .. } => targets.as_str(),
+                RunKind::Kubernetes { .. } | RunKind::Terraform { .. } => crate::inventory::LOCALHOST,
+            };
+            let inventory = ctx.inventory_for(scope).await?;
             let (spec, opts, hosts) = match kind {
                 RunKind::Bash { targets, check, rollback, opts, command } => {
-                    let hosts = resolve_targets(&targets, &inventory, &[]).map_err(|e| eyre!("{e}"))?;
+                    let hosts = ctx.resolve_targets(&targets, &inventory, &[]).await?;
                     let names = hosts.iter().map(|h| h.name.clone()).collect();
                     let command = command.join(" ");
                     (
@@ -230,7 +234,7 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
                     )
                 }
                 RunKind::Ansible { playbook, targets, rollback, extra_vars, opts } => {
-                    let hosts = resolve_targets(&targets, &inventory, &[]).map_err(|e| eyre!("{e}"))?;
+                    let hosts = ctx.resolve_targets(&targets, &inventory, &[]).await?;
                     let absolute = |p: PathBuf| std::path::absolute(&p).map_err(|e| eyre!("{}: {e}", p.display()));
                     let spec = AnsibleSpec {
                         playbook: absolute(playbook)?,

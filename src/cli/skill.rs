@@ -9,7 +9,6 @@ use color_eyre::eyre::{Result, eyre};
 use super::{EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, ListFormat};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
-use crate::inventory::resolve_targets;
 use crate::pipeline::Env;
 use crate::skills::run::SkillOutcome;
 use crate::skills::verdict::Verdict;
@@ -150,10 +149,10 @@ pub async fn execute(
     targets: &str,
     yes: bool,
 ) -> Result<SkillOutcome> {
-    let inventory = ctx.store.list_hosts().await?;
+    let inventory = ctx.inventory_for(targets).await?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(yes);
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter, interactive)?);
-    let hosts = resolve_targets(targets, &inventory, &executor.ssh_aliases()).map_err(|e| eyre!("{e}"))?;
+    let hosts = ctx.resolve_targets(targets, &inventory, &executor.ssh_aliases()).await?;
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
     let (tx, mut rx) = crate::exec::event_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });

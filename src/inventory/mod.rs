@@ -7,4 +7,4 @@ pub mod import;
 pub mod targets;
 
 pub use host::{Elevation, Host, LOCALHOST};
-pub use targets::{TargetError, resolve_inventory_targets, resolve_targets};
+pub use targets::{Scope, TargetError, resolve_inventory_targets, resolve_targets, scope_of};

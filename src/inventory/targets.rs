@@ -81,6 +81,37 @@ pub fn resolve_targets(expr: &str, inventory: &[Host], ssh_aliases: &[String]) -
     Ok(selected)
 }
 
+/// The part of the inventory an expression can select: all of it (`all`, a glob), or only the
+/// hosts it names and those carrying the tags it names. A command naming three hosts of a
+/// 200,000-host inventory reads those rows, not the whole table.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every host may be selected.
+    All,
+    /// Only these names (as written, ad-hoc addresses included) and these tags.
+    Only {
+        /// Bare names and addresses.
+        names: Vec<String>,
+        /// Tags, without the `@`.
+        tags: Vec<String>,
+    },
+}
+
+/// The [`Scope`] of `expr`, read the way [`resolve_targets`] reads it.
+pub fn scope_of(expr: &str) -> Scope {
+    let (mut names, mut tags) = (Vec::new(), Vec::new());
+    for part in expr.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if part == "all" || part.contains(['*', '?', '[']) {
+            return Scope::All;
+        }
+        match part.strip_prefix('@') {
+            Some(tag) => tags.push(tag.to_string()),
+            None => names.push(part.to_string()),
+        }
+    }
+    Scope::Only { names, tags }
+}
+
 /// Like [`resolve_targets`], for a caller that may only reach the inventory
 /// (the agent): an ad-hoc `user@host:port` is refused, and `localhost` only
 /// takes part when `allow_localhost` (named explicitly it is an error, in
@@ -210,6 +241,28 @@ mod tests {
         assert_eq!(resolve_targets(" , ", &inv, &[]), Err(TargetError::Empty));
         assert!(matches!(resolve_targets("a b", &inv, &[]), Err(TargetError::Invalid(..))));
         assert!(matches!(resolve_targets("x:port", &inv, &[]), Err(TargetError::Invalid(..))));
+    }
+
+    #[test]
+    fn a_scope_names_what_an_expression_can_select() {
+        assert_eq!(scope_of("all"), Scope::All);
+        assert_eq!(scope_of("web01, web*"), Scope::All);
+        assert_eq!(scope_of("db[12]"), Scope::All);
+        assert_eq!(
+            scope_of("web01, @prod,ops@newbox:2222,,"),
+            Scope::Only { names: vec!["web01".into(), "ops@newbox:2222".into()], tags: vec!["prod".into()] }
+        );
+        // What a scope reads selects what the whole inventory selects.
+        let inv = inv();
+        for expr in ["web01", "@prod", "db01,@web", "localhost,@prod"] {
+            let Scope::Only { names, tags } = scope_of(expr) else { panic!("{expr}") };
+            let part: Vec<Host> = inv
+                .iter()
+                .filter(|h| names.contains(&h.name) || h.tags.iter().any(|t| tags.contains(t)))
+                .cloned()
+                .collect();
+            assert_eq!(resolve_targets(expr, &part, &[]), resolve_targets(expr, &inv, &[]), "{expr}");
+        }
     }
 
     #[test]

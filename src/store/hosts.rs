@@ -55,6 +55,27 @@ impl Store {
         rows.iter().map(host_from_row).collect::<Result<_, _>>().ctx("cannot read a host row")
     }
 
+    /// The hosts named in `names` or carrying a tag in `tags`, in [`Store::list_hosts`] order:
+    /// what a command naming a few hosts reads of a large inventory.
+    pub async fn hosts_matching(&self, names: &[String], tags: &[String]) -> Result<Vec<Host>, StoreError> {
+        if names.is_empty() && tags.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "{SELECT_HOSTS} WHERE h.name IN (SELECT value FROM json_each(?1))
+               OR h.id IN (SELECT host_id FROM host_tags WHERE tag IN (SELECT value FROM json_each(?2)))
+             ORDER BY h.name != '{LOCALHOST}', h.name"
+        );
+        let as_json = |list: &[String]| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(as_json(names))
+            .bind(as_json(tags))
+            .fetch_all(self.pool())
+            .await
+            .ctx("cannot read hosts")?;
+        rows.iter().map(host_from_row).collect::<Result<_, _>>().ctx("cannot read a host row")
+    }
+
     /// A number that changes whenever any host or tag is added, changed or
     /// removed (by this process or another): a console polls it to reload.
     pub async fn inventory_version(&self) -> Result<i64, StoreError> {
@@ -223,5 +244,35 @@ impl Store {
         add_tags(&mut tx, host).await?;
         tx.commit().await.map_err(self.write_error("save the host"))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn hosts_matching_reads_the_named_and_tagged_rows_in_inventory_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("merlya.db")).await.unwrap();
+        let mut hosts = Vec::new();
+        for i in 0..50 {
+            let mut h = Host::new(format!("n{i:02}"), "10.0.0.1");
+            if i % 10 == 3 {
+                h.add_tag("three");
+            }
+            hosts.push(h);
+        }
+        store.upsert_hosts(&hosts).await.unwrap();
+        let names = |v: Vec<Host>| v.into_iter().map(|h| h.name).collect::<Vec<_>>();
+        let got = store
+            .hosts_matching(&["n40".into(), "localhost".into(), "ghost".into(), "n05".into()], &["three".into()])
+            .await
+            .unwrap();
+        assert_eq!(names(got), ["localhost", "n03", "n05", "n13", "n23", "n33", "n40", "n43"]);
+        assert_eq!(store.hosts_matching(&[], &[]).await.unwrap(), []);
+        // Names are data, not SQL: quotes and JSON-looking text select nothing and break nothing.
+        let odd = ["n01' OR 1=1 --".to_string(), "\"]".to_string()];
+        assert_eq!(store.hosts_matching(&odd, &odd).await.unwrap(), []);
     }
 }
