@@ -354,6 +354,46 @@ fn chained_jump_hosts_are_followed_in_order() {
     }
 }
 
+/// A host that logs in and then hangs (its sshd frozen after the login) gives its slot back after
+/// the connect timeout, reported as hung, instead of holding it to the run's deadline; the next
+/// run dials afresh and healthy hosts are not held up.
+#[tokio::test]
+async fn a_host_that_hangs_after_login_gives_up_within_the_connect_timeout() {
+    let key = TestKey::generate("");
+    let daemons: Vec<Sshd> = (0..2).map(|_| Sshd::start(SshdOptions::allowing(&key))).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let known = dir.path().join("known_hosts");
+    std::fs::write(&known, daemons.iter().map(|d| d.known_hosts_line() + "\n").collect::<String>()).unwrap();
+    let executor = support::executor::pooled_executor_timed(
+        &key,
+        known,
+        HostKeyPolicy::Strict,
+        Arc::new(NoPrompter),
+        (8, Duration::from_secs(600)),
+        Duration::from_secs(1),
+    );
+    let hosts: Vec<Host> = daemons.iter().enumerate().map(|(i, d)| host_for(&format!("h{i}"), d)).collect();
+    let tx = merlya::exec::no_events();
+    let probe = cleared("true");
+    for host in &hosts {
+        let result = executor.run(host, &probe, Duration::from_secs(10), &tx).await;
+        assert!(result.success(), "{result:?}");
+    }
+    let frozen = daemons[0].freeze_connections();
+    // The run may take 10 minutes: only the connect phase bounds the wait for a hung host.
+    let hung = executor.run(&hosts[0], &probe, Duration::from_secs(600), &tx).await;
+    assert_eq!(hung.failure, Some(merlya::exec::HostFailure::Refused), "{hung:?}");
+    let said = hung.error.clone().unwrap_or_default();
+    assert!(said.contains("did not start the command within 1s") && said.contains("hung"), "{said}");
+    let healthy = executor.run(&hosts[1], &probe, Duration::from_secs(10), &tx).await;
+    assert!(healthy.success(), "{healthy:?}");
+    drop(frozen);
+    // The hung connection was dropped, not pooled: the host, alive again, gets a fresh login.
+    let again = executor.run(&hosts[0], &probe, Duration::from_secs(10), &tx).await;
+    assert!(again.success(), "{again:?}");
+    assert_eq!(daemons[0].accepted_logins(), 2, "{}", daemons[0].log_text());
+}
+
 #[tokio::test]
 async fn pool_evicts_the_least_recently_used_and_closes_idle_connections() {
     let key = TestKey::generate("");

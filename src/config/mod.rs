@@ -227,7 +227,8 @@ impl std::str::FromStr for HostKeyPolicy {
 pub struct SshConfig {
     /// Unset means `ask` in the console and `strict` without a terminal.
     pub host_key_policy: Option<HostKeyPolicy>,
-    /// Seconds to wait for TCP + handshake + auth.
+    /// Seconds for the connect phase: TCP + handshake + auth, then again for the host to start the
+    /// command (a host that logs in and hangs gives its slot back instead of holding it).
     pub connect_timeout_secs: u64,
     /// Default per-command timeout for `exec`.
     pub command_timeout_secs: u64,

@@ -19,6 +19,9 @@ use tokio_util::sync::CancellationToken;
 /// (safe to redial and retry) or after (never retried).
 enum AttemptError {
     NotStarted(String),
+    /// Logged in, then no answer to "open a session, run this" within the connect timeout: the
+    /// host is hung; its connection is dropped (never reused) and its slot freed for the others.
+    Hung(RunError),
     Failed(RunError),
 }
 
@@ -45,8 +48,13 @@ pub async fn run(
             conn = pool.get(target) => conn?,
             () = cancel.cancelled() => return Err(cancelled()),
         };
-        match run_once(&conn, target, prepared, (deadline, timeout), cancel, events).await {
+        let start_limit = pool.connect_timeout();
+        match run_once(&conn, target, prepared, (deadline, timeout, start_limit), cancel, events).await {
             Ok(result) => return Ok(result),
+            Err(AttemptError::Hung(e)) => {
+                pool.discard(target).await;
+                return Err(e);
+            }
             Err(AttemptError::NotStarted(e)) if attempt == 0 => {
                 tracing::info!(host = %target.name, error = %e, "pooled connection is dead; redialling once");
                 pool.discard(target).await;
@@ -117,15 +125,12 @@ async fn stop(read: &mut ChannelReadHalf, write: &ChannelWriteHalf<Msg>, host: &
     let _ = write.close().await;
 }
 
-async fn run_once(
+/// Opens a session on `conn` and asks it to run `prepared` (with a terminal when it needs one).
+async fn start(
     conn: &Connection,
     target: &SshTarget,
     prepared: &Prepared,
-    (deadline, timeout): (Instant, Duration),
-    cancel: &CancellationToken,
-    events: &MaskingSender,
-) -> Result<HostResult, AttemptError> {
-    let (command, sudo) = (prepared.command.as_str(), prepared.sudo.as_ref());
+) -> Result<russh::Channel<Msg>, AttemptError> {
     let channel = conn
         .handle
         .channel_open_session()
@@ -140,9 +145,40 @@ async fn run_once(
             .map_err(|e| AttemptError::NotStarted(format!("cannot get a terminal on {}: {e}", target.name)))?;
     }
     channel
-        .exec(true, command)
+        .exec(true, prepared.command.as_str())
         .await
         .map_err(|e| AttemptError::NotStarted(format!("cannot start the command: {e}")))?;
+    Ok(channel)
+}
+
+async fn run_once(
+    conn: &Connection,
+    target: &SshTarget,
+    prepared: &Prepared,
+    (deadline, timeout, start_limit): (Instant, Duration, Duration),
+    cancel: &CancellationToken,
+    events: &MaskingSender,
+) -> Result<HostResult, AttemptError> {
+    let sudo = prepared.sudo.as_ref();
+    // The connect phase ends when the host confirms the command started, within the connect
+    // timeout: a host that logs in and then hangs gives its slot back instead of holding it
+    // until the run's deadline while healthy hosts wait.
+    let channel = tokio::select! {
+        started = tokio::time::timeout(start_limit, start(conn, target, prepared)) => match started {
+            Ok(channel) => channel?,
+            Err(_) => {
+                return Err(AttemptError::Hung(RunError::new(
+                    HostFailure::Refused,
+                    format!(
+                        "{} logged us in, then did not start the command within {}s (ssh.connect_timeout_secs): the host looks hung",
+                        target.name,
+                        start_limit.as_secs_f64()
+                    ),
+                )));
+            }
+        },
+        () = cancel.cancelled() => return Err(AttemptError::Failed(cancelled())),
+    };
     let (mut read, write) = channel.split();
     let mut guard = StopOnDrop { write: Arc::new(write), armed: true };
     let write = guard.write.clone();

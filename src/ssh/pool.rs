@@ -44,6 +44,11 @@ impl SshPool {
         self.handshakes.load(Ordering::Relaxed)
     }
 
+    /// How long a host has to connect, log in, and then start a command (the connect phase).
+    pub fn connect_timeout(&self) -> Duration {
+        self.ctx.connect_timeout
+    }
+
     /// Open pooled connections.
     pub fn open_connections(&self) -> usize {
         self.slots.lock().map(|s| s.len()).unwrap_or(0)

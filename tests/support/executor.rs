@@ -24,13 +24,25 @@ pub fn pooled_executor(
     max: usize,
     idle: Duration,
 ) -> Executor {
+    pooled_executor_timed(key, known_hosts, policy, prompter, (max, idle), Duration::from_secs(10))
+}
+
+/// [`pooled_executor`] whose hosts have `connect_timeout` to connect, log in and start a command.
+pub fn pooled_executor_timed(
+    key: &TestKey,
+    known_hosts: std::path::PathBuf,
+    policy: HostKeyPolicy,
+    prompter: Arc<dyn Prompter>,
+    (max, idle): (usize, Duration),
+    connect_timeout: Duration,
+) -> Executor {
     let ctx = ConnectContext {
         known_hosts_files: vec![known_hosts.clone()],
         own_known_hosts: known_hosts,
         policy,
         prompter,
         secrets: Arc::new(merlya::secrets::Secrets::memory()),
-        connect_timeout: Duration::from_secs(10),
+        connect_timeout,
     };
     let pool = Arc::new(SshPool::new(ctx, max, idle));
     let resolve = ResolveContext { identity_files: vec![key.private.clone()], ..Default::default() };

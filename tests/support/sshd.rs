@@ -215,6 +215,26 @@ impl Sshd {
         self.log_text().matches("Accepted publickey").count()
     }
 
+    /// Freezes every connection the daemon serves (SIGSTOP to the per-connection processes, the
+    /// kernel still acknowledges what is sent): a host that has logged a client in and then hangs.
+    /// They run again when the guard is dropped.
+    pub fn freeze_connections(&self) -> Frozen {
+        let mut pids = Vec::new();
+        let mut parents = vec![self.child.id()];
+        while let Some(parent) = parents.pop() {
+            let out = Command::new("pgrep").args(["-P", &parent.to_string()]).output().unwrap();
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()) {
+                pids.push(pid);
+                parents.push(pid);
+            }
+        }
+        assert!(!pids.is_empty(), "no connection to freeze");
+        for pid in &pids {
+            let _ = Command::new("kill").args(["-STOP", &pid.to_string()]).status();
+        }
+        Frozen(pids)
+    }
+
     /// Stops the daemon (and, with it, every connection it serves).
     pub fn stop(&mut self) {
         // Per-connection processes are children of the listener; they outlive it unless killed.
@@ -241,5 +261,16 @@ fn wait_ready(child: &mut Child, port: u16) -> bool {
 impl Drop for Sshd {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Per-connection sshd processes stopped by [`Sshd::freeze_connections`]; continued on drop.
+pub struct Frozen(Vec<u32>);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = Command::new("kill").args(["-CONT", &pid.to_string()]).status();
+        }
     }
 }
