@@ -109,6 +109,11 @@ fn options_produced_by_an_expansion() {
         cleared.map(|c| c.command().to_string()).as_deref(),
         Some("find /etc -name '*.conf' | xargs grep -l listen --")
     );
+    // Options the proof adds are in what runs: `blkid` is proved as `blkid -c /dev/null`.
+    for (typed, runs) in [("blkid", "blkid -c /dev/null"), ("sudo blkid /dev/sda1", "sudo blkid -c /dev/null /dev/sda1")] {
+        let cleared = Clearance::read_only(typed);
+        assert_eq!(cleared.map(|c| c.command().to_string()).as_deref(), Some(runs), "{typed}");
+    }
     // A value that could split into options is refused.
     assert!(!analyze("head -n $N /etc/hostname").is_read_only());
     assert!(analyze("head -n \"$N\" /etc/hostname").is_read_only());

@@ -80,6 +80,9 @@ pub struct Reading {
     /// For arguments appended at run time (xargs): the word after which the
     /// rendering writes `--`.
     pub end_options_after: Option<usize>,
+    /// Options the rendering writes after the program name (the spec's `adds`, when none of
+    /// its `require` was given): the invocation was read, and runs, with them.
+    pub added: Vec<(String, Option<String>)>,
 }
 
 /// Reads `args` (the words after the program name) against `spec`.
@@ -266,7 +269,11 @@ impl Reader<'_> {
         let required_given = spec.require.is_empty()
             || (spec.bare && verb_seen)
             || spec.require.iter().any(|r| self.reading.invocation.has(r));
-        if !required_given {
+        if !required_given && !spec.adds.is_empty() {
+            // Proved in the form merlya renders: `blkid` runs as `blkid -c /dev/null`.
+            self.reading.invocation.options.extend(spec.adds.iter().cloned());
+            self.reading.added = spec.adds.clone();
+        } else if !required_given {
             let label = self.label.clone();
             self.refuse(format!("`{label}` is read-only only with one of {}", spec.require.join(" ")));
         }

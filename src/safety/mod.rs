@@ -415,6 +415,20 @@ fn check_level(
     if let Some(id) = reading.end_options_after {
         rewrites.overrides.insert(id, Override::EndOptionsAfter);
     }
+    if !reading.added.is_empty() {
+        let words: Vec<String> = reading
+            .added
+            .iter()
+            .flat_map(|(option, value)| std::iter::once(option.clone()).chain(value.clone()))
+            .map(|w| render::quote(&w))
+            .collect();
+        match first.id {
+            Some(id) if !rewrites.overrides.contains_key(&id) => {
+                rewrites.overrides.insert(id, Override::Append(words.join(" ")));
+            }
+            _ => levels.refusals.push(format!("merlya cannot add {} to `{name}` here", words.join(" "))),
+        }
+    }
     levels.keys.push(if reading.complete { canonical_key(&reading.invocation) } else { exact_key(words) });
     levels.refusals.extend(reading.refusals.iter().cloned());
     let inv = reading.invocation;

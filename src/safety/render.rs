@@ -101,6 +101,8 @@ pub enum Override {
     EndOptions,
     /// Followed by `--` (the arguments xargs appends come after it).
     EndOptionsAfter,
+    /// Followed by these words, already quoted: options the proof added (`blkid -c /dev/null`).
+    Append(String),
 }
 
 /// The words of a parse and the analysis's changes to them.
@@ -144,6 +146,11 @@ impl Words<'_> {
                         Some(Override::EndOptionsAfter) => {
                             self.expand_into(own, out, depth + 1)?;
                             out.push_str(" --");
+                        }
+                        Some(Override::Append(words)) => {
+                            self.expand_into(own, out, depth + 1)?;
+                            out.push(' ');
+                            out.push_str(words);
                         }
                         None => self.expand_into(own, out, depth + 1)?,
                     }

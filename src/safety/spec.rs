@@ -146,6 +146,9 @@ pub struct CommandSpec {
     /// `-exec`. The command is analysed as a simple command of its own, `{}` standing for a
     /// file name only known at run time.
     pub runs: Vec<String>,
+    /// Options merlya writes after the program name when none of `require` is given, as
+    /// `(option, value)`: `blkid` is proved, and runs, as `blkid -c /dev/null` (no cache write).
+    pub adds: Vec<(String, Option<String>)>,
 }
 
 /// A program's spec with its examples.
@@ -218,6 +221,8 @@ struct RawCommand {
     version: String,
     #[serde(default)]
     runs: String,
+    #[serde(default)]
+    adds: String,
 }
 
 /// The table shipped with merlya.
@@ -252,6 +257,14 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         no_end_of_options: raw.no_end_of_options,
         version: raw.version.split_whitespace().map(str::to_string).collect(),
         runs: raw.runs.split_whitespace().map(str::to_string).collect(),
+        adds: raw
+            .adds
+            .split_whitespace()
+            .map(|t| match t.split_once('=') {
+                Some((option, value)) => (option.to_string(), Some(value.to_string())),
+                None => (t.to_string(), None),
+            })
+            .collect(),
         ..CommandSpec::default()
     };
     for token in raw.options.split_whitespace() {
