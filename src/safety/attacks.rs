@@ -110,7 +110,9 @@ fn options_produced_by_an_expansion() {
         Some("find /etc -name '*.conf' | xargs grep -l listen --")
     );
     // Options the proof adds are in what runs: `blkid` is proved as `blkid -c /dev/null`.
-    for (typed, runs) in [("blkid", "blkid -c /dev/null"), ("sudo blkid /dev/sda1", "sudo blkid -c /dev/null /dev/sda1")] {
+    for (typed, runs) in
+        [("blkid", "blkid -c /dev/null"), ("sudo blkid /dev/sda1", "sudo blkid -c /dev/null /dev/sda1")]
+    {
         let cleared = Clearance::read_only(typed);
         assert_eq!(cleared.map(|c| c.command().to_string()).as_deref(), Some(runs), "{typed}");
     }

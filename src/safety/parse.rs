@@ -127,7 +127,7 @@ pub fn parse(source: &str) -> Parsed {
     if let Some(skipped) = skipped_text(root, source) {
         parsed.problems.push(format!("the parser skipped `{skipped}`; the command cannot be vouched for"));
     }
-    let mut walker = Walker { source: source.as_bytes(), parsed, pipelines: 0 };
+    let mut walker = Walker { source: source.as_bytes(), parsed, pipelines: 0, loops: Vec::new() };
     let rendering = walker.statement(root, &[], None);
     walker.parsed.rendering = rendering;
     walker.parsed
@@ -137,8 +137,11 @@ struct Walker<'a> {
     source: &'a [u8],
     parsed: Parsed,
     pipelines: usize,
+    /// The loop variables of the bodies being walked, innermost last.
+    loops: Vec<loop_values::Binding>,
 }
 
+mod loop_values;
 mod word_walk;
 
 /// Whether a here-document delimiter is quoted as a whole (`'EOF'`, `"EOF"`).
@@ -343,6 +346,11 @@ impl Walker<'_> {
     /// A word of a loop head or a case value: its substitutions count, and it
     /// may not use a construct the classifier does not evaluate.
     fn checked_word(&mut self, node: Node) -> Render {
+        self.checked_loop_word(node).1
+    }
+
+    /// [`Walker::checked_word`], with the word.
+    fn checked_loop_word(&mut self, node: Node) -> (Word, Render) {
         let (word, rendered) = self.word(node);
         if let Some(what) = word.opaque {
             self.parsed.problems.push(format!("`{}` uses {what}", word.text));
@@ -352,7 +360,7 @@ impl Walker<'_> {
         if let Some(why) = super::paths::side_effect_path(&word, false) {
             self.parsed.problems.push(why);
         }
-        rendered
+        (word, rendered)
     }
 
     /// `for NAME in WORDS; do …; done` and `case WORD in ITEMS esac`: the keywords, the head's
@@ -360,6 +368,7 @@ impl Walker<'_> {
     fn headed(&mut self, node: Node, redirects: &[Redirect], what: &'static str) -> Render {
         let mut out = Render::default();
         let loop_variable = node.child_by_field_name("variable").map(|v| v.id());
+        let (mut variable, mut values) = (None, Vec::new());
         let mut cursor = node.walk();
         for child in node.children(&mut cursor).collect::<Vec<_>>() {
             if Some(child.id()) == loop_variable {
@@ -368,6 +377,7 @@ impl Walker<'_> {
                     self.parsed.problems.push(format!("the loop {reason}"));
                 }
                 out.push(format!(" {name}"));
+                variable = Some(name);
                 continue;
             }
             if !child.is_named() {
@@ -384,7 +394,13 @@ impl Walker<'_> {
             match child.kind() {
                 "do_group" => {
                     out.push("; ");
+                    let body = self.text(child);
+                    let bound = variable.as_deref().and_then(|name| loop_values::binding(name, &values, &body));
+                    let pushed = bound.map(|b| self.loops.push(b)).is_some();
                     out.append(self.statement(child, redirects, None));
+                    if pushed {
+                        self.loops.pop();
+                    }
                 }
                 "case_item" => {
                     out.push(" ");
@@ -393,7 +409,9 @@ impl Walker<'_> {
                 "comment" => {}
                 k if WORD_KINDS.contains(&k) => {
                     out.push(" ");
-                    out.append(self.checked_word(child));
+                    let (word, rendered) = self.checked_loop_word(child);
+                    values.push(word);
+                    out.append(rendered);
                 }
                 _ => {
                     self.statement(child, redirects, None);
@@ -639,7 +657,8 @@ impl Walker<'_> {
             out.push(" ");
             out.append(r);
         }
-        self.parsed.commands.push(cmd);
+        // A loop variable over plain literal words is checked as each of them (loop_values).
+        self.parsed.commands.extend(loop_values::expand(cmd, &self.loops));
         out.trim_start();
         out
     }

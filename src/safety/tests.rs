@@ -3,6 +3,9 @@
 use super::*;
 
 const READ_ONLY: &[&str] = &[
+    "for h in a b; do ping -c1 $h; done",
+    "for h in web1 web2.example db-3; do ping -c1 -W1 \"$h\"; dig +short ${h}; done",
+    "for i in 1 2; do for h in web1 web2; do ping -c1 $h; done; done",
     "df -h",
     "df -h /var",
     "free -m",
@@ -209,7 +212,13 @@ const MUTATING: &[&str] = &[
     "source /etc/profile",
     "eval \"$CMD\"",
     "$CMD --force",
-    "for h in a b; do ping -c1 $h; done",
+    "for h in $(cat /etc/hostname) b; do ping -c1 $h; done",
+    "for h in -f 10.0.0.1; do ping -c1 $h; done",
+    "for h in 'a b'; do ping -c1 $h; done",
+    "for h in web1; do ping -c1 ${h}.evil.example; done",
+    "for h in web1; do read h; ping -c1 $h; done",
+    "for h in web1; do ping -c1 ${h:=x}; done",
+    "for f in /etc/hostname; do tail -n1 $f > /tmp/x; done",
     "kubectl config use-context prod",
     "X=1",
     "export PATH=/tmp:$PATH",
