@@ -12,21 +12,21 @@ use common::measure;
 
 fn main() {
     let home = std::env::temp_dir().join(format!("merlya-bench-{}", std::process::id()));
-    let (version, _) = measure(&["--version"], &home);
+    let (version, version_rss) = measure(&["--version"], &home);
     let (list, rss) = measure(&["hosts", "list"], &home);
     println!("{:<34} {:>9} {:>18}", "command", "seconds", "reference (0.8.5)");
     println!("{:<34} {:>9.3} {:>18}", "merlya --version", version, "0.15-0.18 s");
     println!("{:<34} {:>9.3} {:>18}", "merlya hosts list (opens the DB)", list, "2.0 s (/hosts list)");
     println!(
-        "peak RSS of any child: {:.1} MiB (reference: 27 MiB for --version, 125 MiB for /hosts list)",
-        rss as f64 / 1024.0
+        "peak RSS: --version {:.1} MiB, hosts list {:.1} MiB (reference: 27 MiB for --version, 125 MiB for /hosts list)",
+        mib(version_rss),
+        mib(rss)
     );
     let _ = std::fs::remove_dir_all(&home);
     large_fleet();
 }
 
-/// `exec localhost -- true` with one host and with BENCH_FLEET hosts imported, peak RSS after each
-/// (getrusage over children only grows, so the small case is measured first).
+/// `exec localhost -- true` with one host and with BENCH_FLEET hosts imported, and each one's peak RSS.
 fn large_fleet() {
     let count: usize = std::env::var("BENCH_FLEET").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
     let small = std::env::temp_dir().join(format!("merlya-bench-small-{}", std::process::id()));

@@ -1,5 +1,5 @@
 //! What the bench binaries share: timing the real binary and reading its
-//! peak memory through getrusage(2).
+//! peak memory through wait4(2).
 #![allow(dead_code)]
 
 use std::process::Command;
@@ -18,8 +18,8 @@ pub fn time(f: impl FnOnce()) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Median wall time of 7 runs of `merlya ARGS` with `MERLYA_HOME=home` (and `env`), and the peak RSS
-/// (KiB) of any child so far.
+/// Median wall time of 7 runs of `merlya ARGS` with `MERLYA_HOME=home` (and `env`), and the largest
+/// peak RSS (KiB) of those runs themselves (wait4's own usage of each child, not of every child so far).
 pub fn measure(args: &[&str], home: &std::path::Path) -> (f64, u64) {
     measure_with(args, home, &[])
 }
@@ -31,37 +31,43 @@ pub fn measure_with(args: &[&str], home: &std::path::Path, env: &[(&str, &str)])
     let mut rss = 0;
     for _ in 0..7 {
         let t = Instant::now();
-        let out = Command::new(bin).args(args).env("MERLYA_HOME", home).envs(env.iter().copied()).output().unwrap();
-        assert!(out.status.success(), "merlya {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let child = Command::new(bin)
+            .args(args)
+            .env("MERLYA_HOME", home)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (status, peak) = wait_with_peak(child);
+        assert!(status == 0, "merlya {args:?} exited {status}");
         times.push(t.elapsed().as_secs_f64());
-        let mut usage = std::mem::MaybeUninit::<libc_rusage::RUsage>::zeroed();
-        // SAFETY: getrusage writes a plain struct of integers.
-        let ok = unsafe { libc_rusage::getrusage(libc_rusage::RUSAGE_CHILDREN, usage.as_mut_ptr()) } == 0;
-        if ok {
-            // SAFETY: initialised by a successful getrusage.
-            rss = rss.max(unsafe { usage.assume_init() }.ru_maxrss as u64);
-        }
+        rss = rss.max(peak);
     }
     times.sort_by(|a, b| a.total_cmp(b));
     (times[times.len() / 2], rss)
 }
 
-/// The part of getrusage(2) needed here, without a libc dependency.
-mod libc_rusage {
-    pub const RUSAGE_CHILDREN: i32 = -1;
-    #[repr(C)]
-    pub struct TimeVal {
-        pub tv_sec: i64,
-        pub tv_usec: i64,
+/// Waits for `child` with wait4(2): its exit status and its own peak RSS in KiB.
+pub fn wait_with_peak(child: std::process::Child) -> (i32, u64) {
+    use std::io::Read;
+    let pid = child.id() as libc::pid_t;
+    // Drain stderr on a thread so a chatty child never blocks on a full pipe.
+    let drain = child.stderr.map(|mut err| {
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = err.read_to_end(&mut sink);
+        })
+    });
+    let mut status = 0;
+    // SAFETY: rusage is a plain struct of integers that wait4 fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our own child, not yet waited for; both pointers are valid.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid, "wait4");
+    if let Some(drain) = drain {
+        let _ = drain.join();
     }
-    #[repr(C)]
-    pub struct RUsage {
-        pub ru_utime: TimeVal,
-        pub ru_stime: TimeVal,
-        pub ru_maxrss: i64,
-        pub rest: [i64; 13],
-    }
-    unsafe extern "C" {
-        pub fn getrusage(who: i32, usage: *mut RUsage) -> i32;
-    }
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    (code, usage.ru_maxrss as u64)
 }
