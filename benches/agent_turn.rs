@@ -7,7 +7,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
-#[path = "../tests/support/llm.rs"]
+#[path = "../tests/integration/support/llm.rs"]
 #[allow(dead_code)]
 mod llm;
 

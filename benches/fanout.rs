@@ -8,7 +8,7 @@
 //! Run: `cargo bench --bench fanout` (as root; BENCH_HOSTS=50 by default, BENCH_ROUNDS=3).
 
 mod common;
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::process::Command;

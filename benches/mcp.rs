@@ -8,7 +8,7 @@
 //! under the build's temporary folder, as the tests do).
 
 mod common;
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Write};

@@ -14,7 +14,7 @@
 //! (Terraform's ~0.25 s varies by more than merlya's cost: use BENCH_ROUNDS=100 or more).
 
 mod common;
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::path::Path;

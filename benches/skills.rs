@@ -5,7 +5,7 @@
 //! Run: `cargo bench --bench skills` (as root; BENCH_HOSTS=100 by default, BENCH_ROUNDS=3).
 
 mod common;
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 mod support;
 
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! key (the scripted server's real model-list endpoint), a broken configuration, a damaged database, MCP
 //! servers that start or do not, pipeline tools on PATH or not.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::agent::{KEY, configured};

@@ -2,7 +2,7 @@
 //! `--resume`; past its context tier a conversation is compacted by the fast model (the scripted model
 //! asserts on what it receives); usage is kept per conversation and model.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::agent::{configured, json_out, run};

@@ -3,7 +3,7 @@
 //! commands cut off by a timeout or a cancellation are stopped on the host,
 //! and escape sequences from hosts never reach a terminal as they are.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! (gnome-keyring under its own D-Bus session), the kernel keyring (under its
 //! own session keyring), and the in-memory fallback.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 

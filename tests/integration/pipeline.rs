@@ -1,7 +1,7 @@
 //! Change pipelines end to end with real peers: Bash on real sshd hosts,
 //! Terraform with the real binary and the built-in `terraform_data` resource.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! (results read back through the CLI from the same SQLite file), and a
 //! follow-up question that carries the conversation to the scripted LLM.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::tmux::Tmux;

@@ -4,7 +4,7 @@
 //! identical outputs fold into one group; a host whose key changed shows why
 //! in the inventory.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! The incident report of a scripted session, compared to a snapshot (times and ids normalised).
 
-mod support;
+use crate::support;
 
 use support::{TestEnv, text};
 

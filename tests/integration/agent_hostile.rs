@@ -3,7 +3,7 @@
 //! local target, or escape sequences in its text, nothing changes on the host
 //! without a person's decision, and the person sees what would run.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

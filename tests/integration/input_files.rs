@@ -1,7 +1,7 @@
 //! Broken input files through the real binary: each is refused with the file and the line named,
 //! quickly, and nothing is imported or started from it (issue 25).
 
-mod support;
+use crate::support;
 
 use support::{TestEnv, text};
 

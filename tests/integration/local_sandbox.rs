@@ -2,7 +2,7 @@
 //! is empty inside the read-only sandbox, a word `su` does not turn the sandbox off, and merlya's
 //! own process shows no secret in /proc/<pid>/environ and lets no other process of its user read it.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

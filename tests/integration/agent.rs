@@ -1,7 +1,7 @@
 //! The agent end to end: the real binary, real sshd, real SQLite, and a
 //! scripted LLM server speaking the OpenAI and Anthropic wire formats.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

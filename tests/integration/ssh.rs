@@ -1,6 +1,6 @@
 //! `merlya exec` and the SSH layer against real OpenSSH daemons on loopback.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! with its own PATH (sshd's SetEnv) whose shims stand for what a namespace cannot change (df, date,
 //! systemctl, the logs).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

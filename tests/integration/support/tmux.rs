@@ -2,6 +2,7 @@
 //! the screen.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{TestEnv, text};
@@ -33,8 +34,12 @@ impl Tmux {
         Self::start_with(name, env, "MERLYA_TEST_LLM_KEY=sk-e2e", width, height)
     }
 
-    /// A session running an arbitrary shell command.
+    /// A session running an arbitrary shell command, on a tmux server of its own: `socket` is made
+    /// unique within this process (every integration test runs in one), so two tests that chose the
+    /// same name never share a server.
     pub fn attach(socket: String, cmd: &str, width: u16, height: u16) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!("{socket}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
         let status = Command::new("tmux")
             .args(["-L", &socket, "new-session", "-d", "-x", &width.to_string(), "-y", &height.to_string(), cmd])
             .env("LANG", "C.UTF-8")

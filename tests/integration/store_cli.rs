@@ -1,6 +1,6 @@
 //! Store, audit chain, configuration errors and imports through the real binary.
 
-mod support;
+use crate::support;
 
 use support::{TestEnv, text};
 

@@ -2,7 +2,7 @@
 //! become needs a password from the keyring, a host behind a jump host, the
 //! dry-run diff per host, deny, approve, post-check, and the rollback playbook.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! A bad day (issue 25): a disk that fills, a reader that goes away, fields longer than any
 //! listing can pad. Each case runs the real binary against real files, a tmpfs of its own, a pipe.
 
-mod support;
+use crate::support;
 
 use support::{TestEnv, text};
 

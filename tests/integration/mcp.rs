@@ -4,7 +4,7 @@
 //! the audit log, `${VAR}` resolution, a server that dies mid-call, timeouts
 //! and cancellation.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! mutating command refused, `ask` answered by the scripted model, progress,
 //! and a client cancellation that stops the run and its remote command.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::agent::{KEY, configured, fleet, is_main};

@@ -1,7 +1,7 @@
 //! The metrics registry: `merlya metrics` and `--metrics-addr` output read back by the official
 //! Prometheus client library's OpenMetrics parser (Python), with the home's history in the counters.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! commands from the console, answer an unknown-host-key prompt, quit, and
 //! find every execution in the audit log.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -1,0 +1,27 @@
+//! The integration tests: one test binary (one link of the whole crate), one module per area.
+//! Tests share this process and run on parallel threads: a test changes no process-wide state
+//! (environment, current folder, umask) and names what it starts uniquely (see tests/integration/support).
+
+mod support;
+
+mod agent;
+mod agent_hostile;
+mod bad_day;
+mod console;
+mod console_runs;
+mod doctor;
+mod exec_safety;
+mod input_files;
+mod local_sandbox;
+mod mcp;
+mod mcp_server;
+mod metrics;
+mod pipeline;
+mod pipeline_ansible;
+mod report;
+mod secrets;
+mod sessions;
+mod skills;
+mod ssh;
+mod store_cli;
+mod tui_e2e;
