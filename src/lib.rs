@@ -35,3 +35,4 @@ pub mod ssh;
 pub mod store;
 pub mod term_safe;
 pub mod text_table;
+pub mod tls;

@@ -170,6 +170,7 @@ impl LlmClient {
         // Each read, not the whole answer, is bounded: a long answer that keeps streaming is never cut
         // (the turn as a whole has model.turn_timeout_secs); one that goes silent has stalled.
         let idle = Duration::from_secs(config.timeout_secs.max(1));
+        crate::tls::ensure_crypto_provider();
         let http = reqwest::Client::builder()
             .read_timeout(idle + Duration::from_secs(5))
             .connect_timeout(Duration::from_secs(10))

@@ -323,6 +323,7 @@ async fn start(name: &str, config: &McpServerConfig, launch: &Launch) -> Result<
                     .map_err(|_| failed(format!("header {key}: not a valid header value")))?;
                 headers.insert(key, value);
             }
+            crate::tls::ensure_crypto_provider();
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers),
             );
