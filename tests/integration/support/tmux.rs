@@ -120,3 +120,10 @@ impl Tmux {
         }
     }
 }
+
+impl Drop for Tmux {
+    /// The server and what runs in it (a console, a shell) end with the test, pass or fail.
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).env_remove("TMUX").status();
+    }
+}
