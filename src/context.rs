@@ -121,8 +121,14 @@ impl Context {
         self.config.ssh.host_key_policy.unwrap_or(if interactive { HostKeyPolicy::Ask } else { HostKeyPolicy::Strict })
     }
 
-    /// An executor over a fresh pool, resolving hosts against `inventory`.
-    pub fn executor(&self, inventory: Vec<Host>, prompter: Arc<dyn Prompter>, interactive: bool) -> Result<Executor> {
+    /// An executor over a fresh pool, resolving hosts against `inventory` (a `Vec`, or the
+    /// console's shared fleet, which it then holds without copying).
+    pub fn executor(
+        &self,
+        inventory: impl Into<Arc<[Host]>>,
+        prompter: Arc<dyn Prompter>,
+        interactive: bool,
+    ) -> Result<Executor> {
         let ssh = &self.config.ssh;
         let ssh_config = if ssh.use_ssh_config {
             match dirs::home_dir() {
@@ -152,7 +158,7 @@ impl Context {
         };
         let pool = Arc::new(SshPool::new(ctx, ssh.pool_max, Duration::from_secs(ssh.pool_idle_secs)));
         let resolve = ResolveContext {
-            inventory,
+            inventory: inventory.into(),
             ssh_config,
             default_user: ssh.default_user.clone(),
             identity_files: ssh.identity_files.clone(),

@@ -48,14 +48,16 @@ pub fn run_console(
         // The inventory's version before it is read: a host another process adds while the console
         // starts (before its first refresh) is then seen as a change, not taken for the start.
         let inventory_version = ctx.store.inventory_version().await.unwrap_or(-1);
-        let hosts = ctx.store.list_hosts().await?;
+        let fleet = workers::load_fleet(&ctx).await?;
         let (tx, rx) = unbounded_channel();
         let sender = AppSender::new(tx);
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
-        let executor = Arc::new(ctx.executor(hosts.clone(), prompter.clone(), true)?);
+        // One copy of the hosts: the executor resolves jump hosts with the model's.
+        let executor = Arc::new(ctx.executor(fleet.shared(), prompter.clone(), true)?);
         let gate = ApprovalGate::with_policy(prompter.clone(), ctx.store.clone(), &ctx.config.policy);
         let theme = Theme::load(&ctx.config.ui.theme, &ctx.home.themes_dir(), ColorDepth::detect())?;
-        let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
+        let mut model = Model::new(Vec::new(), ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
+        model.set_fleet(fleet);
         model.input.history = load_history(&ctx.home);
         model.ssh_aliases = executor.ssh_aliases();
         // Each host's last error, from this session or an earlier one.
@@ -104,6 +106,7 @@ pub fn run_console(
             locale: std::sync::RwLock::new(model.locale.clone()),
             control: Default::default(),
             inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(inventory_version)),
+            filter_job: Default::default(),
             last_dashboard: Default::default(),
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
             // Read once here, so routing a chat message never reads files on the loop thread.
@@ -304,6 +307,7 @@ fn run_effect(effect: Effect, services: &Services) {
         }
         Effect::ExportRun { run, path } => workers::export_run(services, *run, path),
         Effect::ImportHosts(path) => workers::import_hosts(services, path),
+        Effect::Filter(job) => workers::filter(services, job),
         Effect::ReloadHosts => {
             let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
             tokio::spawn(async move { workers::reload_hosts(&ctx, &executor, &sender).await });

@@ -52,6 +52,8 @@ fn inventory_filtered_while_typing() {
     let mut m = fixture_model();
     m.inventory.filtering = true;
     m.inventory.filter = "web".into();
+    // Any message brings the list in step with the filter.
+    crate::app::update::update(&mut m, crate::app::msg::Msg::Resize(110, 24));
     insta::assert_snapshot!(render(&m, 110, 24).backend());
 }
 
