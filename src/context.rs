@@ -125,7 +125,7 @@ impl Context {
     /// console's shared fleet, which it then holds without copying).
     pub fn executor(
         &self,
-        inventory: impl Into<Arc<[Host]>>,
+        inventory: impl Into<Arc<Vec<Host>>>,
         prompter: Arc<dyn Prompter>,
         interactive: bool,
     ) -> Result<Executor> {

@@ -23,8 +23,9 @@ use crate::inventory::Host;
 /// need computed once.
 #[derive(Default)]
 pub struct Fleet {
-    /// In the store's order (localhost first, then by name); shared with the executor.
-    hosts: Arc<[Host]>,
+    /// In the store's order (localhost first, then by name); shared with the executor
+    /// (an `Arc<Vec>`: made from the `Vec` read without copying 200,000 hosts once more).
+    hosts: Arc<Vec<Host>>,
     /// Per host, `name address tag tag…`: the text the fuzzy filter scores.
     keys: Box<[Utf32String]>,
     /// Every tag with its host count, by name (the tag picker).
@@ -46,18 +47,19 @@ impl std::ops::Deref for Fleet {
 
 impl Fleet {
     /// Lays out `hosts` for the console (linear in the fleet: run it on a worker for a large one).
-    pub fn new(hosts: Vec<Host>) -> Self {
+    pub fn new(mut hosts: Vec<Host>) -> Self {
+        hosts.shrink_to_fit();
         let keys = hosts.iter().map(match_key).collect();
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
         for tag in hosts.iter().flat_map(|h| h.tags.iter()) {
             *counts.entry(tag.as_str()).or_default() += 1;
         }
         let tags = counts.into_iter().map(|(t, n)| (t.to_string(), n)).collect();
-        Self { hosts: hosts.into(), keys, tags }
+        Self { hosts: Arc::new(hosts), keys, tags }
     }
 
     /// The hosts, shared: the executor resolves jump hosts with the same copy.
-    pub fn shared(&self) -> Arc<[Host]> {
+    pub fn shared(&self) -> Arc<Vec<Host>> {
         self.hosts.clone()
     }
 

@@ -120,6 +120,8 @@ pub enum Effect {
     ReloadHosts,
     /// Filter a fleet too large to filter between two frames.
     Filter(super::fleet::FilterJob),
+    /// Free a fleet no longer shown (on a worker: it takes a frame or two).
+    Discard(std::sync::Arc<super::fleet::Fleet>),
     /// `/hosts import PATH`: add the hosts of a file, then reload.
     ImportHosts(String),
     /// Record a host's reachability.

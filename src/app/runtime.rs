@@ -308,6 +308,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::ExportRun { run, path } => workers::export_run(services, *run, path),
         Effect::ImportHosts(path) => workers::import_hosts(services, path),
         Effect::Filter(job) => workers::filter(services, job),
+        Effect::Discard(fleet) => workers::discard(fleet),
         Effect::ReloadHosts => {
             let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
             tokio::spawn(async move { workers::reload_hosts(&ctx, &executor, &sender).await });

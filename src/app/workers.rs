@@ -96,13 +96,8 @@ pub(super) fn agent_turn(services: &Services, text: String) {
                 return;
             }
         };
-        let inventory = match ctx.store.list_hosts_streamed().await {
-            Ok(h) => h,
-            Err(e) => {
-                sender.send(Msg::AgentDone { error: Some(e.to_string()), summary: String::new() });
-                return;
-            }
-        };
+        // The console's inventory, shared: no second copy of a large fleet for the turn.
+        let inventory = executor.inventory();
         // Past its context tier, the conversation's older turns are summarised (or truncated).
         let budget = crate::agent::context::budget(ctx.config.policy.context_tier);
         let earlier = crate::agent::context::fit(&ctx.store, Some(&llm), &id, earlier, budget).await;
@@ -405,6 +400,23 @@ pub(super) async fn reload_hosts(ctx: &Context, executor: &Executor, sender: &Ap
         }
         Err(e) => sender.send(Msg::Error(format!("cannot reload hosts: {e:#}"))),
     }
+}
+
+/// Lets go of a fleet the console no longer shows, off the loop thread: freeing
+/// 200,000 hosts takes a frame or two. When it was the last holder, the
+/// memory goes back to the system (glibc keeps what a thread freed in its
+/// arena, and each reload would otherwise leave a fleet's worth behind).
+pub(super) fn discard(fleet: Arc<Fleet>) {
+    tokio::task::spawn_blocking(move || {
+        if let Some(fleet) = Arc::into_inner(fleet) {
+            drop(fleet);
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            // SAFETY: malloc_trim only walks the allocator's own free lists; it has no preconditions.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    });
 }
 
 /// Answers a filter too large for the loop thread; a newer job stops this one.

@@ -44,7 +44,7 @@ impl SshTarget {
 pub struct ResolveContext {
     /// The inventory, to resolve jump hosts by name: shared with the console,
     /// which holds a whole fleet once (not a copy per holder).
-    pub inventory: std::sync::Arc<[Host]>,
+    pub inventory: std::sync::Arc<Vec<Host>>,
     /// Parsed ~/.ssh/config (empty when disabled).
     pub ssh_config: SshConfigFile,
     /// `ssh.default_user`.

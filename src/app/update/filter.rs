@@ -57,8 +57,11 @@ pub(super) fn on_filtered(model: &mut Model, id: u64, shown: Shown) -> Vec<Effec
 }
 
 fn install(model: &mut Model, shown: Shown) -> Vec<Effect> {
-    model.inventory.shown = shown;
+    let old = std::mem::replace(&mut model.inventory.shown, shown);
     model.inventory.pending = None;
     clamp_cursor(model);
-    Vec::new()
+    match Arc::ptr_eq(&old.fleet, &model.inventory.shown.fleet) {
+        true => Vec::new(),
+        false => vec![Effect::Discard(old.fleet)],
+    }
 }

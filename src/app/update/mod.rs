@@ -96,7 +96,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::HostsLoaded(hosts) => {
-            model.hosts = hosts;
+            let old = std::mem::replace(&mut model.hosts, hosts);
             // The store has what this console learnt (and maybe newer, from another one).
             model.checked.clear();
             if !model.inventory.marked.is_empty() {
@@ -104,7 +104,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                 model.inventory.marked.retain(|m| names.contains(m.as_str()));
             }
             panes::clamp_cursor(model);
-            Vec::new()
+            vec![Effect::Discard(old)]
         }
         Msg::Filtered { job, shown } => filter::on_filtered(model, job, *shown),
         Msg::Exec { run, event } => events::on_exec_event(model, run, event),
