@@ -82,6 +82,10 @@ pub struct InventoryState {
     pub pending: Option<(u64, String, Arc<Fleet>)>,
     /// Filter jobs started so far (the newest's number).
     pub jobs: u64,
+    /// Recent answers over the current fleet, newest last: erasing a character
+    /// lists the answer typed before again, and a query is narrowed from the
+    /// smallest answer it narrows.
+    pub answers: VecDeque<Shown>,
 }
 
 /// What a reachability check or a run learnt about a host since the fleet

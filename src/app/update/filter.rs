@@ -14,6 +14,9 @@ use crate::app::msg::Effect;
 /// milliseconds at worst, so the frame after a keystroke is not late.
 pub const SYNC_LIMIT: usize = 10_000;
 
+/// Earlier answers kept (each at most 4 bytes a host).
+const ANSWERS_KEPT: usize = 16;
+
 /// Brings `inventory.shown` in line with `inventory.filter` over `hosts`.
 pub(super) fn follow(model: &mut Model) -> Vec<Effect> {
     let inventory = &model.inventory;
@@ -32,10 +35,18 @@ pub(super) fn follow(model: &mut Model) -> Vec<Effect> {
         shown.query = inventory.filter.clone();
         return install(model, shown);
     }
-    let shown = &inventory.shown;
-    let within = (Arc::ptr_eq(&shown.fleet, fleet) && fleet::narrows(&shown.query, &inventory.filter))
-        .then(|| shown.rows.clone())
-        .flatten();
+    if let Some(i) = inventory.answers.iter().position(|a| current(&a.query, &a.fleet)) {
+        return match model.inventory.answers.remove(i) {
+            Some(answer) => install(model, answer),
+            None => Vec::new(),
+        };
+    }
+    // The smallest earlier answer over this fleet that holds every host the filter keeps.
+    let within = std::iter::once(&inventory.shown)
+        .chain(inventory.answers.iter())
+        .filter(|a| Arc::ptr_eq(&a.fleet, fleet) && fleet::narrows(&a.query, &inventory.filter))
+        .filter_map(|a| a.rows.clone())
+        .min_by_key(|rows| rows.len());
     let work = within.as_ref().map_or(fleet.len(), |rows| rows.len());
     let job = FilterJob { id: inventory.jobs + 1, fleet: fleet.clone(), query: inventory.filter.clone(), within };
     if work <= SYNC_LIMIT {
@@ -56,10 +67,22 @@ pub(super) fn on_filtered(model: &mut Model, id: u64, shown: Shown) -> Vec<Effec
     Vec::new()
 }
 
+/// Lists `shown`; the answer it replaces is kept for later when it is about the current fleet.
 fn install(model: &mut Model, shown: Shown) -> Vec<Effect> {
     let old = std::mem::replace(&mut model.inventory.shown, shown);
     model.inventory.pending = None;
     clamp_cursor(model);
+    if Arc::ptr_eq(&old.fleet, &model.hosts) {
+        if old.rows.is_some() {
+            let answers = &mut model.inventory.answers;
+            answers.retain(|a| a.query != old.query);
+            answers.push_back(old);
+            while answers.len() > ANSWERS_KEPT {
+                answers.pop_front();
+            }
+        }
+        return Vec::new();
+    }
     match Arc::ptr_eq(&old.fleet, &model.inventory.shown.fleet) {
         true => Vec::new(),
         false => vec![Effect::Discard(old.fleet)],

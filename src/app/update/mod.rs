@@ -97,6 +97,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         }
         Msg::HostsLoaded(hosts) => {
             let old = std::mem::replace(&mut model.hosts, hosts);
+            // Answers about the old fleet: useless now, and they would keep it alive.
+            model.inventory.answers.clear();
             // The store has what this console learnt (and maybe newer, from another one).
             model.checked.clear();
             if !model.inventory.marked.is_empty() {

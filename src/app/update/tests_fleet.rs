@@ -133,3 +133,26 @@ fn marks_of_hosts_gone_from_a_reload_are_dropped() {
     update(&mut m, Msg::HostsLoaded(Arc::new(Fleet::new(hosts))));
     assert_eq!(m.inventory.marked.iter().cloned().collect::<Vec<_>>(), [kept]);
 }
+
+#[test]
+fn erasing_lists_the_answer_typed_before_without_a_job() {
+    let mut m = larger();
+    update(&mut m, key(KeyCode::Char('/')));
+    for c in "web".chars() {
+        if let Some(job) = jobs(type_text(&mut m, &c.to_string())).pop() {
+            answer(&mut m, job);
+        }
+    }
+    let (we, w) = (
+        crate::app::fleet::filter(&m.hosts, "we", None, &|| false).unwrap(),
+        crate::app::fleet::filter(&m.hosts, "w", None, &|| false).unwrap(),
+    );
+    assert!(jobs(update(&mut m, key(KeyCode::Backspace))).is_empty(), "\"we\" was answered before");
+    assert_eq!(names(&m), we.iter().map(|&i| m.hosts[i as usize].name.clone()).collect::<Vec<_>>());
+    assert!(jobs(update(&mut m, key(KeyCode::Backspace))).is_empty());
+    assert_eq!(m.visible_count(), w.len());
+    // A reload forgets them: they were answers about the old fleet.
+    let hosts = m.hosts.to_vec();
+    update(&mut m, Msg::HostsLoaded(Arc::new(Fleet::new(hosts))));
+    assert!(m.inventory.answers.is_empty());
+}
