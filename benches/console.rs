@@ -4,7 +4,8 @@
 //! console holding BENCH_FLEET generated hosts (200,000) against one holding
 //! 10: peak RSS with the inventory drawn, and filter keystroke to redrawn screen.
 //!
-//! Run: `cargo bench --bench console` (BENCH_RUNS=7, BENCH_FLEET=200000).
+//! Run: `cargo bench --bench console` (BENCH_RUNS=7, BENCH_FLEET=200000; BENCH_MERLYA=path
+//! measures another merlya binary with the same harness).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -38,7 +39,9 @@ impl Console {
         // SAFETY: both descriptors were just created by openpty and are owned here.
         let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master_fd), OwnedFd::from_raw_fd(slave_fd)) };
         let stdio = || Stdio::from(slave.try_clone().unwrap());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_merlya"));
+        // BENCH_MERLYA: another build of merlya to measure with the same harness (an older one).
+        let bin = std::env::var("BENCH_MERLYA").unwrap_or_else(|_| env!("CARGO_BIN_EXE_merlya").to_string());
+        let mut command = Command::new(bin);
         command
             .env("MERLYA_HOME", home)
             .env("MERLYA_SETUP", "skip")
