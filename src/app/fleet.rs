@@ -117,7 +117,9 @@ impl Shown {
 pub struct FilterJob {
     /// Its number: only the newest job's answer is taken.
     pub id: u64,
+    /// The fleet to filter (the rows of the answer point into it).
     pub fleet: Arc<Fleet>,
+    /// The filter text, as typed.
     pub query: String,
     /// The earlier answer it narrows, if any ([`narrows`]).
     pub within: Option<Arc<[u32]>>,

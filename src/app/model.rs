@@ -93,6 +93,7 @@ pub struct InventoryState {
 /// place; the next reload brings the same from the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
+    /// Whether it answered.
     pub reachable: bool,
     /// When it was checked (RFC 3339), if it was a check.
     pub at: Option<String>,

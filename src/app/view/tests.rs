@@ -439,3 +439,17 @@ fn help_overlay_on_a_small_terminal_scrolls_and_keeps_whole_descriptions() {
     );
     insta::assert_snapshot!(terminal.backend());
 }
+
+#[test]
+fn a_long_inventory_draws_the_rows_around_the_cursor() {
+    let hosts =
+        (0..5_000).map(|i| crate::inventory::Host::new(format!("node{i:04}"), format!("10.1.{}.{}", i / 256, i % 256)));
+    let mut m = Model::new(hosts.collect(), false, 100, crate::app::theme::Theme::dark());
+    m.inventory.cursor = 3_000;
+    let screen = render(&m, 110, 24).backend().to_string();
+    assert!(screen.contains("Inventory · 5000"), "{screen}");
+    assert!(screen.contains("node3000") && !screen.contains("node0000"), "{screen}");
+    // The cursor's row is the last one drawn, as when the table was given every row.
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains("node")).collect();
+    assert!(rows.last().is_some_and(|l| l.contains("node3000")), "{rows:?}");
+}
