@@ -67,8 +67,10 @@ pub struct Figures {
     /// Peak RSS (MiB) once the inventory is drawn, and after the filter keystrokes.
     pub rss_drawn: f64,
     pub rss_after: f64,
-    /// Milliseconds from each filter keystroke to the last byte of its redrawn screen.
-    pub keystrokes: Vec<f64>,
+    /// Milliseconds from each filter keystroke to the last byte of its redrawn screen: characters
+    /// typed (each narrows the list), then erased.
+    pub typed: Vec<f64>,
+    pub erased: Vec<f64>,
 }
 
 /// The typing measured: queries typed a key at a time (narrowing), then erased (widening).
@@ -80,20 +82,20 @@ pub fn measure(home: &Path) -> Figures {
     let first_frame = console.wait_for("Inventory").as_secs_f64();
     console.quiet_after(console.started);
     let rss_drawn = console.peak_rss_mib();
-    let mut keystrokes = Vec::new();
+    let (mut typed, mut erased) = (Vec::new(), Vec::new());
     console.key(b"/");
     for query in QUERIES {
         for c in query.bytes() {
-            keystrokes.push(console.key(&[c]));
+            typed.push(console.key(&[c]));
         }
         for _ in query.bytes() {
-            keystrokes.push(console.key(b"\x7f"));
+            erased.push(console.key(b"\x7f"));
         }
     }
     console.key(b"\x1b");
     let rss_after = console.peak_rss_mib();
     console.quit();
-    Figures { first_frame, rss_drawn, rss_after, keystrokes }
+    Figures { first_frame, rss_drawn, rss_after, typed, erased }
 }
 
 impl Console {

@@ -159,6 +159,9 @@ async fn event_loop(
     let frame_interval = Duration::from_millis(1000 / u64::from(ctx.config.ui.max_fps.clamp(1, 240)));
     let mut dirty = true;
     let mut last_draw = Instant::now() - frame_interval;
+    // Since when a worker answers the filter: for up to a frame, the screen waits for the answer, so a
+    // keystroke and the hosts it keeps are drawn together instead of one frame apart.
+    let mut filter_since: Option<Instant> = None;
     let size = terminal.size().wrap_err("cannot read the terminal size")?;
     update(model, Msg::Resize(size.width, size.height));
     refresh_dashboard(services);
@@ -172,12 +175,17 @@ async fn event_loop(
     // The tick is only polled while toasts are shown; missed ticks must not fire in a burst.
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        if dirty && last_draw.elapsed() >= frame_interval {
+        filter_since = model.inventory.pending.as_ref().map(|_| filter_since.unwrap_or_else(Instant::now));
+        let filter_wait = filter_since.map_or(Duration::ZERO, |since| frame_interval.saturating_sub(since.elapsed()));
+        if dirty && last_draw.elapsed() >= frame_interval && filter_wait.is_zero() {
             terminal.draw(|frame| view(model, frame)).wrap_err("cannot draw")?;
             last_draw = Instant::now();
             dirty = false;
         }
-        let wait = if dirty { frame_interval.saturating_sub(last_draw.elapsed()) } else { Duration::from_secs(3600) };
+        let wait = match dirty {
+            true => frame_interval.saturating_sub(last_draw.elapsed()).max(filter_wait),
+            false => Duration::from_secs(3600),
+        };
         let first = tokio::select! {
             event = events.next() => match event {
                 Some(Ok(event)) => event_to_msg(event),
