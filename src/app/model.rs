@@ -546,6 +546,7 @@ impl Model {
         self.hosts = fleet;
         self.inventory.shown = Shown::all(self.hosts.clone());
         self.inventory.pending = None;
+        self.inventory.answers.clear();
         self.checked.clear();
     }
 
