@@ -1,11 +1,16 @@
 //! The console as a person meets it, measured through a real pseudo-terminal:
 //! time from exec to the first frame (the inventory drawn), CPU used by an
-//! idle console over 10 s, and the peak RSS of `merlya --version`.
+//! idle console over 10 s, and the peak RSS of `merlya --version`; then a
+//! console holding BENCH_FLEET generated hosts (200,000) against one holding
+//! 10: peak RSS with the inventory drawn, and filter keystroke to redrawn screen.
 //!
-//! Run: `cargo bench --bench console` (BENCH_RUNS=7).
+//! Run: `cargo bench --bench console` (BENCH_RUNS=7, BENCH_FLEET=200000; BENCH_MERLYA=path
+//! measures another merlya binary with the same harness).
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "console_parts/fleet.rs"]
+mod fleet;
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -19,6 +24,8 @@ struct Console {
     child: Child,
     master: std::fs::File,
     screen: Arc<Mutex<Vec<u8>>>,
+    /// When the console last printed anything.
+    last_output: Arc<Mutex<Instant>>,
     started: Instant,
 }
 
@@ -32,7 +39,9 @@ impl Console {
         // SAFETY: both descriptors were just created by openpty and are owned here.
         let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master_fd), OwnedFd::from_raw_fd(slave_fd)) };
         let stdio = || Stdio::from(slave.try_clone().unwrap());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_merlya"));
+        // BENCH_MERLYA: another build of merlya to measure with the same harness (an older one).
+        let bin = std::env::var("BENCH_MERLYA").unwrap_or_else(|_| env!("CARGO_BIN_EXE_merlya").to_string());
+        let mut command = Command::new(bin);
         command
             .env("MERLYA_HOME", home)
             .env("MERLYA_SETUP", "skip")
@@ -54,7 +63,8 @@ impl Console {
         drop(slave);
         let master = std::fs::File::from(master);
         let screen = Arc::new(Mutex::new(Vec::new()));
-        let (mut reader, sink) = (master.try_clone().unwrap(), screen.clone());
+        let last_output = Arc::new(Mutex::new(started));
+        let (mut reader, sink, last) = (master.try_clone().unwrap(), screen.clone(), last_output.clone());
         std::thread::spawn(move || {
             let mut buf = [0u8; 65536];
             while let Ok(n) = reader.read(&mut buf) {
@@ -62,9 +72,10 @@ impl Console {
                     break;
                 }
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                *last.lock().unwrap() = Instant::now();
             }
         });
-        Self { child, master, screen, started }
+        Self { child, master, screen, last_output, started }
     }
 
     /// Time from exec until `text` was printed.
@@ -73,7 +84,7 @@ impl Console {
             if String::from_utf8_lossy(&self.screen.lock().unwrap()).contains(text) {
                 return self.started.elapsed();
             }
-            assert!(self.started.elapsed() < Duration::from_secs(20), "no {text:?} on screen");
+            assert!(self.started.elapsed() < Duration::from_secs(60), "no {text:?} on screen");
             std::thread::sleep(Duration::from_micros(200));
         }
     }
@@ -130,4 +141,37 @@ fn main() {
     println!("{:<44} {:>9.1} ms {:>12}", "first frame, slowest", frames[frames.len() - 1], "-");
     println!("{:<44} {:>10.2} % {:>12}", "idle console CPU over 10 s", idle, "< 0.5 %");
     let _ = std::fs::remove_dir_all(&home);
+    fleet_figures();
+}
+
+/// A 10-host console and a BENCH_FLEET-host one, measured one after the other.
+fn fleet_figures() {
+    let large: usize = std::env::var("BENCH_FLEET").ok().and_then(|v| v.parse().ok()).unwrap_or(200_000);
+    let mut figures = Vec::new();
+    for hosts in [10, large] {
+        let home = std::env::temp_dir().join(format!("merlya-bench-fleet-{}-{hosts}", std::process::id()));
+        Console::start(&home).quit();
+        // localhost is there already.
+        let t = Instant::now();
+        fleet::fill(&home, hosts - 1);
+        eprintln!("{hosts} hosts written in {:.1} s", t.elapsed().as_secs_f64());
+        figures.push(fleet::measure(&home));
+        let _ = std::fs::remove_dir_all(&home);
+    }
+    println!();
+    println!("{:<44} {:>12} {:>12}", "figure", "10 hosts", format!("{large} hosts"));
+    let row = |name: &str, unit: &str, f: &dyn Fn(&fleet::Figures) -> f64| {
+        println!("{name:<44} {:>9.1} {unit:<2} {:>9.1} {unit:<2}", f(&figures[0]), f(&figures[1]));
+    };
+    row("exec → inventory drawn", "s", &|f| f.first_frame);
+    row("peak RSS, inventory drawn", "MiB", &|f| f.rss_drawn);
+    row("peak RSS, after the filter keystrokes", "MiB", &|f| f.rss_after);
+    let slowest = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    row("keystroke typed → screen redrawn, median", "ms", &|f| common::median(f.typed.clone()));
+    row("keystroke typed → screen redrawn, slowest", "ms", &|f| slowest(&f.typed));
+    row("keystroke erased → screen redrawn, median", "ms", &|f| common::median(f.erased.clone()));
+    row("keystroke erased → screen redrawn, slowest", "ms", &|f| slowest(&f.erased));
+    row("any keystroke → screen redrawn, median", "ms", &|f| common::median([&f.typed[..], &f.erased[..]].concat()));
+    let count = figures[0].typed.len() + figures[0].erased.len();
+    println!("({count} keystrokes each: {:?} typed a character at a time, then erased)", fleet::QUERIES);
 }

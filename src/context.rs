@@ -188,8 +188,14 @@ impl Context {
         }
     }
 
-    /// An executor over a fresh pool, resolving hosts against `inventory`.
-    pub fn executor(&self, inventory: Vec<Host>, prompter: Arc<dyn Prompter>, interactive: bool) -> Result<Executor> {
+    /// An executor over a fresh pool, resolving hosts against `inventory` (a `Vec`, or the
+    /// console's shared fleet, which it then holds without copying).
+    pub fn executor(
+        &self,
+        inventory: impl Into<Arc<Vec<Host>>>,
+        prompter: Arc<dyn Prompter>,
+        interactive: bool,
+    ) -> Result<Executor> {
         let ssh = &self.config.ssh;
         let ssh_config = self.ssh_config()?;
         let mut known_hosts_files = Vec::new();
@@ -210,7 +216,7 @@ impl Context {
         };
         let pool = Arc::new(SshPool::new(ctx, ssh.pool_max, Duration::from_secs(ssh.pool_idle_secs)));
         let resolve = ResolveContext {
-            inventory,
+            inventory: inventory.into(),
             ssh_config,
             default_user: ssh.default_user.clone(),
             identity_files: ssh.identity_files.clone(),

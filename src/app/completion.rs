@@ -4,7 +4,7 @@
 //! the text typed and the inventory.
 
 use super::command_line::{PALETTE, PALETTE_COMMANDS, SLASH};
-use crate::inventory::Host;
+use super::fleet::Fleet;
 
 /// One line of the popup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,8 +20,12 @@ pub struct Suggestion {
 /// Rows the popup shows at once (it scrolls through the rest).
 pub const ROWS: usize = 10;
 
-/// The suggestions for `text`.
-pub fn suggest(text: &str, hosts: &[Host]) -> Vec<Suggestion> {
+/// Targets offered at most: the popup is built every frame, and 200,000 host
+/// names are typed further, not scrolled through.
+pub const MAX_TARGETS: usize = 200;
+
+/// The suggestions for `text`; targets come from `hosts`' names and its tags (counted once per load).
+pub fn suggest(text: &str, hosts: &Fleet) -> Vec<Suggestion> {
     if text.contains('\n') {
         return Vec::new();
     }
@@ -56,14 +60,14 @@ fn words<'a>(text: &str, table: impl Iterator<Item = (&'a str, bool, &'a str)>) 
 }
 
 /// Values for the word being typed after `command`.
-fn arguments(command: &str, text: &str, hosts: &[Host]) -> Vec<Suggestion> {
+fn arguments(command: &str, text: &str, hosts: &Fleet) -> Vec<Suggestion> {
     let (before, last) = text.rsplit_once(' ').unwrap_or((text, ""));
     let values: Vec<String> = match command {
         "/language" if !before.contains(' ') => crate::i18n::languages().iter().map(|s| s.to_string()).collect(),
         "/model" if !before.contains(' ') => vec!["brain".into(), "fast".into()],
         "/secret" if !before.contains(' ') => vec!["list".into(), "set".into(), "rm".into()],
-        "/hosts" => targets(hosts),
-        ":exec" if !text.contains(" -- ") => targets(hosts),
+        "/hosts" => targets(hosts, last),
+        ":exec" if !text.contains(" -- ") => targets(hosts, last),
         _ => return Vec::new(),
     };
     values
@@ -73,20 +77,21 @@ fn arguments(command: &str, text: &str, hosts: &[Host]) -> Vec<Suggestion> {
         .collect()
 }
 
-/// `@tags` then host names.
-fn targets(hosts: &[Host]) -> Vec<String> {
-    let mut tags: Vec<String> = hosts.iter().flat_map(|h| h.tags.iter().map(|t| format!("@{t}"))).collect();
-    tags.sort();
-    tags.dedup();
-    tags.into_iter().chain(hosts.iter().map(|h| h.name.clone())).collect()
+/// `@tags` then host names that start with `typed` (the first [`MAX_TARGETS`]).
+fn targets(hosts: &Fleet, typed: &str) -> Vec<String> {
+    let tags = hosts.tags().iter().map(|(t, _)| format!("@{t}"));
+    let names = hosts.iter().filter(|h| h.name.starts_with(typed)).map(|h| h.name.clone());
+    tags.filter(|t| t.starts_with(typed)).chain(names).take(MAX_TARGETS).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::inventory::Host;
+
     fn labels(text: &str, hosts: &[Host]) -> Vec<String> {
-        suggest(text, hosts).into_iter().map(|s| s.label).collect()
+        suggest(text, &Fleet::new(hosts.to_vec())).into_iter().map(|s| s.label).collect()
     }
 
     #[test]
@@ -95,7 +100,11 @@ mod tests {
         assert_eq!(labels(":", &[]).len(), 30, "every palette word is offered");
         assert_eq!(labels("/h", &[]), ["/hosts", "/help"]);
         assert_eq!(labels("/la", &[]), ["/language"]);
-        assert_eq!(suggest("/la", &[])[0].replacement, "/language ", "commands with arguments leave a space");
+        assert_eq!(
+            suggest("/la", &Fleet::default())[0].replacement,
+            "/language ",
+            "commands with arguments leave a space"
+        );
         assert_eq!(
             labels(":ch", &[]),
             [":change", ":chat", ":check", ":search"],
@@ -113,8 +122,15 @@ mod tests {
         assert_eq!(labels("/language ", &hosts), ["en", "fr"]);
         assert_eq!(labels(":exec @", &hosts), ["@web"]);
         assert_eq!(labels(":exec w", &hosts), ["web01"]);
-        assert_eq!(suggest(":exec w", &hosts)[0].replacement, ":exec web01");
+        assert_eq!(suggest(":exec w", &Fleet::new(hosts.to_vec()))[0].replacement, ":exec web01");
         assert!(labels(":exec web01 -- up", &hosts).is_empty(), "the command itself is not completed");
         assert_eq!(labels("/model f", &hosts), ["fast"]);
+    }
+
+    #[test]
+    fn a_large_fleet_offers_a_bounded_list_of_targets() {
+        let hosts: Vec<Host> = (0..5_000).map(|i| Host::new(format!("web{i:05}"), "10.0.0.1")).collect();
+        assert_eq!(labels(":exec ", &hosts).len(), MAX_TARGETS);
+        assert_eq!(labels(":exec web0499", &hosts).len(), 10, "typing narrows it");
     }
 }

@@ -1,7 +1,9 @@
 //! All console state. Plain data: `update` changes it, `view` reads it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
+use super::fleet::{Fleet, Shown};
 use super::keymap::Keymap;
 use super::msg::PromptRequest;
 use super::output_buffer::OutputBuffer;
@@ -73,6 +75,28 @@ pub struct InventoryState {
     pub details: bool,
     /// The tag picker, open with its cursor.
     pub tag_picker: Option<usize>,
+    /// What is listed: the answer of the filter (or of the one before, while
+    /// a worker answers a large fleet's).
+    pub shown: Shown,
+    /// The filter job a worker is answering (its number, query and fleet), if any.
+    pub pending: Option<(u64, String, Arc<Fleet>)>,
+    /// Filter jobs started so far (the newest's number).
+    pub jobs: u64,
+    /// Recent answers over the current fleet, newest last: erasing a character
+    /// lists the answer typed before again, and a query is narrowed from the
+    /// smallest answer it narrows.
+    pub answers: VecDeque<Shown>,
+}
+
+/// What a reachability check or a run learnt about a host since the fleet
+/// was loaded. Kept beside the fleet, which is shared and never changed in
+/// place; the next reload brings the same from the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// Whether it answered.
+    pub reachable: bool,
+    /// When it was checked (RFC 3339), if it was a check.
+    pub at: Option<String>,
 }
 
 /// The add/edit host form.
@@ -363,7 +387,10 @@ impl PendingPrompt {
 /// Everything the console shows.
 #[derive(Debug)]
 pub struct Model {
-    pub hosts: Vec<Host>,
+    /// The inventory, shared with the executor and workers (one copy of a large fleet).
+    pub hosts: Arc<Fleet>,
+    /// Reachability learnt since `hosts` was loaded, by host name.
+    pub checked: BTreeMap<String, Checked>,
     pub inventory: InventoryState,
     pub output: OutputBuffer,
     pub output_view: OutputView,
@@ -433,9 +460,11 @@ impl Model {
         if !model_configured {
             chat.push(ChatEntry::new(ChatRole::System, Locale::default().t("banner.no_model")));
         }
+        let hosts = Arc::new(Fleet::new(hosts));
         Self {
+            inventory: InventoryState { shown: Shown::all(hosts.clone()), ..Default::default() },
             hosts,
-            inventory: InventoryState::default(),
+            checked: BTreeMap::new(),
             output: OutputBuffer::new(scrollback),
             output_view: OutputView {
                 scroll: 0,
@@ -502,18 +531,43 @@ impl Model {
         self.toasts.push_back(Toast { level, text, ticks_left: 8 });
     }
 
-    /// Every tag in the inventory with its host count, by name.
-    pub fn tags(&self) -> Vec<(String, usize)> {
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for tag in self.hosts.iter().flat_map(|h| h.tags.iter()) {
-            *counts.entry(tag.clone()).or_default() += 1;
-        }
-        counts.into_iter().collect()
+    /// Every tag in the inventory with its host count, by name (counted once per load).
+    pub fn tags(&self) -> &[(String, usize)] {
+        self.hosts.tags()
+    }
+
+    /// Replaces the inventory (tests and fixtures; the console gets fleets built by a worker).
+    pub fn set_hosts(&mut self, hosts: Vec<Host>) {
+        self.set_fleet(Arc::new(Fleet::new(hosts)));
+    }
+
+    /// Shows `fleet`, unfiltered (at start: the filter is empty).
+    pub fn set_fleet(&mut self, fleet: Arc<Fleet>) {
+        self.hosts = fleet;
+        self.inventory.shown = Shown::all(self.hosts.clone());
+        self.inventory.pending = None;
+        self.inventory.answers.clear();
+        self.checked.clear();
+    }
+
+    /// Whether `host` answered last time anyone looked (`None`: never checked).
+    pub fn reachable(&self, host: &Host) -> Option<bool> {
+        self.checked.get(&host.name).map(|c| c.reachable).or(host.reachable)
+    }
+
+    /// When `host` was last checked.
+    pub fn last_check<'a>(&'a self, host: &'a Host) -> Option<&'a str> {
+        self.checked.get(&host.name).and_then(|c| c.at.as_deref()).or(host.last_check.as_deref())
     }
 
     /// The host under the inventory cursor.
     pub fn current_host(&self) -> Option<&Host> {
-        self.visible_hosts().get(self.inventory.cursor).copied()
+        self.inventory.shown.get(self.inventory.cursor)
+    }
+
+    /// How many hosts the inventory lists.
+    pub fn visible_count(&self) -> usize {
+        self.inventory.shown.len()
     }
 
     /// The diff of the selected pipeline run, parsed.
@@ -608,30 +662,10 @@ impl Model {
         }
     }
 
-    /// Hosts that pass the filter: `@tag` words keep hosts with that tag; the
-    /// rest is matched fuzzily (nucleo) against name, address and tags, best
-    /// matches first.
+    /// Hosts that pass the filter, best matches first (see [`super::fleet::filter`]); every one
+    /// of them, so linear in the fleet: screens take a window of `inventory.shown`.
     pub fn visible_hosts(&self) -> Vec<&Host> {
-        use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
-        use nucleo_matcher::{Config, Matcher, Utf32Str};
-        let (tags, words): (Vec<&str>, Vec<&str>) =
-            self.inventory.filter.split_whitespace().partition(|w| w.starts_with('@') && w.len() > 1);
-        let tagged = self.hosts.iter().filter(|h| tags.iter().all(|t| h.tags.iter().any(|ht| ht == &t[1..])));
-        if words.is_empty() {
-            return tagged.collect();
-        }
-        let pattern = Pattern::parse(&words.join(" "), CaseMatching::Ignore, Normalization::Smart);
-        let mut matcher = Matcher::new(Config::DEFAULT);
-        let mut buf = Vec::new();
-        let mut scored: Vec<(u32, usize, &Host)> = tagged
-            .enumerate()
-            .filter_map(|(i, h)| {
-                let haystack = format!("{} {} {}", h.name, h.hostname, h.tags.join(" "));
-                pattern.score(Utf32Str::new(&haystack, &mut buf), &mut matcher).map(|s| (s, i, h))
-            })
-            .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored.into_iter().map(|(_, _, h)| h).collect()
+        self.inventory.shown.window(0, usize::MAX)
     }
 
     /// The marked hosts, or the one under the cursor when none is marked.
@@ -639,6 +673,6 @@ impl Model {
         if !self.inventory.marked.is_empty() {
             return self.hosts.iter().filter(|h| self.inventory.marked.contains(&h.name)).cloned().collect();
         }
-        self.visible_hosts().get(self.inventory.cursor).map(|h| vec![(*h).clone()]).unwrap_or_default()
+        self.current_host().map(|h| vec![h.clone()]).unwrap_or_default()
     }
 }

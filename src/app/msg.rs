@@ -59,8 +59,10 @@ pub enum Msg {
     Paste(String),
     /// The terminal changed size.
     Resize(u16, u16),
-    /// The inventory was (re)loaded.
-    HostsLoaded(Vec<Host>),
+    /// The inventory was (re)loaded (laid out for the console by the worker that read it).
+    HostsLoaded(std::sync::Arc<super::fleet::Fleet>),
+    /// A worker's answer to filter job `job`.
+    Filtered { job: u64, shown: Box<super::fleet::Shown> },
     /// Live output of run `run`.
     Exec { run: u64, event: ExecEvent },
     /// Run `run` passed the approval gate and starts on its hosts.
@@ -116,6 +118,10 @@ pub enum Effect {
     AnswerPrompt { reply: oneshot::Sender<PromptAnswer>, answer: PromptAnswer },
     /// Reload the inventory from the database.
     ReloadHosts,
+    /// Filter a fleet too large to filter between two frames.
+    Filter(super::fleet::FilterJob),
+    /// Free a fleet no longer shown (on a worker: it takes a frame or two).
+    Discard(std::sync::Arc<super::fleet::Fleet>),
     /// `/hosts import PATH`: add the hosts of a file, then reload.
     ImportHosts(String),
     /// Record a host's reachability.

@@ -48,14 +48,16 @@ pub fn run_console(
         // The inventory's version before it is read: a host another process adds while the console
         // starts (before its first refresh) is then seen as a change, not taken for the start.
         let inventory_version = ctx.store.inventory_version().await.unwrap_or(-1);
-        let hosts = ctx.store.list_hosts().await?;
+        let fleet = workers::load_fleet(&ctx).await?;
         let (tx, rx) = unbounded_channel();
         let sender = AppSender::new(tx);
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
-        let executor = Arc::new(ctx.executor(hosts.clone(), prompter.clone(), true)?);
+        // One copy of the hosts: the executor resolves jump hosts with the model's.
+        let executor = Arc::new(ctx.executor(fleet.shared(), prompter.clone(), true)?);
         let gate = ApprovalGate::with_policy(prompter.clone(), ctx.store.clone(), &ctx.config.policy);
         let theme = Theme::load(&ctx.config.ui.theme, &ctx.home.themes_dir(), ColorDepth::detect())?;
-        let mut model = Model::new(hosts, ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
+        let mut model = Model::new(Vec::new(), ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
+        model.set_fleet(fleet);
         model.input.history = load_history(&ctx.home);
         model.ssh_aliases = executor.ssh_aliases();
         // Each host's last error, from this session or an earlier one.
@@ -104,6 +106,7 @@ pub fn run_console(
             locale: std::sync::RwLock::new(model.locale.clone()),
             control: Default::default(),
             inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(inventory_version)),
+            filter_job: Default::default(),
             last_dashboard: Default::default(),
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
             // Read once here, so routing a chat message never reads files on the loop thread.
@@ -156,6 +159,9 @@ async fn event_loop(
     let frame_interval = Duration::from_millis(1000 / u64::from(ctx.config.ui.max_fps.clamp(1, 240)));
     let mut dirty = true;
     let mut last_draw = Instant::now() - frame_interval;
+    // Since when a worker answers the filter: for up to a frame, the screen waits for the answer, so a
+    // keystroke and the hosts it keeps are drawn together instead of one frame apart.
+    let mut filter_since: Option<Instant> = None;
     let size = terminal.size().wrap_err("cannot read the terminal size")?;
     update(model, Msg::Resize(size.width, size.height));
     refresh_dashboard(services);
@@ -169,12 +175,17 @@ async fn event_loop(
     // The tick is only polled while toasts are shown; missed ticks must not fire in a burst.
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        if dirty && last_draw.elapsed() >= frame_interval {
+        filter_since = model.inventory.pending.as_ref().map(|_| filter_since.unwrap_or_else(Instant::now));
+        let filter_wait = filter_since.map_or(Duration::ZERO, |since| frame_interval.saturating_sub(since.elapsed()));
+        if dirty && last_draw.elapsed() >= frame_interval && filter_wait.is_zero() {
             terminal.draw(|frame| view(model, frame)).wrap_err("cannot draw")?;
             last_draw = Instant::now();
             dirty = false;
         }
-        let wait = if dirty { frame_interval.saturating_sub(last_draw.elapsed()) } else { Duration::from_secs(3600) };
+        let wait = match dirty {
+            true => frame_interval.saturating_sub(last_draw.elapsed()).max(filter_wait),
+            false => Duration::from_secs(3600),
+        };
         let first = tokio::select! {
             event = events.next() => match event {
                 Some(Ok(event)) => event_to_msg(event),
@@ -304,6 +315,8 @@ fn run_effect(effect: Effect, services: &Services) {
         }
         Effect::ExportRun { run, path } => workers::export_run(services, *run, path),
         Effect::ImportHosts(path) => workers::import_hosts(services, path),
+        Effect::Filter(job) => workers::filter(services, job),
+        Effect::Discard(fleet) => workers::discard(fleet),
         Effect::ReloadHosts => {
             let (ctx, executor, sender) = (ctx.clone(), executor.clone(), sender.clone());
             tokio::spawn(async move { workers::reload_hosts(&ctx, &executor, &sender).await });

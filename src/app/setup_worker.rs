@@ -144,11 +144,8 @@ pub(super) fn run(services: &Services) {
                 Err(e) => sender.send(Msg::Error(e.to_string())),
             }
         }
-        if imported > 0
-            && let Ok(hosts) = ctx.store.list_hosts().await
-        {
-            executor.set_inventory(hosts.clone());
-            sender.send(Msg::HostsLoaded(hosts));
+        if imported > 0 {
+            super::workers::reload_hosts(&ctx, &executor, &sender).await;
         }
         sender.send(Msg::Note(locale.tf("setup.done", &[("count", &imported.to_string())])));
     });

@@ -9,6 +9,7 @@ use std::time::Duration;
 use color_eyre::eyre::{Result, WrapErr};
 
 use super::command_line::SecretCommand;
+use super::fleet::{FilterJob, Fleet};
 use super::model::{Dashboard, ToastLevel};
 use super::msg::Msg;
 use super::prompter::TuiPrompter;
@@ -40,6 +41,8 @@ pub(super) struct Services {
     pub control: Arc<super::run_control::RunControl>,
     /// The inventory version last loaded (-1: not read yet).
     pub inventory_version: Arc<std::sync::atomic::AtomicI64>,
+    /// The newest filter job: an older one still running stops.
+    pub filter_job: Arc<std::sync::atomic::AtomicU64>,
     /// The dashboard last sent to the console (an unchanged one is not sent again).
     pub last_dashboard: Arc<Mutex<Option<Dashboard>>>,
     /// External MCP servers, started on first use and kept for the console's life.
@@ -93,13 +96,8 @@ pub(super) fn agent_turn(services: &Services, text: String) {
                 return;
             }
         };
-        let inventory = match ctx.store.list_hosts().await {
-            Ok(h) => h,
-            Err(e) => {
-                sender.send(Msg::AgentDone { error: Some(e.to_string()), summary: String::new() });
-                return;
-            }
-        };
+        // The console's inventory, shared: no second copy of a large fleet for the turn.
+        let inventory = executor.inventory();
         // Past its context tier, the conversation's older turns are summarised (or truncated).
         let budget = crate::agent::context::budget(ctx.config.policy.context_tier);
         let earlier = crate::agent::context::fit(&ctx.store, Some(&llm), &id, earlier, budget).await;
@@ -384,15 +382,54 @@ pub(super) fn import_hosts(services: &Services, path: String) {
     });
 }
 
-/// Reads the inventory again and hands it to the console.
+/// Reads the inventory and lays it out for the console, off the loop thread
+/// (linear in the fleet: a second or so for 200,000 hosts).
+pub(super) async fn load_fleet(ctx: &Context) -> Result<Arc<Fleet>> {
+    let hosts = ctx.store.list_hosts_streamed().await?;
+    let fleet =
+        tokio::task::spawn_blocking(move || Fleet::new(hosts)).await.wrap_err("cannot lay out the inventory")?;
+    Ok(Arc::new(fleet))
+}
+
+/// Reads the inventory again and hands it to the console, and the same copy to the executor.
 pub(super) async fn reload_hosts(ctx: &Context, executor: &Executor, sender: &AppSender) {
-    match ctx.store.list_hosts().await {
-        Ok(hosts) => {
-            executor.set_inventory(hosts.clone());
-            sender.send(Msg::HostsLoaded(hosts));
+    match load_fleet(ctx).await {
+        Ok(fleet) => {
+            executor.set_inventory(fleet.shared());
+            sender.send(Msg::HostsLoaded(fleet));
         }
-        Err(e) => sender.send(Msg::Error(format!("cannot reload hosts: {e}"))),
+        Err(e) => sender.send(Msg::Error(format!("cannot reload hosts: {e:#}"))),
     }
+}
+
+/// Lets go of a fleet the console no longer shows, off the loop thread: freeing
+/// 200,000 hosts takes a frame or two. When it was the last holder, the
+/// memory goes back to the system (glibc keeps what a thread freed in its
+/// arena, and each reload would otherwise leave a fleet's worth behind).
+pub(super) fn discard(fleet: Arc<Fleet>) {
+    tokio::task::spawn_blocking(move || {
+        if let Some(fleet) = Arc::into_inner(fleet) {
+            drop(fleet);
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            // SAFETY: malloc_trim only walks the allocator's own free lists; it has no preconditions.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    });
+}
+
+/// Answers a filter too large for the loop thread; a newer job stops this one.
+pub(super) fn filter(services: &Services, job: FilterJob) {
+    use std::sync::atomic::Ordering;
+    let (newest, sender) = (services.filter_job.clone(), services.sender.clone());
+    newest.fetch_max(job.id, Ordering::Relaxed);
+    tokio::task::spawn_blocking(move || {
+        let id = job.id;
+        if let Some(shown) = job.run(&|| newest.load(Ordering::Relaxed) != id) {
+            sender.send(Msg::Filtered { job: id, shown: Box::new(shown) });
+        }
+    });
 }
 
 /// `/secret list|set|rm`: names only ever; a value is asked for hidden.

@@ -250,13 +250,14 @@ impl Executor {
         host
     }
 
-    /// The inventory it resolves hosts with (the console keeps it current).
-    pub fn inventory(&self) -> Vec<Host> {
+    /// The inventory it resolves hosts with (the console keeps it current); shared, not copied.
+    pub fn inventory(&self) -> Arc<Vec<Host>> {
         self.resolve.read().map(|r| r.inventory.clone()).unwrap_or_default()
     }
 
-    /// Replaces the inventory used to resolve jump hosts (after the console reloads it).
-    pub fn set_inventory(&self, hosts: Vec<Host>) {
+    /// Replaces the inventory used to resolve jump hosts (after the console reloads it): the
+    /// console's own copy, shared, so a large fleet is held once.
+    pub fn set_inventory(&self, hosts: Arc<Vec<Host>>) {
         if let Ok(mut resolve) = self.resolve.write() {
             resolve.inventory = hosts;
         }

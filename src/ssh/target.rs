@@ -42,8 +42,9 @@ impl SshTarget {
 /// Inputs for resolution that do not change per host.
 #[derive(Debug, Clone, Default)]
 pub struct ResolveContext {
-    /// The inventory, to resolve jump hosts by name.
-    pub inventory: Vec<Host>,
+    /// The inventory, to resolve jump hosts by name: shared with the console,
+    /// which holds a whole fleet once (not a copy per holder).
+    pub inventory: std::sync::Arc<Vec<Host>>,
     /// Parsed ~/.ssh/config (empty when disabled).
     pub ssh_config: SshConfigFile,
     /// `ssh.default_user`.
@@ -126,7 +127,7 @@ mod tests {
         let mut web = Host::new("web", "10.0.0.2");
         web.jump = Some("bastion".into());
         let ctx = ResolveContext {
-            inventory: vec![bastion, web.clone()],
+            inventory: vec![bastion, web.clone()].into(),
             ssh_config: config,
             default_user: Some("ops".into()),
             identity_files: vec![],
@@ -146,7 +147,7 @@ mod tests {
         inner.jump = Some("outer".into());
         let mut target = Host::new("target", "10.0.0.3");
         target.jump = Some("inner".into());
-        let ctx = ResolveContext { inventory: vec![outer, inner, target.clone()], ..Default::default() };
+        let ctx = ResolveContext { inventory: vec![outer, inner, target.clone()].into(), ..Default::default() };
         let t = ctx.resolve(&target).unwrap();
         let chain: Vec<&str> = t.jumps.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(chain, ["outer", "inner"]);
@@ -158,7 +159,7 @@ mod tests {
         a.jump = Some("b".into());
         let mut b = Host::new("b", "b");
         b.jump = Some("a".into());
-        let ctx = ResolveContext { inventory: vec![a.clone(), b], ..Default::default() };
+        let ctx = ResolveContext { inventory: vec![a.clone(), b].into(), ..Default::default() };
         assert!(ctx.resolve(&a).unwrap_err().contains("loop"));
     }
 }

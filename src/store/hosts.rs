@@ -245,6 +245,19 @@ impl Store {
         tx.commit().await.map_err(self.write_error("save the host"))?;
         Ok(())
     }
+
+    /// Every host, in [`Store::list_hosts`]'s order, read one row at a time: a console holding
+    /// 200,000 hosts must not also hold all their database rows while it converts them.
+    pub async fn list_hosts_streamed(&self) -> Result<Vec<Host>, StoreError> {
+        use futures::TryStreamExt;
+        let sql = format!("{SELECT_HOSTS} ORDER BY h.name != '{LOCALHOST}', h.name");
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(self.pool());
+        let mut hosts = Vec::new();
+        while let Some(row) = rows.try_next().await.ctx("cannot list hosts")? {
+            hosts.push(host_from_row(&row).ctx("cannot read a host row")?);
+        }
+        Ok(hosts)
+    }
 }
 
 #[cfg(test)]

@@ -62,10 +62,7 @@ pub(super) fn on_host_checked(
     at: String,
     error: Option<(crate::exec::HostFailure, String)>,
 ) -> Vec<Effect> {
-    if let Some(h) = model.hosts.iter_mut().find(|h| h.name == host) {
-        h.reachable = Some(reachable);
-        h.last_check = Some(at.clone());
-    }
+    model.checked.insert(host.clone(), crate::app::model::Checked { reachable, at: Some(at.clone()) });
     // The status line's "checking N hosts" is over once an answer is in.
     model.flash = None;
     match &error {
@@ -166,9 +163,8 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
             keep_scroll_position(model, 1);
             let mut effects = Vec::new();
             if let Some(reachable) = reachability(&result) {
-                if let Some(host) = model.hosts.iter_mut().find(|h| h.name == result.host) {
-                    host.reachable = Some(reachable);
-                }
+                let at = model.checked.get(&result.host).and_then(|c| c.at.clone());
+                model.checked.insert(result.host.clone(), crate::app::model::Checked { reachable, at });
                 effects.push(Effect::SetReachable { host: result.host.clone(), reachable });
             }
             effects

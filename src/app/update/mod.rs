@@ -4,6 +4,7 @@
 //! ([`modal`]), and events from workers ([`events`]).
 
 mod events;
+mod filter;
 mod input;
 mod modal;
 mod panes;
@@ -17,12 +18,20 @@ use super::model::{ChatEntry, ChatRole, InputMode, Model, Pane, PendingPrompt, T
 use super::msg::{Effect, Msg, PromptKind};
 
 pub use events::reachability;
+pub use filter::SYNC_LIMIT;
 pub use input::{open_input, popup};
 use panes::start_run;
 use runs::quit_now;
 
-/// Applies `msg` to `model`.
+/// Applies `msg` to `model`, then brings what the inventory lists in step
+/// with its filter (whatever the message changed).
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
+    let mut effects = apply(model, msg);
+    effects.extend(filter::follow(model));
+    effects
+}
+
+fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(key) if key.kind != KeyEventKind::Release => on_key(model, key),
         Msg::Key(_) => Vec::new(),
@@ -52,7 +61,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
                         let details = if model.inventory.details { 12 } else { 0 };
                         let rows = usize::from(areas.inventory.height.saturating_sub(3 + details));
                         if let Some(i) = areas.inventory_row(mouse.row, rows, model.inventory.cursor)
-                            && i < model.visible_hosts().len()
+                            && i < model.visible_count()
                         {
                             model.inventory.cursor = i;
                         }
@@ -87,12 +96,19 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::HostsLoaded(hosts) => {
-            model.hosts = hosts;
-            let names: Vec<String> = model.hosts.iter().map(|h| h.name.clone()).collect();
-            model.inventory.marked.retain(|m| names.contains(m));
+            let old = std::mem::replace(&mut model.hosts, hosts);
+            // Answers about the old fleet: useless now, and they would keep it alive.
+            model.inventory.answers.clear();
+            // The store has what this console learnt (and maybe newer, from another one).
+            model.checked.clear();
+            if !model.inventory.marked.is_empty() {
+                let names: std::collections::HashSet<&str> = model.hosts.iter().map(|h| h.name.as_str()).collect();
+                model.inventory.marked.retain(|m| names.contains(m.as_str()));
+            }
             panes::clamp_cursor(model);
-            Vec::new()
+            vec![Effect::Discard(old)]
         }
+        Msg::Filtered { job, shown } => filter::on_filtered(model, job, *shown),
         Msg::Exec { run, event } => events::on_exec_event(model, run, event),
         Msg::RunStarted { run } => runs::on_started(model, run),
         Msg::RunDone { run, results } => runs::on_done(model, run, &results),
@@ -268,3 +284,5 @@ fn run_palette_action(model: &mut Model, action: Action) -> Vec<Effect> {
 mod tests;
 #[cfg(test)]
 mod tests_console;
+#[cfg(test)]
+mod tests_fleet;

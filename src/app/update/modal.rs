@@ -137,7 +137,7 @@ pub(super) fn on_form_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
 
 /// The tag picker: move, Enter filters by the tag, Esc closes.
 pub(super) fn on_tag_picker_key(model: &mut Model, key: KeyEvent) {
-    let tags = model.tags();
+    let tags = model.tags().to_vec();
     let Some(cursor) = model.inventory.tag_picker else { return };
     let action = model.keymap.action(KeyContext::Inventory, &key);
     match (key.code, action) {

@@ -29,7 +29,7 @@ pub(super) fn scroll(model: &mut Model, pane: Pane, up: bool) {
         Pane::Chat => scroll_chat(model, 3, up),
         Pane::Pipeline => scroll_diff(model, 3, up),
         Pane::Inventory => {
-            let count = model.visible_hosts().len();
+            let count = model.visible_count();
             let cursor = &mut model.inventory.cursor;
             *cursor = if up { cursor.saturating_sub(1) } else { (*cursor + 1).min(count.saturating_sub(1)) };
         }
@@ -63,7 +63,7 @@ pub(super) fn start_run(model: &mut Model, hosts: Vec<Host>, command: String) ->
 }
 
 pub(super) fn on_inventory_action(model: &mut Model, action: Action) -> Vec<Effect> {
-    let count = model.visible_hosts().len();
+    let count = model.visible_count();
     match action {
         Action::Down => model.inventory.cursor = (model.inventory.cursor + 1).min(count.saturating_sub(1)),
         Action::Up => model.inventory.cursor = model.inventory.cursor.saturating_sub(1),
@@ -148,7 +148,7 @@ pub(super) fn on_filter_key(model: &mut Model, key: KeyEvent) {
 }
 
 pub(super) fn clamp_cursor(model: &mut Model) {
-    let count = model.visible_hosts().len();
+    let count = model.visible_count();
     model.inventory.cursor = model.inventory.cursor.min(count.saturating_sub(1));
 }
 

@@ -192,16 +192,22 @@ fn filter_narrows_hosts_and_escape_clears() {
     assert!(m.inventory.marked.is_empty());
 }
 
+/// Sets the filter as a command would; any message brings the list in step.
+fn set_filter(m: &mut Model, text: &str) -> Vec<Effect> {
+    m.inventory.filter = text.into();
+    update(m, Msg::Resize(m.size.0, m.size.1))
+}
+
 #[test]
 fn fuzzy_filter_ranks_and_tags_narrow() {
     let mut m = model();
-    m.inventory.filter = "wb2".into();
+    set_filter(&mut m, "wb2");
     assert_eq!(m.visible_hosts().iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["web02"]);
-    m.inventory.filter = "@web '01".into();
+    set_filter(&mut m, "@web '01");
     assert_eq!(m.visible_hosts().iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["web01"]);
-    m.inventory.filter = "@web".into();
+    set_filter(&mut m, "@web");
     assert_eq!(m.visible_hosts().len(), 2);
-    m.inventory.filter = "10.0.0.3".into();
+    set_filter(&mut m, "10.0.0.3");
     assert_eq!(m.visible_hosts()[0].name, "db01");
 }
 
@@ -234,7 +240,7 @@ fn exec_events_fill_output_and_reachability() {
     assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Running);
     let effects = update(&mut m, Msg::Exec { run: 1, event: ExecEvent::Finished(result.clone()) });
     assert!(matches!(&effects[..], [Effect::SetReachable { reachable: true, .. }]));
-    assert_eq!(m.hosts[0].reachable, Some(true));
+    assert_eq!(m.reachable(&m.hosts[0]), Some(true));
     assert_eq!(m.runs[&1].progress().done, 1);
     update(&mut m, Msg::RunDone { run: 1, results: vec![result.clone()] });
     assert_eq!(m.runs[&1].state, crate::exec::runs::RunState::Done, "kept, finished, for rerun and export");

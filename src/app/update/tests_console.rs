@@ -219,7 +219,7 @@ fn delete_asks_first_and_check_reaches_the_selection() {
         },
     );
     let db = m.hosts.iter().find(|h| h.name == "db01").unwrap();
-    assert_eq!((db.reachable, db.last_check.as_deref()), (Some(false), Some("2026-11-22T08:00:00Z")));
+    assert_eq!((m.reachable(db), m.last_check(db)), (Some(false), Some("2026-11-22T08:00:00Z")));
     assert!(m.toasts.back().is_some_and(|t| t.text.contains("db01 is unreachable")));
     assert_eq!(m.host_errors["db01"].failure, crate::exec::HostFailure::Unreachable, "the inventory shows why");
 }

@@ -223,13 +223,15 @@ fn queue_approval(m: &mut Model, request: crate::approval::ApprovalRequest) {
 /// The fleet with users, elevation and checks filled in (the wide inventory and its details).
 pub fn fixture_detailed_inventory() -> Model {
     let mut m = fixture_model();
-    for h in m.hosts.iter_mut().skip(1) {
+    let mut hosts = m.hosts.to_vec();
+    for h in hosts.iter_mut().skip(1) {
         h.username = Some("deploy".into());
         h.last_check = Some("2026-11-22T10:40:12Z".into());
     }
-    m.hosts[1].elevation = crate::inventory::Elevation::Sudo;
-    m.hosts[3].elevation = crate::inventory::Elevation::SudoPassword;
-    m.hosts[3].jump = Some("bastion".into());
+    hosts[1].elevation = crate::inventory::Elevation::Sudo;
+    hosts[3].elevation = crate::inventory::Elevation::SudoPassword;
+    hosts[3].jump = Some("bastion".into());
+    m.set_hosts(hosts);
     m.inventory.cursor = 3;
     m.inventory.details = true;
     m

@@ -52,6 +52,8 @@ fn inventory_filtered_while_typing() {
     let mut m = fixture_model();
     m.inventory.filtering = true;
     m.inventory.filter = "web".into();
+    // Any message brings the list in step with the filter.
+    crate::app::update::update(&mut m, crate::app::msg::Msg::Resize(110, 24));
     insta::assert_snapshot!(render(&m, 110, 24).backend());
 }
 
@@ -436,4 +438,18 @@ fn help_overlay_on_a_small_terminal_scrolls_and_keeps_whole_descriptions() {
         "{scrolled}"
     );
     insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn a_long_inventory_draws_the_rows_around_the_cursor() {
+    let hosts =
+        (0..5_000).map(|i| crate::inventory::Host::new(format!("node{i:04}"), format!("10.1.{}.{}", i / 256, i % 256)));
+    let mut m = Model::new(hosts.collect(), false, 100, crate::app::theme::Theme::dark());
+    m.inventory.cursor = 3_000;
+    let screen = render(&m, 110, 24).backend().to_string();
+    assert!(screen.contains("Inventory · 5000"), "{screen}");
+    assert!(screen.contains("node3000") && !screen.contains("node0000"), "{screen}");
+    // The cursor's row is the last one drawn, as when the table was given every row.
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains("node")).collect();
+    assert!(rows.last().is_some_and(|l| l.contains("node3000")), "{rows:?}");
 }
