@@ -159,6 +159,13 @@ fn clearances_carry_the_rendering() {
 }
 
 #[test]
+fn words_after_a_redirection_are_arguments() {
+    // Before, the proof and the rendering both dropped `-delete` (safe, but not what was typed).
+    assert!(!analyze("find /tmp/x 2>/dev/null -delete").is_read_only());
+    assert!(!analyze("{ ls; } >/dev/null x").is_read_only());
+}
+
+#[test]
 fn bash_only_syntax_in_another_shell() {
     check("red team 4", "sh -c '[[ a > PWN ]]'", Harm::Creates("PWN"));
     check("red team 4", "sh -c '[[ a || touch PWN ]]'", Harm::Runs("touch"));
@@ -174,6 +181,9 @@ fn rendering_keeps_what_was_read() {
         ("ls /var/log/*.[0-9]", "ls -- /var/log/*.[0-9]"),
         ("cat <<EOF\nEOF", "cat </dev/null"),
         ("ls ~/.ssh", "ls -- ~/.ssh"),
+        // Red team 6: bash reads words after a redirection as arguments; they are proved and kept.
+        ("grep foo 2>/dev/null /var/log/syslog", "grep foo /var/log/syslog 2>/dev/null"),
+        ("cat >/dev/null /etc/hostname /etc/hosts", "cat /etc/hostname /etc/hosts >/dev/null"),
     ] {
         let cleared = Clearance::prove(line).map(|c| c.command().to_string());
         assert_eq!(cleared.as_deref(), Ok(rendered), "{line}");

@@ -127,7 +127,14 @@ pub fn parse(source: &str) -> Parsed {
     if let Some(skipped) = skipped_text(root, source) {
         parsed.problems.push(format!("the parser skipped `{skipped}`; the command cannot be vouched for"));
     }
-    let mut walker = Walker { source: source.as_bytes(), parsed, pipelines: 0, loops: Vec::new() };
+    let mut walker = Walker {
+        source: source.as_bytes(),
+        parsed,
+        pipelines: 0,
+        loops: Vec::new(),
+        after_redirect: Vec::new(),
+        body_args: Vec::new(),
+    };
     let rendering = walker.statement(root, &[], None);
     walker.parsed.rendering = rendering;
     walker.parsed
@@ -139,6 +146,11 @@ struct Walker<'a> {
     pipelines: usize,
     /// The loop variables of the bodies being walked, innermost last.
     loops: Vec<loop_values::Binding>,
+    /// Words tree-sitter hangs on a redirection (`grep x 2>/dev/null FILE`: FILE is the command's
+    /// argument to bash); the command being walked takes them, anything else refuses them.
+    after_redirect: Vec<(Word, Render)>,
+    /// Those words, handed to the simple command a redirected statement wraps.
+    body_args: Vec<(Word, Render)>,
 }
 
 mod loop_values;
@@ -212,7 +224,17 @@ impl Walker<'_> {
                 for child in node.children_by_field_name("redirect", &mut cursor).collect::<Vec<_>>() {
                     rendered.push(self.redirect(child, &mut own));
                 }
-                let mut out = match node.child_by_field_name("body") {
+                let extra = std::mem::take(&mut self.after_redirect);
+                let body = node.child_by_field_name("body");
+                if !extra.is_empty() {
+                    if body.is_some_and(|b| b.kind() == "command") {
+                        self.body_args = extra;
+                    } else {
+                        self.parsed.problems.push("words after a redirection that belong to no command".into());
+                        rendered.push(Render::unrenderable("words after a redirection"));
+                    }
+                }
+                let mut out = match body {
                     Some(body) => self.statement(body, &own, pipeline),
                     None => {
                         // A bare redirection such as `> file` truncates the file.
@@ -263,7 +285,11 @@ impl Walker<'_> {
             "comment" | "heredoc_start" | "heredoc_end" => Render::default(),
             "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
                 let mut own = redirects.to_vec();
-                let rendered = self.redirect(node, &mut own);
+                let mut rendered = self.redirect(node, &mut own);
+                if !std::mem::take(&mut self.after_redirect).is_empty() {
+                    self.parsed.problems.push("words after a redirection that belong to no command".into());
+                    rendered.poison("words after a redirection");
+                }
                 self.parsed.commands.push(SimpleCommand {
                     assignments: Vec::new(),
                     words: Vec::new(),
@@ -484,7 +510,13 @@ impl Walker<'_> {
                         descriptor = self.text(child);
                     }
                 }
-                let target = node.child_by_field_name("destination").map(|d| self.word(d));
+                let mut cursor = node.walk();
+                let destinations: Vec<Node> = node.children_by_field_name("destination", &mut cursor).collect();
+                let target = destinations.first().map(|d| self.word(*d));
+                for extra in destinations.iter().skip(1) {
+                    let word = self.word(*extra);
+                    self.after_redirect.push(word);
+                }
                 // `&>F` is bash's `>F 2>&1`; written the POSIX way, so that no shell reads `cmd &` and `>F`.
                 let posix_op = match op.as_str() {
                     "&>" => ">",
@@ -535,7 +567,13 @@ impl Walker<'_> {
                                 rendered.poison("a here-document delimiter quoted in part");
                             }
                         }
-                        "file_redirect" | "herestring_redirect" => after.push(self.redirect(child, out)),
+                        "file_redirect" | "herestring_redirect" => {
+                            after.push(self.redirect(child, out));
+                            if !std::mem::take(&mut self.after_redirect).is_empty() {
+                                self.parsed.problems.push("words after a here-document's redirection".into());
+                                rendered.poison("words after a redirection");
+                            }
+                        }
                         "heredoc_body" => {
                             if self.text(child).contains('`') {
                                 self.parsed.problems.push("a here-document with backticks runs commands".into());
@@ -613,6 +651,8 @@ impl Walker<'_> {
     fn command(&mut self, node: Node, redirects: &[Redirect], pipeline: Option<(usize, usize)>) -> Render {
         let mut cmd =
             SimpleCommand { assignments: Vec::new(), words: Vec::new(), redirects: redirects.to_vec(), pipeline };
+        // Taken now: a substitution inside this command's words is a command of its own.
+        let body_args = std::mem::take(&mut self.body_args);
         let mut out = Render::default();
         let mut own = Vec::new();
         let mut previous_end = None;
@@ -643,7 +683,13 @@ impl Walker<'_> {
                     out.append(rendered);
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
-                    own.push(self.redirect(child, &mut cmd.redirects))
+                    own.push(self.redirect(child, &mut cmd.redirects));
+                    // `cmd a 2>/dev/null b`: b is an argument, written back before the redirections.
+                    for (word, rendered) in std::mem::take(&mut self.after_redirect) {
+                        cmd.words.push(word);
+                        out.push(" ");
+                        out.append(rendered);
+                    }
                 }
                 _ => {
                     let (word, rendered) = self.word(child);
@@ -652,6 +698,11 @@ impl Walker<'_> {
                     out.append(rendered);
                 }
             }
+        }
+        for (word, rendered) in body_args {
+            cmd.words.push(word);
+            out.push(" ");
+            out.append(rendered);
         }
         for r in own {
             out.push(" ");
