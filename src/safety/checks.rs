@@ -353,6 +353,11 @@ fn curl(inv: &Invocation) -> Result<(), String> {
     // With -g curl takes `{}[]` literally (`?ids=[1,2]`): no glob can change the scheme.
     let globbing = !inv.has("-g") && !inv.has("--globoff");
     urls.into_iter().try_for_each(|url| {
+        // curl 8.13 and later read `--url @FILE` (and `@-`, stdin) as a list of URLs, each saved
+        // to a file named after it (red team 6).
+        if url.starts_with('@') {
+            return Err(format!("curl reads `{url}` as a file of URLs and saves each download"));
+        }
         if globbing && url.contains(['{', '}', '[', ']']) {
             return Err(format!("`{url}` uses URL globbing, which can change the scheme curl picks (add -g)"));
         }
