@@ -35,6 +35,35 @@ const RISKY_PREFIXES: [&str; 12] = [
 /// environ/mem/kcore hold other programs' secrets (merlya's own key in /proc/$PPID/environ).
 const RISKY_NAMES: [&str; 8] = ["kmsg", "sysrq-trigger", "environ", "mem", "kmem", "kcore", "watchdog", "trace_pipe"];
 
+/// What a proven read may open under `/dev`; everything else there does something when opened or
+/// read (terminals and consoles take keystrokes, input devices and `/dev/vcs*` show what a person
+/// types, tapes rewind on close, `/dev/port` can hang the machine, `/dev/ptmx` makes a terminal,
+/// serial lines reset what hangs on them, TPMs, CD trays; red team 6). An allow-list, since
+/// /dev's names are the kernel's and the drivers' to choose.
+const DEV_FILES: [&str; 8] = ["null", "zero", "full", "random", "urandom", "stdin", "stdout", "stderr"];
+/// Folders under `/dev` whose files are ordinary (shared memory, queues) or name disks.
+const DEV_FOLDERS: [&str; 4] = ["shm", "mqueue", "disk", "mapper"];
+/// Disks and their partitions (`sda1`, `nvme0n1p2`, `dm-0`, `md127`): reading one is a read.
+const DEV_DISKS: [&str; 10] = ["sd", "vd", "xvd", "hd", "nvme", "mmcblk", "dm-", "md", "loop", "nbd"];
+
+/// Whether `/dev/PARTS…` is on the allow-list (`parts` are the path's parts, `/dev` first).
+fn dev_allowed(parts: &[&str], glob: bool) -> bool {
+    let Some(first) = parts.first().copied().filter(|f| !f.is_empty()) else { return true };
+    let literal = |s: &str| !glob || !s.contains(['*', '?', '[']);
+    if DEV_FILES.contains(&first) && literal(first) {
+        return parts.len() == 1;
+    }
+    if DEV_FOLDERS.contains(&first) && literal(first) {
+        return true;
+    }
+    // A glob is judged by the literal text before its first pattern character.
+    let known = if glob { &first[..first.find(['*', '?', '[']).unwrap_or(first.len())] } else { first };
+    parts.len() == 1
+        && DEV_DISKS.iter().any(|d| {
+            known.starts_with(d) && known[d.len()..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
 /// merlya's own home (its audit key, database, spilled output): never read by a proven read.
 static PRIVATE_HOME: OnceLock<String> = OnceLock::new();
 
@@ -93,6 +122,9 @@ pub fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
     };
     if RISKY_PREFIXES.iter().any(|p| under(p)) {
         return refuse("has side effects");
+    }
+    if under("/dev/") && !dev_allowed(&parts[2..], glob) {
+        return refuse("opens a device that does something when opened or read (only disks, /dev/null, /dev/zero, /dev/urandom… are read-only)");
     }
     let risky_name = RISKY_NAMES.iter().any(|n| {
         let prefix_named = matches!(*n, "watchdog" | "trace_pipe");
@@ -244,6 +276,21 @@ mod tests {
             ("/root/.merlya/audit.key", false),
             ("./audit.key", false),
             ("/srv/backup/merlya.db", false),
+            ("/dev/port", false),
+            ("/dev/ttyS0", false),
+            ("/dev/tty1", false),
+            ("/dev/input/event0", false),
+            ("/dev/vcs1", false),
+            ("/dev/nst0", false),
+            ("/dev/st0", false),
+            ("/dev/sr0", false),
+            ("/dev/tpm0", false),
+            ("/dev/ptmx", false),
+            ("/dev//ttyUSB0", false),
+            ("/dev/tty*", true),
+            ("/dev/*", true),
+            ("/d?v/port", true),
+            ("/dev/null/x", false),
         ] {
             assert!(side_effect_path(&path(text, glob), false).is_some(), "{text} was allowed");
         }
@@ -251,6 +298,16 @@ mod tests {
             ("/proc/*/status", true),
             ("/var/log/*.log", true),
             ("/dev/sd*", true),
+            ("/dev/nvme0n1p[12]", true),
+            ("/dev/sda1", false),
+            ("/dev/dm-0", false),
+            ("/dev/mapper/vg-root", false),
+            ("/dev/disk/by-uuid/0a1b", false),
+            ("/dev/null", false),
+            ("/dev/urandom", false),
+            ("/dev/shm/app.lock", false),
+            ("/dev", false),
+            ("/dev/", false),
             ("../app/current.log", false),
             ("/proc/meminfo", false),
             ("/var/log/syslog", false),
