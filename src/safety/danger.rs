@@ -54,6 +54,8 @@ pub fn judge(name: &str, args: &[Word]) -> Option<String> {
         "rm" if recursive && positional(args).iter().any(|p| is_critical(p)) => {
             dangerous(format!("recursive rm of {}", positional(args).join(" ")))
         }
+        // `fdisk -l`, `sfdisk -l`, `parted -l` only list (the spec table reads the rest).
+        "fdisk" | "sfdisk" | "parted" if has_opt(args, Some('l'), &["list"]) => return None,
         n if n.starts_with("mkfs")
             || matches!(
                 n,

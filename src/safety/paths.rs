@@ -59,9 +59,9 @@ fn dev_allowed(parts: &[&str], glob: bool) -> bool {
     // A glob is judged by the literal text before its first pattern character.
     let known = if glob { &first[..first.find(['*', '?', '[']).unwrap_or(first.len())] } else { first };
     parts.len() == 1
-        && DEV_DISKS.iter().any(|d| {
-            known.starts_with(d) && known[d.len()..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        })
+        && DEV_DISKS
+            .iter()
+            .any(|d| known.starts_with(d) && known[d.len()..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
 }
 
 /// merlya's own home (its audit key, database, spilled output): never read by a proven read.
@@ -124,7 +124,9 @@ pub fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
         return refuse("has side effects");
     }
     if under("/dev/") && !dev_allowed(&parts[2..], glob) {
-        return refuse("opens a device that does something when opened or read (only disks, /dev/null, /dev/zero, /dev/urandom… are read-only)");
+        return refuse(
+            "opens a device that does something when opened or read (only disks, /dev/null, /dev/zero, /dev/urandom… are read-only)",
+        );
     }
     let risky_name = RISKY_NAMES.iter().any(|n| {
         let prefix_named = matches!(*n, "watchdog" | "trace_pipe");
