@@ -120,11 +120,7 @@ impl Served {
             return Err("run_readonly needs `targets` and `command` strings".into());
         };
         // Only the rows the targets can select (jump hosts are resolved by the served executor).
-        let inventory = match crate::inventory::scope_of(targets) {
-            crate::inventory::Scope::Only { names, tags } => self.store.hosts_matching(&names, &tags).await,
-            crate::inventory::Scope::All => self.store.list_hosts().await,
-        }
-        .map_err(|e| e.to_string())?;
+        let inventory = self.store.hosts_in_scope(targets).await.map_err(|e| e.to_string())?;
         let hosts: Vec<Host> =
             crate::inventory::resolve_inventory_targets(targets, &inventory, false).map_err(|e| e.to_string())?;
         let (tx, mut rx) = crate::exec::event_channel();

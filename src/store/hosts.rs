@@ -76,6 +76,15 @@ impl Store {
         rows.iter().map(host_from_row).collect::<Result<_, _>>().ctx("cannot read a host row")
     }
 
+    /// The hosts a target expression can select: all of them for `all` and globs, else only the
+    /// rows it names or tags (jump hosts are the caller's: see `Context::inventory_for`).
+    pub async fn hosts_in_scope(&self, targets: &str) -> Result<Vec<Host>, StoreError> {
+        match crate::inventory::scope_of(targets) {
+            crate::inventory::Scope::Only { names, tags } => self.hosts_matching(&names, &tags).await,
+            crate::inventory::Scope::All => self.list_hosts().await,
+        }
+    }
+
     /// A number that changes whenever any host or tag is added, changed or
     /// removed (by this process or another): a console polls it to reload.
     pub async fn inventory_version(&self) -> Result<i64, StoreError> {
