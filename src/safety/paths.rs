@@ -15,8 +15,9 @@ use super::parse::Word;
 /// Files and folders whose reading changes the machine (a watchdog armed, kernel messages
 /// consumed), reaches the network (autofs `/net`, bash's `/dev/tcp`, gawk's `/inet`), or reads
 /// through another name (`/dev/char/10:130` is the watchdog by number, `/dev/fd` another
-/// process's open files).
-const RISKY_PREFIXES: [&str; 12] = [
+/// process's open files, `/run/initctl` init's control FIFO, whose messages a reader takes).
+const RISKY_PREFIXES: [&str; 13] = [
+    "/run/initctl",
     "/dev/watchdog",
     "/proc/kmsg",
     "/proc/sysrq-trigger",
@@ -279,6 +280,7 @@ mod tests {
             ("./audit.key", false),
             ("/srv/backup/merlya.db", false),
             ("/dev/port", false),
+            ("/run/initctl", false),
             ("/dev/ttyS0", false),
             ("/dev/tty1", false),
             ("/dev/input/event0", false),
