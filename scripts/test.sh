@@ -27,6 +27,8 @@ python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v curl >/dev/null || need+=(curl)
+# SQL proofs are checked against a real PostgreSQL server (Debian's; the tests start their own).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq

@@ -116,6 +116,19 @@ fn options_produced_by_an_expansion() {
         let cleared = Clearance::read_only(typed);
         assert_eq!(cleared.map(|c| c.command().to_string()).as_deref(), Some(runs), "{typed}");
     }
+    // Each form below is read-only only as merlya writes it: the run gets exactly that text.
+    for (typed, runs) in [
+        ("nstat -az", "nstat -s -az"),
+        ("rpm -Va", "rpm --noscripts -Va"),
+        ("npm ls -g --depth=0", "npm --no-update-notifier --logs-max 0 ls -g --depth=0"),
+        ("npm --version", "npm --no-update-notifier --logs-max 0 --version"),
+        ("sudo -u postgres psql -Atc 'select 1'", "sudo -u postgres psql -X -Atc 'select 1'"),
+        ("curl -s localhost:9200/_cat/nodes?v", "curl -s 'localhost:9200/_cat/nodes?v'"),
+        ("yum history", "yum -C history"),
+    ] {
+        let cleared = Clearance::read_only(typed);
+        assert_eq!(cleared.map(|c| c.command().to_string()).as_deref(), Some(runs), "{typed}");
+    }
     // A value that could split into options is refused.
     assert!(!analyze("head -n $N /etc/hostname").is_read_only());
     assert!(analyze("head -n \"$N\" /etc/hostname").is_read_only());

@@ -60,6 +60,11 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
             Some(url) => Err(format!("kubectl -f {url} fetches a URL from this host")),
             None => Ok(()),
         },
+        Check::Psql => sql(inv, super::sql::Dialect::Postgres, &["-c", "--command"], &["-d", "--dbname"]),
+        Check::Mysql => sql(inv, super::sql::Dialect::Mysql, &["-e", "--execute"], &["-D", "--database"]),
+        Check::Strace => super::tool_checks::strace(inv),
+        Check::Jcmd => super::tool_checks::jcmd(inv),
+        Check::Aws => super::tool_checks::aws(inv),
         // These read the raw words (test) or recurse (shell): handled by the caller.
         Check::Test | Check::Shell => Ok(()),
     }
@@ -69,7 +74,7 @@ fn require_any(inv: &Invocation, options: &[&str], reason: &str) -> Result<(), S
     if options.iter().any(|o| inv.has(o)) { Ok(()) } else { Err(reason.to_string()) }
 }
 
-fn operand_texts(inv: &Invocation) -> Vec<&str> {
+pub(super) fn operand_texts(inv: &Invocation) -> Vec<&str> {
     inv.operands.iter().map(|w| w.text.as_str()).collect()
 }
 
@@ -77,6 +82,33 @@ fn operand_texts(inv: &Invocation) -> Vec<&str> {
 fn words_with_new_line(inv: &Invocation) -> impl Iterator<Item = &str> {
     let values = inv.options.iter().filter_map(|(_, v)| v.as_deref());
     operand_texts(inv).into_iter().chain(values).filter(|w| w.contains('\n'))
+}
+
+// ---------------------------------------------------------------- sql
+
+/// A database client given statements to run: each is proved read-only, and
+/// the database is a plain name (a connection string could name another
+/// server, which would receive the password from ~/.pgpass or ~/.my.cnf).
+fn sql(inv: &Invocation, dialect: super::sql::Dialect, statement: &[&str], database: &[&str]) -> Result<(), String> {
+    let statements: Vec<&str> = statement.iter().flat_map(|o| inv.values(o)).collect();
+    // `psql -l` lists the databases and exits.
+    let lists = inv.has("-l") || inv.has("--list");
+    if statements.is_empty() && !lists {
+        return Err(format!("`{}` without {} runs the statements read from its input", inv.program, statement[0]));
+    }
+    for text in statements {
+        super::sql::read_only_statement(dialect, text).map_err(|why| format!("`{}`: {why}", text.escape_debug()))?;
+    }
+    let names = database.iter().flat_map(|o| inv.values(o)).chain(operand_texts(inv));
+    for name in names {
+        let plain = !name.is_empty()
+            && !name.starts_with('-')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !plain {
+            return Err(format!("`{name}` is not a plain database name (a connection string can name another server)"));
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- less
@@ -263,10 +295,13 @@ fn grep(inv: &Invocation) -> Result<(), String> {
     let pattern_given = inv.program != "grep" || ["-e", "--regexp", "-f", "--file"].iter().any(|o| inv.has(o));
     let starts = inv.operands.iter().skip(usize::from(!pattern_given));
     for start in starts {
-        if start.dynamic || start.glob {
-            return Err(format!("{} -r from `{}`: a folder only known at run time", inv.program, start.text));
-        }
-        let path = super::normal_path(&start.text);
+        let path = match glob_folder(start) {
+            Some(folder) => folder,
+            None if start.dynamic || start.glob => {
+                return Err(format!("{} -r from `{}`: a folder only known at run time", inv.program, start.text));
+            }
+            None => super::normal_path(&start.text),
+        };
         if path == "/" || ["/proc", "/sys", "/dev"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/"))) {
             return Err(format!(
                 "{} -r from `{}` reads kernel files whose reading has effects (/proc/kmsg, environments)",
@@ -275,6 +310,17 @@ fn grep(inv: &Invocation) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The folder every expansion of an absolute glob stays in (`/var/log/app/*.log` →
+/// `/var/log/app`): the literal part before the first glob character, with no `..` after it.
+fn glob_folder(word: &Word) -> Option<String> {
+    if word.dynamic || !word.glob || !word.text.starts_with('/') || word.text.contains("..") {
+        return None;
+    }
+    let literal = &word.text[..word.text.find(['*', '?', '['])?];
+    let folder = &literal[..literal.rfind('/')?];
+    Some(super::normal_path(if folder.is_empty() { "/" } else { folder }))
 }
 
 // ---------------------------------------------------------------- awk

@@ -83,6 +83,9 @@ pub struct Reading {
     /// Options the rendering writes after the program name (the spec's `adds`, when none of
     /// its `require` was given): the invocation was read, and runs, with them.
     pub added: Vec<(String, Option<String>)>,
+    /// Words with glob characters the spec takes literally (`literal_globs`), by id, with their
+    /// text: the rendering quotes them, so the shell never expands what was proved as one word.
+    pub literal_globs: Vec<(usize, String)>,
 }
 
 /// Reads `args` (the words after the program name) against `spec`.
@@ -133,12 +136,21 @@ impl Reader<'_> {
         let mut options_done = false;
         let mut operands = 0usize;
         let mut verb_seen = false;
+        let mut sub_seen = false;
         // After a verb with options of its own (`kubectl logs -f`): the shared options, overridden.
         let mut after_verb: Option<CommandSpec> = None;
         let mut i = 0;
         while i < args.len() {
             let spec = after_verb.as_ref().unwrap_or(spec);
-            let word = &args[i];
+            let literal;
+            let word = match &args[i] {
+                w if spec.literal_globs && w.glob && !w.dynamic && w.opaque.is_none() && w.id.is_some() => {
+                    self.reading.literal_globs.extend(w.id.map(|id| (id, w.text.clone())));
+                    literal = Word { glob: false, leading_glob: false, ..w.clone() };
+                    &literal
+                }
+                w => w,
+            };
             let is_option = !options_done && word.is_literal() && word.text.starts_with('-') && word.text.len() > 1;
             if spec.wraps_after == Some(operands) && !is_option && !(word.is_literal() && word.text == "--") {
                 self.reading.invocation.wrapped = Some(args[i..].to_vec());
@@ -219,12 +231,16 @@ impl Reader<'_> {
                 self.reading.invocation.path.push(name.clone());
                 match subs.get(&name) {
                     Some(sub) => {
-                        self.label = format!("{} {name}", self.label);
+                        let label = self.label.clone();
+                        self.label = format!("{label} {name}");
                         self.walk(sub, &args[i + 1..]);
+                        self.label = label;
                     }
                     None => self.unknown(format!("`{} {name}` is not a read-only subcommand", self.label)),
                 }
-                return;
+                // The program's own `require` and `adds` still hold (`npm ls` runs as `npm --no-update-notifier … ls`).
+                sub_seen = true;
+                break;
             }
             if first_operand && let Some(verbs) = &spec.verbs {
                 verb_seen = true;
@@ -242,6 +258,8 @@ impl Reader<'_> {
                                 self.reading.invocation.path.push(n);
                                 i += 1;
                             }
+                            // `history:,list`: the verb may also stand alone (`yum history`).
+                            None if args.len() == i && next_words.contains(&"") => {}
                             other => self.refuse(format!(
                                 "`{} {verb} {}` is not read-only (only {})",
                                 self.label,
@@ -262,7 +280,7 @@ impl Reader<'_> {
             operands += 1;
             i += 1;
         }
-        if spec.wraps_after == Some(operands) {
+        if spec.wraps_after == Some(operands) && !sub_seen {
             self.reading.invocation.wrapped = Some(Vec::new());
         }
         // With `bare`, a verb also satisfies `require` (`apachectl configtest` or `apachectl -t`).
@@ -278,7 +296,7 @@ impl Reader<'_> {
             self.refuse(format!("`{label}` is read-only only with one of {}", spec.require.join(" ")));
         }
         let needs_verb = spec.verbs.is_some() || spec.subcommands.is_some();
-        if needs_verb && !spec.bare && !verb_seen {
+        if needs_verb && !spec.bare && !verb_seen && !sub_seen {
             self.refuse(format!("`{}` without a read-only subcommand", self.label));
         }
     }

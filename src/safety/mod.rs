@@ -17,7 +17,9 @@ pub mod parse;
 pub mod paths;
 pub mod render;
 pub mod spec;
+pub mod sql;
 pub mod table;
+pub mod tool_checks;
 pub mod words;
 
 use std::collections::HashMap;
@@ -414,6 +416,9 @@ fn check_level(
     }
     if let Some(id) = reading.end_options_after {
         rewrites.overrides.insert(id, Override::EndOptionsAfter);
+    }
+    for (id, text) in &reading.literal_globs {
+        rewrites.overrides.insert(*id, Override::Replace(render::quote(text)));
     }
     if !reading.added.is_empty() {
         let words: Vec<String> = reading

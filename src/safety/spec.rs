@@ -93,6 +93,18 @@ pub enum Check {
     Grep,
     /// kubectl: `-f` names local files, never a URL (kubectl fetches it).
     Kubectl,
+    /// psql: each `-c` is one SQL statement proved read-only (safety::sql); databases are names.
+    Psql,
+    /// mysql: each `-e` is one SQL statement proved read-only (safety::sql); databases are names.
+    Mysql,
+    /// strace: attaches to numbered processes, and `-e` only chooses what is shown (never
+    /// `inject=`, `fault=` or `delay=`, which change what the traced calls do).
+    Strace,
+    /// jcmd: a process and one diagnostic command that only reads.
+    Jcmd,
+    /// aws: `SERVICE describe-*|list-*` (and `sts get-caller-identity`, `s3 ls`), no other
+    /// endpoint, no parameter read from a file or a URL.
+    Aws,
 }
 
 /// The spec of a command or subcommand.
@@ -137,6 +149,9 @@ pub struct CommandSpec {
     pub expression: bool,
     /// The program has no `--` (so an expansion cannot be kept from becoming an option).
     pub no_end_of_options: bool,
+    /// An unquoted `?`, `*` or `[` in its words is meant for the program (a URL's query),
+    /// not the shell: such a word is proved, and runs, quoted (`curl host/_cat/nodes?v`).
+    pub literal_globs: bool,
     /// Options read differently after a verb (`kubectl logs -f` follows; elsewhere `-f` names a
     /// file): after the verb they replace the shared options of the same name.
     pub verb_options: BTreeMap<String, BTreeMap<String, OptionDef>>,
@@ -216,6 +231,8 @@ struct RawCommand {
     #[serde(default)]
     no_end_of_options: bool,
     #[serde(default)]
+    literal_globs: bool,
+    #[serde(default)]
     verb_options: BTreeMap<String, String>,
     #[serde(default)]
     version: String,
@@ -255,6 +272,7 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         cobra: raw.cobra,
         expression: raw.expression,
         no_end_of_options: raw.no_end_of_options,
+        literal_globs: raw.literal_globs,
         version: raw.version.split_whitespace().map(str::to_string).collect(),
         runs: raw.runs.split_whitespace().map(str::to_string).collect(),
         adds: raw

@@ -22,6 +22,7 @@ mod report;
 mod secrets;
 mod sessions;
 mod skills;
+mod sql_read;
 mod ssh;
 mod store_cli;
 mod tui_e2e;

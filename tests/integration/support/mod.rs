@@ -7,6 +7,7 @@ pub mod disk;
 pub mod executor;
 pub mod journald;
 pub mod llm;
+pub mod postgres;
 pub mod sshd;
 pub mod tmux;
 

@@ -1,0 +1,467 @@
+//! A read-only proof for the one SQL statement an operator passes to `psql -c`
+//! or `mysql -e` during an incident (`select * from pg_stat_activity`,
+//! `SHOW PROCESSLIST`, the replication lag).
+//!
+//! SQL is a language the server runs, so this is a proof from a grammar, not a
+//! search for bad words: one statement that starts with SELECT or SHOW, made
+//! of tokens this module reads exactly as both servers do (no backslash, no
+//! comment, no dollar quote, no string prefix, ASCII outside quotes), in which
+//! every function called is on a list of functions that only read, and no
+//! keyword that writes or locks appears (`INTO`, `FOR UPDATE`, a data-changing
+//! `WITH`). Anything else is refused with the reason. What a view or an
+//! operator defined on the server does is the server's own configuration, as
+//! with any program merlya lets read.
+
+/// The server a statement is for: their quoting differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// PostgreSQL (`psql -c`): `"identifier"`, `::` casts.
+    Postgres,
+    /// MySQL and MariaDB (`mysql -e`): `` `identifier` ``, a closing `\G`.
+    Mysql,
+}
+
+/// Functions that only compute or read: aggregates, arithmetic, text and time,
+/// and the servers' status readers. Anything not here (pg_terminate_backend,
+/// set_config, pg_read_file, lo_export, nextval, sleep, load_file, …) is refused.
+const READ_FUNCTIONS: &[&str] = &[
+    // aggregates and windows
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "array_agg",
+    "string_agg",
+    "group_concat",
+    "bool_and",
+    "bool_or",
+    "row_number",
+    "rank",
+    "dense_rank",
+    "lag",
+    "lead",
+    "percentile_cont",
+    "percentile_disc",
+    "stddev",
+    "variance",
+    // arithmetic, comparison, nulls
+    "abs",
+    "round",
+    "floor",
+    "ceil",
+    "ceiling",
+    "trunc",
+    "truncate",
+    "mod",
+    "power",
+    "sqrt",
+    "greatest",
+    "least",
+    "coalesce",
+    "nullif",
+    "ifnull",
+    "if",
+    "isnull",
+    // text
+    "length",
+    "char_length",
+    "octet_length",
+    "lower",
+    "upper",
+    "substring",
+    "substr",
+    "left",
+    "right",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "concat",
+    "concat_ws",
+    "replace",
+    "split_part",
+    "position",
+    "strpos",
+    "format",
+    "lpad",
+    "rpad",
+    "quote_ident",
+    "md5",
+    // time
+    "now",
+    "current_timestamp",
+    "current_date",
+    "clock_timestamp",
+    "statement_timestamp",
+    "age",
+    "extract",
+    "date_part",
+    "date_trunc",
+    "to_char",
+    "to_timestamp",
+    "make_interval",
+    "justify_interval",
+    "unix_timestamp",
+    "from_unixtime",
+    "timestampdiff",
+    "timediff",
+    "sysdate",
+    "utc_timestamp",
+    "date_format",
+    "sec_to_time",
+    // casts and arrays
+    "cast",
+    "convert",
+    "array_length",
+    "cardinality",
+    "unnest",
+    "array_to_string",
+    "generate_series",
+    // who and where
+    "version",
+    "current_user",
+    "session_user",
+    "user",
+    "database",
+    "current_database",
+    "current_schema",
+    "inet_server_addr",
+    "inet_server_port",
+    "inet_client_addr",
+    "connection_id",
+    // PostgreSQL status readers
+    "pg_is_in_recovery",
+    "pg_last_xact_replay_timestamp",
+    "pg_last_wal_receive_lsn",
+    "pg_last_wal_replay_lsn",
+    "pg_current_wal_lsn",
+    "pg_current_wal_insert_lsn",
+    "pg_wal_lsn_diff",
+    "pg_is_wal_replay_paused",
+    "pg_database_size",
+    "pg_total_relation_size",
+    "pg_relation_size",
+    "pg_table_size",
+    "pg_indexes_size",
+    "pg_size_pretty",
+    "pg_postmaster_start_time",
+    "pg_conf_load_time",
+    "pg_backend_pid",
+    "pg_blocking_pids",
+    "pg_get_userbyid",
+    "pg_get_indexdef",
+    "pg_get_viewdef",
+    "pg_get_constraintdef",
+    "pg_get_expr",
+    "format_type",
+    "pg_tablespace_size",
+    "pg_column_size",
+    "pg_stat_get_live_tuples",
+    "pg_stat_get_dead_tuples",
+    "current_setting",
+    "txid_current_snapshot",
+    "pg_jit_available",
+    // MySQL status readers (sys schema)
+    "format_bytes",
+    "format_time",
+    "format_pico_time",
+    "format_path",
+];
+
+/// Keywords that read as `NAME (` without being a call.
+const NOT_CALLS: &[&str] = &[
+    "in",
+    "exists",
+    "any",
+    "all",
+    "some",
+    "over",
+    "filter",
+    "using",
+    "on",
+    "as",
+    "and",
+    "or",
+    "not",
+    "from",
+    "where",
+    "select",
+    "values",
+    "within",
+    "interval",
+    "when",
+    "then",
+    "else",
+    "case",
+    "by",
+    "join",
+    "lateral",
+    "is",
+    "distinct",
+    "having",
+    "union",
+    "except",
+    "intersect",
+    "like",
+    "between",
+    "array",
+    "row",
+];
+
+/// Keywords that make a SELECT write, lock or run something.
+const WRITING_KEYWORDS: &[(&str, &str)] = &[
+    ("into", "writes its result (a table or a file)"),
+    ("update", "locks or changes rows"),
+    ("share", "locks rows"),
+    ("lock", "locks"),
+    ("insert", "changes rows"),
+    ("delete", "changes rows"),
+    ("merge", "changes rows"),
+    ("call", "runs a procedure"),
+    ("do", "runs code"),
+    ("outfile", "writes a file"),
+    ("dumpfile", "writes a file"),
+    ("procedure", "runs a procedure"),
+];
+
+/// Why a statement is refused, or `Ok` when it is proved to read only.
+pub fn read_only_statement(dialect: Dialect, text: &str) -> Result<(), String> {
+    let tokens = tokens(dialect, text)?;
+    let words: Vec<&Token> = tokens.iter().collect();
+    let Some(first) = words.first() else { return Err("an empty statement".into()) };
+    let starts = match &first.kind {
+        Kind::Word(w) => w.to_ascii_lowercase(),
+        _ => String::new(),
+    };
+    if starts != "select" && starts != "show" {
+        return Err(format!("only SELECT and SHOW are proved read-only, not `{}`", first.text));
+    }
+    for (i, token) in words.iter().enumerate() {
+        match &token.kind {
+            Kind::Punct(';') => return Err("more than one statement".into()),
+            Kind::Word(w) => {
+                let lower = w.to_ascii_lowercase();
+                if let Some((_, why)) = WRITING_KEYWORDS.iter().find(|(k, _)| *k == lower) {
+                    return Err(format!("`{w}` {why}"));
+                }
+                let called = matches!(words.get(i + 1).map(|t| &t.kind), Some(Kind::Punct('(')));
+                let qualified = matches!(words.get(i + 1).map(|t| &t.kind), Some(Kind::Punct('.')));
+                if called && !NOT_CALLS.contains(&lower.as_str()) {
+                    let schema =
+                        (i >= 2 && matches!(words[i - 1].kind, Kind::Punct('.'))).then(|| match &words[i - 2].kind {
+                            Kind::Word(s) => s.to_ascii_lowercase(),
+                            _ => String::new(),
+                        });
+                    let schema_ok = match schema.as_deref() {
+                        None => true,
+                        Some(s) => matches!(s, "pg_catalog" | "sys"),
+                    };
+                    if !schema_ok || !READ_FUNCTIONS.contains(&lower.as_str()) {
+                        return Err(format!("`{w}(…)` is not a function known to only read"));
+                    }
+                }
+                // `WITH` could hold a data-changing statement (PostgreSQL); a
+                // SELECT never needs it here.
+                if lower == "with" && !qualified {
+                    return Err("`WITH` can hold a statement that changes data".into());
+                }
+            }
+            Kind::Quoted(_) | Kind::Punct(_) | Kind::Number => {}
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    /// A keyword or a plain identifier.
+    Word(String),
+    /// A string literal or a quoted identifier.
+    Quoted(char),
+    Number,
+    Punct(char),
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    kind: Kind,
+    text: String,
+}
+
+/// Splits `text` into tokens both servers read the same way; refuses the
+/// rest (comments, backslashes, dollar quotes, string prefixes, variables).
+fn tokens(dialect: Dialect, text: &str) -> Result<Vec<Token>, String> {
+    let mut body = text.trim_end_matches([' ', '\t', '\n', '\r']);
+    if dialect == Dialect::Mysql {
+        // mysql's `\G`: the statement's end, shown vertically.
+        body = body.strip_suffix("\\G").unwrap_or(body);
+    }
+    body = body.trim_end_matches([' ', '\t', '\n', '\r']);
+    body = body.strip_suffix(';').unwrap_or(body);
+    let chars: Vec<char> = body.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ' ' | '\t' => i += 1,
+            '\n' | '\r' if dialect == Dialect::Postgres => i += 1,
+            'a'..='z' | 'A'..='Z' | '_' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                if matches!(chars.get(i), Some('\'' | '"' | '`' | '$')) {
+                    return Err(format!(
+                        "`{}` right before a quote or `$` (a string prefix or a variable) is not read here",
+                        chars[start..=i].iter().collect::<String>()
+                    ));
+                }
+                let word: String = chars[start..i].iter().collect();
+                out.push(Token { kind: Kind::Word(word.clone()), text: word });
+            }
+            '0'..='9' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                    i += 1;
+                }
+                let number: String = chars[start..i].iter().collect();
+                if !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    return Err(format!("`{number}` is not a plain number"));
+                }
+                out.push(Token { kind: Kind::Number, text: number });
+            }
+            '\'' | '"' | '`' => {
+                if c == '`' && dialect == Dialect::Postgres {
+                    return Err("a backquote is not PostgreSQL".into());
+                }
+                let start = i;
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => return Err(format!("a quote {c} that does not close")),
+                        Some('\\') => return Err("a backslash in a quoted part (servers read it differently)".into()),
+                        Some(q) if *q == c => {
+                            // A doubled quote is one quote inside; refused: servers differ on it.
+                            if chars.get(i + 1) == Some(&c) {
+                                return Err(format!("a doubled quote {c}{c} inside a quoted part"));
+                            }
+                            i += 1;
+                            break;
+                        }
+                        Some(ch)
+                            if ch.is_control() && !(*ch == '\t' || (*ch == '\n' && dialect == Dialect::Postgres)) =>
+                        {
+                            return Err("a control character in a quoted part".into());
+                        }
+                        Some(_) => i += 1,
+                    }
+                }
+                out.push(Token { kind: Kind::Quoted(c), text: chars[start..i].iter().collect() });
+            }
+            '-' if chars.get(i + 1) == Some(&'-') => return Err("a comment (`--`)".into()),
+            '/' if chars.get(i + 1) == Some(&'*') => return Err("a comment (`/*`)".into()),
+            '#' => return Err("`#` (a comment in MySQL)".into()),
+            ':' if dialect == Dialect::Postgres && chars.get(i + 1) == Some(&':') => {
+                out.push(Token { kind: Kind::Punct(':'), text: "::".into() });
+                i += 2;
+            }
+            ':' => return Err("`:` (a variable or an assignment)".into()),
+            '\n' | '\r' if dialect == Dialect::Mysql => {
+                return Err("a new line (mysql reads its own commands at the start of a line)".into());
+            }
+            '(' | ')' | ',' | '.' | '*' | '=' | '<' | '>' | '+' | '-' | '/' | '%' | '|' | '!' | ';' | '[' | ']'
+            | '~' | '&' | '^' | '@' | '?' => {
+                out.push(Token { kind: Kind::Punct(c), text: c.to_string() });
+                i += 1;
+            }
+            other => return Err(format!("`{}` is not read here", other.escape_debug())),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incident_queries_are_proved() {
+        for q in [
+            "select * from pg_stat_activity",
+            "select count(*) from pg_stat_activity where state='active'",
+            "SELECT pg_is_in_recovery()",
+            "select now() - pg_last_xact_replay_timestamp()",
+            "select datname, pg_size_pretty(pg_database_size(datname)) from pg_database order by 2 desc;",
+            "select pid, now() - query_start as d, query from pg_stat_activity where state <> 'idle' order by d desc limit 10",
+            "select relname, n_dead_tup from pg_stat_user_tables order by n_dead_tup desc limit 5",
+            "select pg_catalog.pg_is_in_recovery()",
+            "select setting::int from pg_settings where name = 'max_connections'",
+            "select * from pg_locks l join pg_stat_activity a on a.pid = l.pid where not granted",
+            "SHOW max_connections",
+            "show all",
+        ] {
+            assert_eq!(read_only_statement(Dialect::Postgres, q), Ok(()), "{q}");
+        }
+        for q in [
+            "SHOW PROCESSLIST",
+            "SHOW FULL PROCESSLIST",
+            "SHOW GLOBAL STATUS LIKE \"Threads_connected\"",
+            "SHOW SLAVE STATUS\\G",
+            "SHOW ENGINE INNODB STATUS\\G",
+            "SELECT table_schema, ROUND(SUM(data_length)/1024/1024) FROM information_schema.tables GROUP BY table_schema",
+            "select sys.format_bytes(sum(data_length)) from information_schema.tables",
+        ] {
+            assert_eq!(read_only_statement(Dialect::Mysql, q), Ok(()), "{q}");
+        }
+    }
+
+    #[test]
+    fn statements_that_write_lock_or_run_code_are_refused() {
+        for q in [
+            "drop table x",
+            "select 1; drop table x",
+            "select pg_terminate_backend(123)",
+            "select pg_cancel_backend(pid) from pg_stat_activity",
+            "select set_config('x', 'y', false)",
+            "select pg_read_file('/etc/passwd')",
+            "select lo_export(1, '/tmp/x')",
+            "select nextval('s')",
+            "select * into t from pg_stat_activity",
+            "select * from t for update",
+            "select * from t for share",
+            "with d as (delete from t returning *) select * from d",
+            "select 1 -- \n; drop table t",
+            "select /* x */ 1",
+            "select E'\\'' , pg_terminate_backend(1)",
+            "select 'a\\', pg_terminate_backend(1), '",
+            "select $$x$$",
+            "select x.pg_terminate_backend(1)",
+            "select public.count(1)",
+            "copy t to '/tmp/x'",
+            "explain analyze delete from t",
+            "\\! id",
+            "select 'a''b'",
+            "select 1 \u{b} ; drop table t",
+            "",
+        ] {
+            assert!(read_only_statement(Dialect::Postgres, q).is_err(), "{q}");
+        }
+        for q in [
+            "select sleep(100)",
+            "select load_file('/etc/passwd')",
+            "select * from t into outfile '/tmp/x'",
+            "select 1 /*! ; drop table t */",
+            "select 1 # \n; drop table t",
+            "system id",
+            "select @a := 1",
+            "select benchmark(100000000, md5(1))",
+            "SHOW SLAVE STATUS\\G drop",
+            "select 'a\\'', sleep(1), '",
+            "pager sh",
+            "select 1\nsystem id",
+        ] {
+            assert!(read_only_statement(Dialect::Mysql, q).is_err(), "{q}");
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! merlya's read-only proof of SQL (`psql -c`) against a real PostgreSQL server: every statement
+//! it proves runs on the server as one statement inside a read-only transaction, and every attack
+//! it refuses is shown to do harm on that server (so the refusal is not of a harmless text).
+
+use merlya::safety::sql::{Dialect, read_only_statement};
+
+use crate::support::postgres::Postgres;
+
+/// Statements an operator types during an incident; merlya must prove each.
+const PROVED: &[&str] = &[
+    "select * from pg_stat_activity",
+    "select count(*) from pg_stat_activity where state='active'",
+    "SELECT pg_is_in_recovery()",
+    "select now() - pg_last_xact_replay_timestamp()",
+    "select datname, pg_size_pretty(pg_database_size(datname)) from pg_database order by 2 desc;",
+    "select pid, now() - query_start as d, query from pg_stat_activity where state <> 'idle' order by d desc limit 10",
+    "select relname, n_dead_tup from pg_stat_user_tables order by n_dead_tup desc limit 5",
+    "select pg_catalog.pg_is_in_recovery()",
+    "select setting::int from pg_settings where name = 'max_connections'",
+    "select * from pg_locks l join pg_stat_activity a on a.pid = l.pid where not granted",
+    "select pid, pg_blocking_pids(pid) from pg_stat_activity where cardinality(pg_blocking_pids(pid)) > 0",
+    "select x from canary",
+    "select count(*) filter (where x > 0) from canary",
+    "select * from generate_series(1, 3)",
+    "select extract(epoch from now() - pg_postmaster_start_time())",
+    "select current_setting('max_connections')",
+    "SHOW max_connections",
+    "show all",
+    "select\n  datname\nfrom pg_database",
+];
+
+/// Attacks on the reading of a statement; each harms the canary table on a real server.
+const ATTACKS: &[&str] = &[
+    "select 1; drop table canary",
+    "select 'a\\'; drop table canary; --'",
+    "select E'\\''; drop table canary; --'",
+    "select 1 /* x */; drop table canary",
+    "select 1 -- x\n; drop table canary",
+    "select $$x$$; drop table canary",
+    "with d as (delete from canary returning *) select * from d",
+    "select * into canary_copy from canary",
+    "select x from canary; truncate canary",
+];
+
+fn canary_intact(pg: &Postgres) -> bool {
+    pg.value("select count(*) from pg_tables where tablename in ('canary', 'canary_copy')") == "1"
+        && pg.value("select count(*) from canary") == "1"
+}
+
+fn reset_canary(pg: &Postgres) {
+    pg.value("drop table if exists canary; drop table if exists canary_copy; create table canary (x int); insert into canary values (1); select 1");
+}
+
+#[test]
+fn proved_statements_read_only_and_refused_attacks_harm_a_real_postgres() {
+    let pg = Postgres::start();
+    reset_canary(&pg);
+    for sql in PROVED {
+        assert_eq!(read_only_statement(Dialect::Postgres, sql), Ok(()), "merlya should prove: {sql}");
+        // The server reads it as statements that succeed in a read-only transaction.
+        let out = pg.psql(sql, &[("PGOPTIONS", "-c default_transaction_read_only=on")]);
+        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(canary_intact(&pg), "{sql} changed the canary");
+    }
+    for sql in ATTACKS {
+        let refused = read_only_statement(Dialect::Postgres, sql);
+        assert!(refused.is_err(), "merlya proved an attack: {sql}");
+        // Run on the server, the attack does harm: the refusal is of something real.
+        pg.psql(sql, &[]);
+        assert!(!canary_intact(&pg), "the attack {sql:?} did nothing on the server; it tests nothing");
+        reset_canary(&pg);
+    }
+}
+
+#[test]
+fn psql_runs_as_rendered_with_no_psqlrc_and_refuses_another_server() {
+    let env = crate::support::TestEnv::new();
+    let allowed = env.run(&["policy", "check", "--", "sudo -u postgres psql -Atc 'select pg_is_in_recovery()'"]);
+    let text = String::from_utf8_lossy(&allowed.stdout).to_string();
+    assert!(allowed.status.success(), "{text}");
+    assert!(text.contains("runs as: sudo -u postgres psql -X -Atc"), "{text}");
+    for refused in [
+        "psql -h db.example -c 'select 1'",
+        "psql 'host=db.example' -c 'select 1'",
+        "psql -c 'select pg_terminate_backend(1)'",
+        "psql -c 'select 1' -o /tmp/out",
+        "mysql -h db.example -e 'show processlist'",
+        "mysql -e 'select load_file(\"/etc/shadow\")'",
+    ] {
+        let out = env.run(&["policy", "check", "--", refused]);
+        assert!(!out.status.success(), "{refused}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
