@@ -187,6 +187,7 @@ mod tests {
             input: None,
             spill: None,
             pty: false,
+            elevated_sandbox: false,
         };
         let result = run("localhost", &prepared(command), &CancellationToken::new(), &events).await.unwrap();
         assert_eq!(result.stdout, "got-pw-local\nend\n", "cat after the password reads end-of-file");
@@ -201,7 +202,15 @@ mod tests {
     async fn a_command_holding_secrets_reaches_the_shell_on_stdin_not_in_argv() {
         let script = "echo from-stdin; cat; echo end".to_string();
         let command = format!("eval \"$(dd bs=1 count={} 2>/dev/null)\"", script.len());
-        let prepared = Prepared { command, sudo: None, mask: Vec::new(), input: Some(script), spill: None, pty: false };
+        let prepared = Prepared {
+            command,
+            sudo: None,
+            mask: Vec::new(),
+            input: Some(script),
+            spill: None,
+            pty: false,
+            elevated_sandbox: false,
+        };
         let tx = crate::exec::no_events();
         let result =
             run("localhost", &prepared, &CancellationToken::new(), &MaskingSender::new(tx, Vec::new())).await.unwrap();

@@ -335,7 +335,12 @@ impl Executor {
         let started = Instant::now();
         let _ = events.send(ExecEvent::Started { host: host.name.clone() }).await;
         let ctx = self.pool.context();
-        let prepare = prepare::prepare(host, command, ctx.secrets.as_ref(), ctx.prompter.as_ref());
+        let hide = || if host.is_local() { sandbox::merlya_itself(self.own_home.as_deref()) } else { Vec::new() };
+        // A proven read that elevates is sandboxed as the user it becomes (prepare knows how).
+        let elevated = (sandboxed && elevates && self.sandbox != sandbox::SandboxMode::Off)
+            .then(|| sandbox::ElevatedRead { mode: self.sandbox, hide: hide() });
+        let prepare =
+            prepare::prepare_read(host, command, ctx.secrets.as_ref(), ctx.prompter.as_ref(), elevated.as_ref());
         let prepared = tokio::select! {
             prepared = prepare => prepared.map_err(|e| RunError::new(HostFailure::NotStarted, e)),
             () = cancel.cancelled() => Err(cancelled()),
@@ -348,10 +353,16 @@ impl Executor {
                 p.spill = self.spill.as_ref().map(|budget| spill::SpillTarget::for_host(budget, &host.name));
                 // A proven read (no password, no secret fed on stdin) runs in the read-only sandbox;
                 // on this machine, without merlya's home and /proc entries.
-                if sandboxed && p.sudo.is_none() && p.input.is_none() {
-                    let hide =
-                        if host.is_local() { sandbox::merlya_itself(self.own_home.as_deref()) } else { Vec::new() };
-                    match sandbox::wrap(&p.command, self.sandbox, elevates, &hide) {
+                let wrap = if sandboxed && !elevates && p.sudo.is_none() && p.input.is_none() {
+                    Some(sandbox::wrap(&p.command, self.sandbox, false, &hide()))
+                } else if sandboxed && elevates && !p.elevated_sandbox {
+                    // An elevation the sandbox could not be put inside: as it is, or refused under `require`.
+                    Some(sandbox::wrap(&p.command, self.sandbox, true, &[]))
+                } else {
+                    None
+                };
+                if let Some(wrapped) = wrap {
+                    match wrapped {
                         Ok(wrapped) => p.command = wrapped,
                         Err(e) => {
                             let result =

@@ -10,7 +10,8 @@ use crate::prompt::Prompter;
 use crate::secrets::SecretSource;
 use crate::secrets::reference::{references, resolve};
 
-use super::sudo::{SudoFeed, sudo_command};
+use super::sandbox::ElevatedRead;
+use super::sudo::{SudoFeed, command_start, sudo_command};
 
 /// What actually runs.
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub struct Prepared {
     /// Run on a pseudo-terminal (doas with a password reads it only from a terminal); stdout
     /// and stderr then arrive as one stream, and the password gate watches it.
     pub pty: bool,
+    /// The elevated command runs inside the read-only sandbox (`prepare_read` put it there).
+    pub elevated_sandbox: bool,
 }
 
 impl Prepared {
@@ -69,6 +72,18 @@ pub async fn prepare(
     secrets: &dyn SecretSource,
     prompter: &dyn Prompter,
 ) -> Result<Prepared, String> {
+    prepare_read(host, command, secrets, prompter, None).await
+}
+
+/// [`prepare`] for a proven read that elevates: with `sandbox`, the command sudo (su, doas) runs
+/// is the read-only sandbox around it, set up as the user it switches to.
+pub async fn prepare_read(
+    host: &Host,
+    command: &str,
+    secrets: &dyn SecretSource,
+    prompter: &dyn Prompter,
+    sandbox: Option<&ElevatedRead>,
+) -> Result<Prepared, String> {
     // A reference resolves only on its own host: `@db:db01:password` never reaches web01.
     if let Some(foreign) = references(command).into_iter().find(|r| r.split(':').nth(1) != Some(host.name.as_str())) {
         return Err(format!(
@@ -85,8 +100,16 @@ pub async fn prepare(
     let mask = resolved.values;
     let text = resolved.text;
     let Some(rest) = text.trim_start().strip_prefix("sudo ") else {
-        return Ok(Prepared { command: text, sudo: None, mask, input: None, spill: None, pty: false }
-            .with_secrets_off_argv(has_secrets));
+        return Ok(Prepared {
+            command: text,
+            sudo: None,
+            mask,
+            input: None,
+            spill: None,
+            pty: false,
+            elevated_sandbox: false,
+        }
+        .with_secrets_off_argv(has_secrets));
     };
     let no_password = |method: &str| {
         format!(
@@ -97,10 +120,25 @@ pub async fn prepare(
     // A fed elevation: the password (masked everywhere) goes to the prompt only.
     let fed = |command: String, feed: SudoFeed, mut mask: Vec<String>, pty: bool| {
         mask.push(feed.password.clone());
-        Prepared { command, sudo: Some(feed), mask, input: None, spill: None, pty }.with_secrets_off_argv(has_secrets)
+        Prepared { command, sudo: Some(feed), mask, input: None, spill: None, pty, elevated_sandbox: false }
+            .with_secrets_off_argv(has_secrets)
     };
-    match host.elevation {
+    // A sandboxed read: sudo's options, then `sh -c WRAPPED` in place of the command.
+    let sandboxed = match sandbox.filter(|_| !has_secrets) {
+        Some(plan) => match command_start(rest)? {
+            Some(at) => Some((rest[..at].trim_end().to_string(), plan.shell(rest[at..].trim())?, plan)),
+            None => None,
+        },
+        None => None,
+    };
+    let with_sandbox = |options: &str, shell: &str| format!("{options} {shell}").trim_start().to_string();
+    let rest_sandboxed = sandboxed.as_ref().map(|(options, shell, _)| with_sandbox(options, shell));
+    let rest_in = rest_sandboxed.as_deref().unwrap_or(rest);
+    // doas with a password runs on a terminal, as it is (never in the sandbox).
+    let applied = sandboxed.is_some() && host.elevation != Elevation::DoasPassword;
+    let prepared = match host.elevation {
         Elevation::SudoPassword => {
+            let rest = rest_in;
             let password = elevation_password(host, "sudo", secrets, prompter)
                 .await
                 .ok_or_else(|| missing_password_error(&host.name))?;
@@ -108,13 +146,23 @@ pub async fn prepare(
             Ok(fed(sudo_command(rest, &feed)?, feed, mask, false))
         }
         Elevation::Doas => {
-            Ok(Prepared { command: doas_command(rest)?, sudo: None, mask, input: None, spill: None, pty: false }
+            // doas.conf may allow only some programs: probe for a shell first (`:` runs as root).
+            let command = match &sandboxed {
+                Some((options, _, plan)) => format!(
+                    "if {} >/dev/null 2>&1; then exec {}; else {}; fi",
+                    doas_command(&with_sandbox(options, "sh -c :"))?,
+                    doas_command(rest_in)?,
+                    plan.without(&doas_command(rest)?)
+                ),
+                None => doas_command(rest)?,
+            };
+            Ok(Prepared { command, sudo: None, mask, input: None, spill: None, pty: false, elevated_sandbox: false }
                 .with_secrets_off_argv(has_secrets))
         }
         Elevation::Su => {
             let password = elevation_password(host, "su", secrets, prompter).await.ok_or_else(|| no_password("su"))?;
             let feed = SudoFeed::for_su(password)?;
-            Ok(fed(su_command(rest, &feed)?, feed, mask, false))
+            Ok(fed(su_command(rest_in, &feed)?, feed, mask, false))
         }
         Elevation::DoasPassword => {
             let password =
@@ -133,12 +181,22 @@ pub async fn prepare(
             let feed = SudoFeed::for_su(password)?;
             Ok(fed(doas_password_command(rest, &feed)?, feed, mask, true))
         }
-        // Never let sudo wait for a password nobody will type.
+        // Never let sudo wait for a password nobody will type. sudoers may allow only some
+        // programs: `sudo -l sh` says whether the sandbox's shell may start.
         Elevation::Sudo | Elevation::None => {
-            Ok(Prepared { command: format!("sudo -n {rest}"), sudo: None, mask, input: None, spill: None, pty: false }
+            let command = match &sandboxed {
+                Some((options, _, plan)) => format!(
+                    "if sudo -n {} >/dev/null 2>&1; then exec sudo -n {rest_in}; else {}; fi",
+                    with_sandbox(options, "-l sh"),
+                    plan.without(&format!("sudo -n {rest}"))
+                ),
+                None => format!("sudo -n {rest}"),
+            };
+            Ok(Prepared { command, sudo: None, mask, input: None, spill: None, pty: false, elevated_sandbox: false }
                 .with_secrets_off_argv(has_secrets))
         }
-    }
+    };
+    prepared.map(|p| Prepared { elevated_sandbox: applied, ..p })
 }
 
 /// The user and command of `sudo [-u USER] COMMAND`, for methods that have
@@ -312,6 +370,69 @@ mod tests {
         assert!(!su.contains("pw"), "{su}");
         // Commands without sudo are untouched whatever the elevation.
         assert_eq!(prepare(&host("old01", Elevation::Su), "id", &Secrets, &NoPrompter).await.unwrap().command, "id");
+    }
+
+    /// The forms a sandboxed elevated read takes; that they run and hold is shown on real hosts
+    /// (tests/integration: exec_safety, local_sandbox).
+    #[tokio::test]
+    async fn an_elevated_read_runs_its_sandbox_as_the_user_it_becomes() {
+        use crate::exec::sandbox::{ElevatedRead, SandboxMode};
+        let prefer = ElevatedRead { mode: SandboxMode::Prefer, hide: Vec::new() };
+        let require = ElevatedRead { mode: SandboxMode::Require, hide: Vec::new() };
+        let shell = prefer.shell("psql -X -c 'select 1'").unwrap();
+        let read = |elevation, plan| async move {
+            prepare_read(
+                &host("db01", elevation),
+                "sudo -u postgres psql -X -c 'select 1'",
+                &Secrets,
+                &NoPrompter,
+                plan,
+            )
+            .await
+            .unwrap()
+        };
+        // Passwordless sudo: the sandbox when sudoers lets a shell start, else the command as it is.
+        let p = read(Elevation::Sudo, Some(&prefer)).await;
+        assert!(p.elevated_sandbox);
+        assert_eq!(
+            p.command,
+            format!(
+                "if sudo -n -u postgres -l sh >/dev/null 2>&1; then exec sudo -n -u postgres {shell}; \
+                 else exec sudo -n -u postgres psql -X -c 'select 1'; fi"
+            )
+        );
+        // …and nothing under `require`.
+        let p = read(Elevation::Sudo, Some(&require)).await;
+        assert!(
+            p.command.contains("else echo 'merlya: elevation here may not start") && p.command.contains("exit 125")
+        );
+        // doas probes for a shell by running `:`.
+        let p = read(Elevation::Doas, Some(&prefer)).await;
+        assert!(
+            p.command
+                .starts_with("if doas -n -u postgres sh -c : >/dev/null 2>&1; then exec doas -n -u postgres sh -c ")
+        );
+        // sudo with a password already runs a shell: the sandbox is that shell's command.
+        let host_with_password = host("web01", Elevation::SudoPassword);
+        let p = prepare_read(
+            &host_with_password,
+            "sudo -u postgres psql -X -c 'select 1'",
+            &Secrets,
+            &NoPrompter,
+            Some(&prefer),
+        )
+        .await
+        .unwrap();
+        let started = p.sudo.as_ref().map(|f| f.started()).unwrap_or_default();
+        assert!(p.elevated_sandbox && p.command.ends_with(&format!("{started} {shell}")), "{}", p.command);
+        assert!(p.command.contains(" -u postgres sh -c "), "{}", p.command);
+        // doas with a password runs on a terminal, as it is.
+        let secrets = Secrets;
+        let p =
+            prepare_read(&host("db01", Elevation::DoasPassword), "sudo id", &secrets, &NoPrompter, Some(&prefer)).await;
+        assert!(p.is_err() || !p.unwrap().elevated_sandbox);
+        // Without a plan nothing changes.
+        assert_eq!(read(Elevation::Sudo, None).await.command, "sudo -n -u postgres psql -X -c 'select 1'");
     }
 
     #[tokio::test]

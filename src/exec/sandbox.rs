@@ -10,8 +10,11 @@
 //! user namespaces disabled runs the command as before under
 //! `policy.readonly_sandbox: prefer`, and not at all under `require`. A command
 //! that elevates (`sudo`, `doas`, `su`, as the proof parsed it:
-//! [`Clearance::elevates`](crate::safety::clearance::Clearance::elevates)) is
-//! never wrapped: a user namespace cannot become root (`require` refuses it).
+//! [`Clearance::elevates`](crate::safety::clearance::Clearance::elevates)) cannot
+//! be wrapped from outside (a user namespace cannot become root): when it is
+//! `sudo … COMMAND`, [`super::prepare`] puts the wrapper inside the elevation
+//! ([`ElevatedRead`]), so it runs as root (or the `-u` user); where sudoers or
+//! doas.conf allow no shell, it runs as it is under `prefer` and not under `require`.
 //!
 //! Inside, files whose mere opening does something (a destructive read of
 //! `/proc/kmsg`, an armed watchdog, a line injected into the kernel log,
@@ -69,6 +72,35 @@ pub fn merlya_itself(home: Option<&std::path::Path>) -> Vec<String> {
         }
     }
     hidden
+}
+
+/// The sandbox a proven read that elevates asks of [`super::prepare`]: there the wrapper runs as
+/// the user sudo (su, doas) switches to, so root gets a plain mount namespace.
+#[derive(Debug, Clone)]
+pub struct ElevatedRead {
+    /// `policy.readonly_sandbox`.
+    pub mode: SandboxMode,
+    /// Files and folders to mask besides the side-effect files.
+    pub hide: Vec<String>,
+}
+
+impl ElevatedRead {
+    /// `sh -c WRAPPED`: the elevated `command` inside the sandbox, as the word list an elevation
+    /// method runs (the wrapper decides on the host, as the target user).
+    pub fn shell(&self, command: &str) -> Result<String, String> {
+        Ok(format!("sh -c {}", quote(&wrap(command, self.mode, false, &self.hide)?)))
+    }
+
+    /// What runs when the method may not start a shell (sudoers or doas.conf allow only some
+    /// programs): the command as it is under `prefer`, nothing under `require`.
+    pub fn without(&self, command: &str) -> String {
+        match self.mode {
+            SandboxMode::Require => format!(
+                "echo 'merlya: elevation here may not start the read-only sandbox (a shell); not run (policy.readonly_sandbox: require)' >&2; exit {UNAVAILABLE}"
+            ),
+            _ => format!("exec {command}"),
+        }
+    }
 }
 
 /// `command` (merlya's rendering of a proven read) as it runs under `mode`, or why it cannot run.

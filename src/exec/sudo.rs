@@ -104,7 +104,7 @@ pub fn sudo_command(rest: &str, feed: &SudoFeed) -> Result<String, String> {
 /// Where the command run by sudo starts in `rest`: `Some(offset)` when sudo
 /// will run a command (the wrapper goes there), `None` for sudo's own modes
 /// (`-v`, `-l`, `-k` alone…) that run nothing.
-fn command_start(rest: &str) -> Result<Option<usize>, String> {
+pub(super) fn command_start(rest: &str) -> Result<Option<usize>, String> {
     let bytes = rest.as_bytes();
     let mut at = 0;
     let (mut shell_mode, mut no_command, mut after_dashes) = (false, false, false);

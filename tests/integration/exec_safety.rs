@@ -365,3 +365,50 @@ fn secret_values_stay_out_of_the_hosts_process_list_and_are_masked_when_encoded(
         assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{} holds the secret", file.display());
     }
 }
+
+/// A proven read that elevates runs in the read-only sandbox too, set up as root inside sudo:
+/// `sudo git status` would rewrite a root-owned index (a write the proof misses); in the sandbox
+/// the write fails and the answer still comes, and `sudo id -u` is still root. With the sandbox
+/// off (the control) the index is rewritten.
+#[test]
+fn an_elevated_read_runs_in_the_read_only_sandbox_as_root() {
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::write(repo.join("f"), "a\n").unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "f"]);
+    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
+    support::set_mode(dir.path(), 0o755);
+    let index = repo.join(".git/index");
+    let stale = || {
+        // A newer mtime with the same content: git status refreshes (rewrites) the index.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        std::fs::write(repo.join("f"), "a\n").unwrap();
+        std::fs::metadata(&index).unwrap().modified().unwrap()
+    };
+    let status = format!("sudo git -C {} status --porcelain", repo.display());
+
+    let before = stale();
+    let records = exec_with_sudo_password(&env, "web01", TEST_PASSWORD, &[&status, "sudo id -u"]);
+    assert_eq!(records[0]["exit_code"], 0, "the diagnostic still works: {records:?}");
+    assert_eq!(std::fs::metadata(&index).unwrap().modified().unwrap(), before, "the index was written as root");
+    assert_eq!(records[1]["stdout"], "0\n", "still root inside: {records:?}");
+
+    let config = env.merlya_home().join("config.yaml");
+    let old = std::fs::read_to_string(&config).unwrap_or_default();
+    std::fs::write(&config, format!("{old}\npolicy:\n  readonly_sandbox: off\n")).unwrap();
+    let before = stale();
+    let records = exec_with_sudo_password(&env, "web01", TEST_PASSWORD, &[&status]);
+    assert_eq!(records[0]["exit_code"], 0, "{records:?}");
+    assert_ne!(
+        std::fs::metadata(&index).unwrap().modified().unwrap(),
+        before,
+        "control: without the sandbox git writes"
+    );
+}

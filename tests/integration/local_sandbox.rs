@@ -163,3 +163,28 @@ fn another_process_of_the_same_user_cannot_read_merlyas_environ() {
     assert!(!theirs.status.success() && theirs.stdout.is_empty(), "merlya's environ was read");
     assert!(text(&theirs.stderr).contains("Permission denied"), "{}", text(&theirs.stderr));
 }
+
+/// A proven read that elevates with passwordless sudo (root here) runs in the sandbox too, as root:
+/// merlya's home is still empty from it, and the index write `git status` makes still fails.
+#[test]
+fn an_elevated_read_on_localhost_is_sandboxed_as_root() {
+    if !sandbox_here() || !Command::new("sudo").args(["-n", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no passwordless sudo here");
+        return;
+    }
+    let env = TestEnv::new();
+    env.ok(&["exec", "localhost", "--", "true"]);
+    let key = env.merlya_home().join("audit.key");
+    assert!(key.exists(), "the audit key is made by the first run");
+    let parent = env.dir.path().display().to_string();
+    let line = format!("sudo find {parent} -maxdepth 2 -name 'audit.k*' -exec cat {{}} ';'");
+    let plain = Command::new("bash").args(["-c", &line]).output().unwrap();
+    assert!(!plain.stdout.is_empty(), "the line reaches the key when nothing hides it");
+    let out = env.run(&["exec", "localhost", "--format", "json", "--", &line]);
+    let record = support::json_lines(&text(&out.stdout)).into_iter().next().expect("a result");
+    assert_eq!(record["exit_code"], 0, "{record}");
+    assert_eq!(record["stdout"], "", "merlya's home is readable from an elevated read: {record}");
+    let who = env.run(&["exec", "localhost", "--format", "json", "--", "sudo id -u"]);
+    let record = support::json_lines(&text(&who.stdout)).into_iter().next().expect("a result");
+    assert_eq!(record["stdout"], "0\n", "{record}");
+}
