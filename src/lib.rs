@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod app;
 pub mod approval;
+pub mod baseline;
 pub mod cli;
 pub mod config;
 pub mod context;

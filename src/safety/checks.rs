@@ -315,7 +315,12 @@ fn grep(inv: &Invocation) -> Result<(), String> {
 /// The folder every expansion of an absolute glob stays in (`/var/log/app/*.log` →
 /// `/var/log/app`): the literal part before the first glob character, with no `..` after it.
 fn glob_folder(word: &Word) -> Option<String> {
-    if word.dynamic || !word.glob || !word.text.starts_with('/') || word.text.contains("..") {
+    if word.dynamic
+        || !word.glob
+        || !word.text.starts_with('/')
+        || word.text.contains("..")
+        || super::paths::glob_may_match_dots(&word.text)
+    {
         return None;
     }
     let literal = &word.text[..word.text.find(['*', '?', '['])?];
@@ -528,6 +533,14 @@ fn service(inv: &Invocation) -> Result<(), String> {
 
 fn rpm(inv: &Invocation) -> Result<(), String> {
     require_any(inv, &["-q", "--query", "-V", "--verify"], "rpm without -q or -V installs or removes packages")?;
+    // Verify mode runs the packages' %verifyscript (of any .rpm file with -p) unless --noscripts.
+    let verifies = inv.has("-V") || inv.has("--verify");
+    if verifies && !inv.has("--noscripts") {
+        return Err("rpm -V without --noscripts runs the packages' verify scriptlets".into());
+    }
+    if verifies && (inv.has("-p") || inv.has("--package")) {
+        return Err("rpm -V -p verifies a package file, whose scriptlets merlya cannot see".into());
+    }
     for format in inv.values("--qf").chain(inv.values("--queryformat")) {
         if format.contains("%(") || format.contains("%{lua") {
             return Err("rpm --queryformat with a macro runs code".into());

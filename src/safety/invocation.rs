@@ -283,6 +283,13 @@ impl Reader<'_> {
         if spec.wraps_after == Some(operands) && !sub_seen {
             self.reading.invocation.wrapped = Some(Vec::new());
         }
+        // `adds` with no `require`: each option of it the command lacks is added (npm needs both of its own).
+        if spec.require.is_empty() && !spec.adds.is_empty() {
+            let missing: Vec<(String, Option<String>)> =
+                spec.adds.iter().filter(|(o, _)| !self.reading.invocation.has(o)).cloned().collect();
+            self.reading.invocation.options.extend(missing.iter().cloned());
+            self.reading.added = missing;
+        }
         // With `bare`, a verb also satisfies `require` (`apachectl configtest` or `apachectl -t`).
         let required_given = spec.require.is_empty()
             || (spec.bare && verb_seen)

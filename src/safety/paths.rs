@@ -92,6 +92,9 @@ pub fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
     if crosses_a_link(t) {
         return refuse("goes up through `..` after a name, which may cross a symbolic link (`/var/run/../proc`)");
     }
+    if word.glob && glob_may_match_dots(t) {
+        return refuse("has a pattern starting with `.` that bash (before 5.2) expands to `..`, anywhere up the tree");
+    }
     let path = normal_path(t);
     if let Some(home) = PRIVATE_HOME.get()
         && (path == *home || path.starts_with(&format!("{home}/")))
@@ -177,6 +180,12 @@ fn crosses_a_link(path: &str) -> bool {
 }
 
 /// Whether the shell pattern `pattern` (`*`, `?`, `[…]`) matches all of `name`.
+/// Whether a part of a glob starts with `.` and holds a pattern character (`.*`, `.?`): bash
+/// matches `.` and `..` with it unless `globskipdots` (5.2 and later) is on.
+pub fn glob_may_match_dots(text: &str) -> bool {
+    text.split('/').any(|part| part.starts_with('.') && part.contains(['*', '?', '[']))
+}
+
 fn glob_match(pattern: &str, name: &str) -> bool {
     fn class(p: &[char], c: char) -> Option<(bool, usize)> {
         // p[0] == '['; returns whether `c` is in the class and the index after `]`.

@@ -163,6 +163,7 @@ pub struct CommandSpec {
     pub runs: Vec<String>,
     /// Options merlya writes after the program name when none of `require` is given, as
     /// `(option, value)`: `blkid` is proved, and runs, as `blkid -c /dev/null` (no cache write).
+    /// With no `require`, each of them the command lacks is written (`npm` needs both of its own).
     pub adds: Vec<(String, Option<String>)>,
 }
 

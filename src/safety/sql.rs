@@ -116,7 +116,6 @@ const READ_FUNCTIONS: &[&str] = &[
     "cardinality",
     "unnest",
     "array_to_string",
-    "generate_series",
     // who and where
     "version",
     "current_user",
@@ -265,6 +264,10 @@ pub fn read_only_statement(dialect: Dialect, text: &str) -> Result<(), String> {
                 if lower == "with" && !qualified {
                     return Err("`WITH` can hold a statement that changes data".into());
                 }
+            }
+            // `"pg_read_file"(…)`, `` `load_file`(…) ``: a quoted name is still a call.
+            Kind::Quoted(q) if *q != '\'' && matches!(words.get(i + 1).map(|t| &t.kind), Some(Kind::Punct('('))) => {
+                return Err(format!("{}(…) calls a function by a quoted name", token.text));
             }
             Kind::Quoted(_) | Kind::Punct(_) | Kind::Number => {}
         }
@@ -437,6 +440,10 @@ mod tests {
             "select 'a\\', pg_terminate_backend(1), '",
             "select $$x$$",
             "select x.pg_terminate_backend(1)",
+            "select \"pg_read_file\"('/etc/passwd')",
+            "select pg_catalog.\"pg_promote\"()",
+            "select U&\"pg_sleep\"(10)",
+            "select * from generate_series(1, 1000000000000)",
             "select public.count(1)",
             "copy t to '/tmp/x'",
             "explain analyze delete from t",
@@ -459,6 +466,8 @@ mod tests {
             "SHOW SLAVE STATUS\\G drop",
             "select 'a\\'', sleep(1), '",
             "pager sh",
+            "select `load_file`('/etc/shadow')",
+            "select `sleep` (10)",
             "select 1\nsystem id",
         ] {
             assert!(read_only_statement(Dialect::Mysql, q).is_err(), "{q}");

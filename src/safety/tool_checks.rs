@@ -81,6 +81,9 @@ const JCMD_READS: &[&str] = &[
 pub(super) fn jcmd(inv: &Invocation) -> Result<(), String> {
     match operand_texts(inv).as_slice() {
         [] | ["-l"] => Ok(()),
+        [process, ..] if process.bytes().all(|b| b.is_ascii_digit()) && *process != "0" => Err(format!(
+            "jcmd {process}: a pid that is not a JVM gets SIGQUIT and dies (name the JVM's main class, from `jcmd -l`, or 0)"
+        )),
         [_process] => Err("jcmd with a process and no command reads commands from its input".into()),
         [_process, command, args @ ..] => {
             if !JCMD_READS.contains(command) {
@@ -112,7 +115,8 @@ pub(super) fn aws(inv: &Invocation) -> Result<(), String> {
     let (Some(service), Some(operation)) = (ops.first(), ops.get(1)) else {
         return Err("aws needs a service and an operation".into());
     };
-    let reads = operation.starts_with("describe-")
+    // `iot describe-endpoint` creates the endpoint when there is none.
+    let reads = (operation.starts_with("describe-") && (*service, *operation) != ("iot", "describe-endpoint"))
         || operation.starts_with("list-")
         || (*service, *operation) == ("sts", "get-caller-identity")
         || (*service, *operation) == ("s3", "ls");

@@ -7,6 +7,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod baselines;
 pub mod capabilities;
 pub mod conversations;
 pub mod history;

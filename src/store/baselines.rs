@@ -1,0 +1,117 @@
+//! Host baselines (issue 26): captured facts per host, the accepted one being
+//! what a drift check compares the host with.
+
+use super::{SqlContext, Store, StoreError, now_rfc3339};
+
+/// One capture of a host's facts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCapture {
+    /// Its row id.
+    pub id: i64,
+    /// The host.
+    pub host: String,
+    /// Whether it is the host's baseline (the state an operator accepted).
+    pub accepted: bool,
+    /// When it was taken (RFC 3339).
+    pub captured_at: String,
+    /// The facts as JSON (see `baseline::Facts`).
+    pub facts: String,
+}
+
+type Row = (i64, String, bool, String, String);
+
+fn capture_of((id, host, accepted, captured_at, facts): Row) -> StoredCapture {
+    StoredCapture { id, host, accepted, captured_at, facts }
+}
+
+impl Store {
+    /// Records a capture of `host`; `accepted` makes it the host's baseline.
+    pub async fn add_capture(&self, host: &str, facts: &str, accepted: bool) -> Result<StoredCapture, StoreError> {
+        let captured_at = now_rfc3339();
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO baselines (host, accepted, captured_at, facts) VALUES (?, ?, ?, ?) RETURNING id",
+        )
+        .bind(host)
+        .bind(accepted)
+        .bind(&captured_at)
+        .bind(facts)
+        .fetch_one(self.pool())
+        .await
+        .map_err(self.write_error("record a host capture"))?;
+        // Only the newest accepted capture and the newest check are worth keeping per host.
+        sqlx::query(
+            "DELETE FROM baselines WHERE host = ? AND id NOT IN (
+                 SELECT MAX(id) FROM baselines WHERE host = ? AND accepted = 1
+                 UNION SELECT MAX(id) FROM baselines WHERE host = ? AND accepted = 0)",
+        )
+        .bind(host)
+        .bind(host)
+        .bind(host)
+        .execute(self.pool())
+        .await
+        .map_err(self.write_error("prune old host captures"))?;
+        Ok(StoredCapture { id, host: host.to_string(), accepted, captured_at, facts: facts.to_string() })
+    }
+
+    /// The baseline of `host` (its newest accepted capture), if any.
+    pub async fn baseline(&self, host: &str) -> Result<Option<StoredCapture>, StoreError> {
+        self.newest_capture(host, true).await
+    }
+
+    /// The newest capture of `host` that is not its baseline, if any.
+    pub async fn last_check(&self, host: &str) -> Result<Option<StoredCapture>, StoreError> {
+        self.newest_capture(host, false).await
+    }
+
+    async fn newest_capture(&self, host: &str, accepted: bool) -> Result<Option<StoredCapture>, StoreError> {
+        let row: Option<Row> = sqlx::query_as(
+            "SELECT id, host, accepted, captured_at, facts FROM baselines WHERE host = ? AND accepted = ?
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(host)
+        .bind(accepted)
+        .fetch_optional(self.pool())
+        .await
+        .ctx("cannot read host baselines")?;
+        Ok(row.map(capture_of))
+    }
+
+    /// Makes the newest check of `host` its baseline ("accept": rebase on what the host is now).
+    /// Returns false when there is no check to accept.
+    pub async fn accept_last_check(&self, host: &str) -> Result<bool, StoreError> {
+        let Some(check) = self.last_check(host).await? else { return Ok(false) };
+        self.add_capture(host, &check.facts, true).await?;
+        Ok(true)
+    }
+
+    /// Every host with a baseline, by name.
+    pub async fn hosts_with_baselines(&self) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar("SELECT DISTINCT host FROM baselines WHERE accepted = 1 ORDER BY host")
+            .fetch_all(self.pool())
+            .await
+            .ctx("cannot read host baselines")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_newest_accepted_capture_is_the_baseline_and_accept_rebases() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("m.db")).await.unwrap();
+        assert_eq!(store.baseline("web01").await.unwrap(), None);
+        store.add_capture("web01", "{\"a\":1}", true).await.unwrap();
+        store.add_capture("web01", "{\"a\":2}", false).await.unwrap();
+        assert_eq!(store.baseline("web01").await.unwrap().unwrap().facts, "{\"a\":1}");
+        assert_eq!(store.last_check("web01").await.unwrap().unwrap().facts, "{\"a\":2}");
+        assert!(store.accept_last_check("web01").await.unwrap());
+        assert_eq!(store.baseline("web01").await.unwrap().unwrap().facts, "{\"a\":2}");
+        assert!(!store.accept_last_check("db01").await.unwrap());
+        assert_eq!(store.hosts_with_baselines().await.unwrap(), ["web01"]);
+        // Old rows are pruned: one baseline and one check per host at most.
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM baselines").fetch_one(store.pool()).await.unwrap();
+        assert_eq!(count, 2);
+    }
+}
