@@ -48,19 +48,21 @@ pub fn script(plan: &CapturePlan, nonce: &str) -> String {
         "getent group".to_string(),
         mark("sysctl"),
         "sysctl -a 2>/dev/null".to_string(),
+        // The host's mounts as init sees them: inside the read-only sandbox every mount is read-only.
         mark("mounts"),
-        "findmnt -rn -o TARGET,SOURCE,FSTYPE,OPTIONS 2>/dev/null".to_string(),
+        "findmnt -rn --task 1 -o TARGET,SOURCE,FSTYPE,OPTIONS 2>/dev/null || findmnt -rn -o TARGET,SOURCE,FSTYPE,OPTIONS 2>/dev/null"
+            .to_string(),
     ];
     if !paths.is_empty() {
+        // md5, as dpkg records its configuration files (`dpkg --verify` of every file takes ~13 s).
         parts.push(mark("files"));
-        parts.push(format!("find {} -xdev -type f -exec sha256sum {{}} + 2>/dev/null", paths.join(" ")));
+        parts.push(format!("find {} -xdev -type f -exec md5sum {{}} + 2>/dev/null", paths.join(" ")));
+        parts.push(mark("conffiles"));
+        parts.push(
+            "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f '${Conffiles}\\n' 2>/dev/null; fi"
+                .to_string(),
+        );
     }
-    parts.push(mark("package_files"));
-    parts.push(
-        "if command -v dpkg >/dev/null 2>&1; then dpkg --verify 2>/dev/null; \
-         elif command -v rpm >/dev/null 2>&1; then rpm -Va 2>/dev/null; fi"
-            .to_string(),
-    );
     for file in &plan.contents {
         parts.push(format!("echo '~~{nonce} contents '{}", quote(file)));
         parts.push(format!("head -c {CONTENTS_CAP} {} 2>/dev/null", quote(file)));
@@ -116,11 +118,19 @@ pub fn parse(output: &str, nonce: &str) -> Result<Facts, CaptureError> {
     let mut facts = Facts::default();
     let mut current: Option<(String, Vec<&str>)> = None;
     let mut ended = false;
-    let flush = |facts: &mut Facts, name: &str, lines: &[&str]| section_facts(facts, name, lines);
+    let mut conffiles: Vec<(String, String)> = Vec::new();
     for line in output.split('\n') {
         if let Some(name) = line.strip_prefix(&marker) {
             if let Some((section, lines)) = current.take() {
-                flush(&mut facts, &section, &lines);
+                if section == "conffiles" {
+                    // ` /etc/x 0123…` (and `obsolete` after the sum of a file no longer shipped).
+                    conffiles.extend(lines.iter().filter_map(|l| {
+                        let mut words = l.split_whitespace();
+                        Some((words.next()?.to_string(), words.next()?.to_string()))
+                    }));
+                } else {
+                    section_facts(&mut facts, &section, &lines);
+                }
             }
             if name == "end" {
                 ended = true;
@@ -134,7 +144,18 @@ pub fn parse(output: &str, nonce: &str) -> Result<Facts, CaptureError> {
     if !ended {
         return Err(CaptureError::Incomplete);
     }
+    package_files(&mut facts, &conffiles);
     Ok(facts)
+}
+
+/// Configuration files that differ from what their package shipped (dpkg's md5 of each), among
+/// the files the capture checksummed.
+fn package_files(facts: &mut Facts, conffiles: &[(String, String)]) {
+    for (path, shipped) in conffiles {
+        if facts.get(Section::Files, path).is_some_and(|md5| md5 != shipped) {
+            facts.insert(Section::PackageFiles, path.clone(), "modified from its package");
+        }
+    }
 }
 
 fn section_facts(facts: &mut Facts, name: &str, lines: &[&str]) {
@@ -188,16 +209,9 @@ fn section_facts(facts: &mut Facts, name: &str, lines: &[&str]) {
             Some((unescape_mount(target), rest.to_string()))
         }),
         "files" => pairs_owned(facts, Section::Files, lines, |l| {
-            // `HASH  PATH`; sha256sum starts the line with `\` when it escaped the name.
+            // `HASH  PATH`; md5sum starts the line with `\` when it escaped the name.
             let (hash, path) = l.trim_start_matches('\\').split_once("  ")?;
             Some((path.to_string(), hash.to_string()))
-        }),
-        "package_files" => pairs_owned(facts, Section::PackageFiles, lines, |l| {
-            // dpkg: `??5??????   /etc/x` or `??5?????? c /etc/x`; rpm: `S.5....T.  c /etc/x`.
-            let flags = l.split_whitespace().next()?;
-            let path = l.split_whitespace().last()?;
-            let conf = if l.split_whitespace().count() == 3 { " (config)" } else { "" };
-            path.starts_with('/').then(|| (path.to_string(), format!("{flags}{conf}")))
         }),
         _ => {}
     }
@@ -243,7 +257,7 @@ mod tests {
         let plan = CapturePlan { paths: vec!["/etc".into(), "/opt/my app".into()], contents: vec!["/etc/motd".into()] };
         let script = script(&plan, "0123");
         let clearance = Clearance::read_only(&script).expect("the capture script is a proven read");
-        assert!(clearance.command().contains("find /etc '/opt/my app' -xdev -type f -exec sha256sum"));
+        assert!(clearance.command().contains("find /etc '/opt/my app' -xdev -type f -exec md5sum"));
     }
 
     #[test]
@@ -253,8 +267,8 @@ mod tests {
             ~~n1 units_failed\nfoo.service loaded failed failed Foo\n~~n1 ports\ntcp LISTEN 0 511 0.0.0.0:80 0.0.0.0:*\n\
             ~~n1 users\nwww-data:x:33:33:www-data:/var/www:/usr/sbin/nologin\n~~n1 groups\nadm:x:4:syslog\n\
             ~~n1 sysctl\nvm.swappiness = 60\n~~n1 mounts\n/ /dev/vda1 ext4 rw,relatime\n/mnt/my\\x20disk /dev/vdb xfs rw\n\
-            ~~n1 files\nabc  /etc/nginx/nginx.conf\n\\def  /etc/odd\\nname\n~~n1 package_files\n??5?????? c /etc/nginx/nginx.conf\n\
-            ??5??????   /usr/bin/x\n~~n1 contents /etc/motd\nhello\n~~n2 end\nstill motd\n~~n1 end\n";
+            ~~n1 files\nabc  /etc/nginx/nginx.conf\n\\def  /etc/odd\\nname\nfff  /etc/kept\n~~n1 conffiles\n /etc/nginx/nginx.conf 0aa\n \
+            /etc/kept fff\n /etc/gone 123 obsolete\n~~n1 contents /etc/motd\nhello\n~~n2 end\nstill motd\n~~n1 end\n";
         let facts = parse(output, "n1").unwrap();
         assert_eq!(facts.get(Section::Os, "pretty_name"), Some("Debian 12"));
         assert_eq!(facts.get(Section::Os, "kernel"), Some("Linux 6.1.0 x86_64"));
@@ -267,8 +281,9 @@ mod tests {
         assert_eq!(facts.get(Section::Sysctl, "vm.swappiness"), Some("60"));
         assert_eq!(facts.get(Section::Mounts, "/mnt/my disk"), Some("/dev/vdb xfs rw"));
         assert_eq!(facts.get(Section::Files, "/etc/nginx/nginx.conf"), Some("abc"));
-        assert_eq!(facts.get(Section::PackageFiles, "/etc/nginx/nginx.conf"), Some("??5?????? (config)"));
-        assert_eq!(facts.get(Section::PackageFiles, "/usr/bin/x"), Some("??5??????"));
+        assert_eq!(facts.get(Section::PackageFiles, "/etc/nginx/nginx.conf"), Some("modified from its package"));
+        assert_eq!(facts.get(Section::PackageFiles, "/etc/kept"), None, "as shipped");
+        assert_eq!(facts.get(Section::PackageFiles, "/etc/gone"), None, "not checksummed");
         // Another nonce's marker in a file is the file's text.
         assert_eq!(facts.get(Section::Contents, "/etc/motd"), Some("hello\n~~n2 end\nstill motd"));
         assert_eq!(parse("~~n1 os\nID=x\n", "n1"), Err(CaptureError::Incomplete));

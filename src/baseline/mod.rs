@@ -11,6 +11,7 @@
 //! accept) and counts what each rule hid.
 
 pub mod capture;
+pub mod check;
 pub mod compare;
 pub mod rules;
 

@@ -184,6 +184,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_config_knows_the_same_sections() {
+        let names: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
+        assert_eq!(names, crate::config::drift::SECTIONS);
+    }
+
+    #[test]
     fn patterns_volatile_rules_and_counts() {
         assert!(matches_pattern("/etc/ssh/ssh_host_*", "/etc/ssh/ssh_host_ed25519_key"));
         assert!(matches_pattern("kernel.random.*", "kernel.random.boot_id"));

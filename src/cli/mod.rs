@@ -22,6 +22,7 @@ pub mod out;
 
 mod approvals;
 mod audit;
+mod baseline;
 mod completions;
 mod config_cmd;
 mod doctor;
@@ -136,6 +137,11 @@ pub enum Command {
     /// Runbooks that work with or without a model: list, show, run NAME --targets T.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Host baselines: capture (accept what hosts are now), accept the last drift check, show.
+    #[command(subcommand)]
+    Baseline(baseline::BaselineCommand),
+    /// What changed on hosts since their baseline, or how they differ from their group.
+    Drift(baseline::DriftArgs),
     /// Print the metrics (Prometheus text format): this home's commands, pipelines, model and MCP calls.
     Metrics,
     /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
@@ -251,6 +257,8 @@ pub fn run(cli: Cli) -> Result<u8> {
             }
             Command::Report(args) => report::run(&ctx, args).await,
             Command::Skill(cmd) => skill::run(&ctx, cmd).await,
+            Command::Baseline(cmd) => baseline::run(&ctx, cmd).await,
+            Command::Drift(args) => baseline::drift(&ctx, args).await,
             Command::Metrics => {
                 ctx.store.seed_metrics().await?;
                 print!("{}", crate::metrics::render());

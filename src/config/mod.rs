@@ -5,6 +5,7 @@
 //! (unknown keys and wrong types are errors naming the line) → apply
 //! environment overrides (errors name the variable) → validate.
 
+pub mod drift;
 mod env_override;
 mod expand;
 pub mod mcp;
@@ -67,6 +68,8 @@ pub struct Config {
     pub audit: AuditConfig,
     /// Limits on the command output merlya keeps on disk.
     pub output: OutputConfig,
+    /// Host baselines and drift checks.
+    pub drift: drift::DriftConfig,
 }
 
 /// Command output spilled to `MERLYA_HOME/logs/output` (what a result does not keep in memory).
@@ -434,7 +437,29 @@ impl Config {
         let witness_ok =
             self.audit.witness.as_deref().is_none_or(|w| crate::store::audit::witness::Witness::parse(w).is_ok());
         let o = &self.output;
-        let checks: [(&str, bool, &str); 23] = [
+        let d = &self.drift;
+        let drift_sections_ok = d.ignore.iter().all(|r| {
+            r.section.as_deref().is_none_or(|s| drift::SECTIONS.contains(&s))
+                && !r.key.is_empty()
+                && !r.name.trim().is_empty()
+        });
+        let checks: [(&str, bool, &str); 26] = [
+            (
+                "drift.interval_secs",
+                d.interval_secs.is_none_or(|s| s >= 10),
+                "expected a number of seconds of at least 10",
+            ),
+            (
+                "drift.paths",
+                d.paths.iter().chain(&d.contents).all(|p| p.starts_with('/')),
+                "expected absolute paths (drift.paths and drift.contents)",
+            ),
+            (
+                "drift.ignore",
+                drift_sections_ok,
+                "expected rules with a name, a key pattern and a section among os, packages, units_enabled, \
+                 units_failed, ports, users, groups, sysctl, mounts, files, package_files, contents",
+            ),
             ("output.spill_max_mb", o.spill_max_mb > 0 && o.spill_max_mb <= 1 << 20, "expected MiB from 1 to 1048576"),
             (
                 "output.spill_total_mb",

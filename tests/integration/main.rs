@@ -10,6 +10,7 @@ mod bad_day;
 mod console;
 mod console_runs;
 mod doctor;
+mod drift;
 mod exec_safety;
 mod input_files;
 mod local_sandbox;

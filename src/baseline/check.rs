@@ -1,0 +1,128 @@
+//! A drift check end to end, shared by `merlya baseline|drift` and the drift
+//! worker: capture (audited reads), record, compare, filter.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::config::drift::DriftConfig;
+use crate::door::Door;
+use crate::exec::EventSender;
+use crate::inventory::Host;
+use crate::store::Store;
+
+use super::capture::{CapturePlan, capture};
+use super::compare::{Report, against_baselines, against_group};
+use super::rules::{Filter, Rule};
+use super::{Facts, Section};
+
+/// What a host is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Against {
+    /// Its own last accepted baseline.
+    #[default]
+    Baseline,
+    /// The majority of the hosts checked together (a tag group).
+    Group,
+}
+
+/// The capture plan the config asks for.
+pub fn plan_of(config: &DriftConfig) -> CapturePlan {
+    CapturePlan { paths: config.paths.clone(), contents: config.contents.clone() }
+}
+
+/// The config's ignore rules; `hosts_of` resolves a target expression to host names.
+pub fn ignore_rules(config: &DriftConfig, hosts_of: impl Fn(&str) -> BTreeSet<String>) -> Vec<Rule> {
+    config
+        .ignore
+        .iter()
+        .map(|r| Rule {
+            name: format!("ignore: {}", r.name),
+            section: r.section.as_deref().and_then(Section::named),
+            key: r.key.clone(),
+            hosts: r.hosts.as_deref().map(&hosts_of),
+        })
+        .collect()
+}
+
+/// What a capture of many hosts gave.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Captured {
+    /// Hosts captured, with how many facts.
+    pub hosts: Vec<(String, usize)>,
+    /// Hosts that could not be captured, with why.
+    pub failed: Vec<(String, String)>,
+}
+
+/// Captures `hosts` and records each capture (`accepted`: as its new baseline).
+pub async fn capture_and_record(
+    door: &Door<'_>,
+    hosts: &[Host],
+    plan: &CapturePlan,
+    accepted: bool,
+    events: &EventSender,
+) -> color_eyre::Result<(Captured, Vec<(String, Facts)>)> {
+    let mut captured = Captured::default();
+    let mut facts = Vec::new();
+    for (host, result) in capture(door, hosts, plan, events).await? {
+        match result {
+            Ok(f) => {
+                let json = serde_json::to_string(&f)?;
+                door.store.add_capture(&host, &json, accepted).await?;
+                captured.hosts.push((host.clone(), f.len()));
+                facts.push((host, f));
+            }
+            Err(e) => captured.failed.push((host, e.to_string())),
+        }
+    }
+    Ok((captured, facts))
+}
+
+/// A drift check's outcome.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    /// The differences and what the rules hid.
+    pub report: Report,
+    /// Who was captured, who failed.
+    pub captured: Captured,
+    /// Hosts with no baseline yet (`merlya baseline capture` first), when comparing with baselines.
+    pub without_baseline: Vec<String>,
+}
+
+/// Captures `hosts` now and compares each with its baseline or with the group.
+pub async fn check(
+    door: &Door<'_>,
+    hosts: &[Host],
+    plan: &CapturePlan,
+    against: Against,
+    filter: Filter,
+    events: &EventSender,
+) -> color_eyre::Result<Checked> {
+    let (captured, now) = capture_and_record(door, hosts, plan, false, events).await?;
+    match against {
+        Against::Group => Ok(Checked { report: against_group(&now, filter), captured, without_baseline: Vec::new() }),
+        Against::Baseline => {
+            let (pairs, without_baseline) = with_baselines(door.store, now).await?;
+            Ok(Checked { report: against_baselines(&pairs, filter), captured, without_baseline })
+        }
+    }
+}
+
+async fn with_baselines(
+    store: &Store,
+    now: Vec<(String, Facts)>,
+) -> color_eyre::Result<(Vec<(String, Facts, Facts)>, Vec<String>)> {
+    let (mut pairs, mut without) = (Vec::new(), Vec::new());
+    for (host, facts) in now {
+        match store.baseline(&host).await? {
+            Some(base) => {
+                let base: Facts = serde_json::from_str(&base.facts)
+                    .map_err(|e| color_eyre::eyre::eyre!("the stored baseline of {host} is unreadable: {e}"))?;
+                pairs.push((host, base, facts));
+            }
+            None => without.push(host),
+        }
+    }
+    Ok((pairs, without))
+}

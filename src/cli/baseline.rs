@@ -1,0 +1,222 @@
+//! `merlya baseline capture|accept|show` and `merlya drift TARGETS`: host
+//! baselines, and what differs from them or from a host's siblings (issue 26).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{Result, eyre};
+use serde_json::json;
+
+use super::{EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, ListFormat};
+use crate::baseline::Facts;
+use crate::baseline::check::{Against, Captured, capture_and_record, check, ignore_rules, plan_of};
+use crate::baseline::compare::Row;
+use crate::baseline::rules::Filter;
+use crate::context::Context;
+use crate::door::Door;
+use crate::exec::Executor;
+use crate::inventory::Host;
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Record each host's facts now as its baseline (the state you accept; first use: everything current).
+    Capture(TargetArgs),
+    /// Make each host's last drift check its baseline (rebase on what it is now).
+    Accept(TargetArgs),
+    /// A host's baseline: facts per section, or every fact with --format json.
+    Show {
+        /// The host.
+        host: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// Hosts: names, globs, @tags, `all`.
+    pub targets: String,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct DriftArgs {
+    /// Hosts: names, globs, @tags, `all`.
+    pub targets: String,
+    /// Compare each host with its own baseline, or with the majority of the hosts named.
+    #[arg(long, value_enum, default_value_t)]
+    pub against: Against,
+    /// Exit 1 when drift is found (like `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ListFormat,
+}
+
+/// Hosts of `targets`, with an executor over them.
+async fn hosts_and_executor(ctx: &Context, targets: &str) -> Result<(Vec<Host>, Arc<Executor>)> {
+    let inventory = ctx.inventory_for(targets).await?;
+    let super::Asking { interactive, prompter, .. } = super::Asking::detect(false);
+    let executor = Arc::new(ctx.executor(inventory.clone(), prompter, interactive)?);
+    let hosts = ctx.resolve_targets(targets, &inventory, &executor.ssh_aliases()).await?;
+    Ok((hosts, executor))
+}
+
+fn door<'a>(
+    ctx: &'a Context,
+    executor: &'a Arc<Executor>,
+    cancel: &'a tokio_util::sync::CancellationToken,
+) -> Door<'a> {
+    let mut door = Door::of_context(ctx, executor, "cli", ctx.config.command_timeout(), cancel);
+    door.parallel = ctx.config.policy.max_parallel.max(1);
+    door
+}
+
+pub async fn run(ctx: &Context, command: BaselineCommand) -> Result<u8> {
+    match command {
+        BaselineCommand::Capture(args) => {
+            let (hosts, executor) = hosts_and_executor(ctx, &args.targets).await?;
+            let cancel = super::cancel_on_signals();
+            let door = door(ctx, &executor, &cancel);
+            let plan = plan_of(&ctx.config.drift);
+            let (captured, _) = capture_and_record(&door, &hosts, &plan, true, &crate::exec::no_events()).await?;
+            print_captured(&captured, args.format)?;
+            Ok(if captured.failed.is_empty() { EXIT_OK } else { EXIT_HOST_FAILED })
+        }
+        BaselineCommand::Accept(args) => {
+            let inventory = ctx.inventory_for(&args.targets).await?;
+            let hosts = ctx.resolve_targets(&args.targets, &inventory, &[]).await?;
+            let mut missing = Vec::new();
+            for host in &hosts {
+                if ctx.store.accept_last_check(&host.name).await? {
+                    println!("{}: the last drift check is now its baseline", host.name);
+                } else {
+                    missing.push(host.name.clone());
+                }
+            }
+            for host in &missing {
+                eprintln!("{host}: no drift check to accept (run `merlya drift {host}` first)");
+            }
+            Ok(if missing.is_empty() { EXIT_OK } else { EXIT_ERROR })
+        }
+        BaselineCommand::Show { host, format } => {
+            let stored = ctx
+                .store
+                .baseline(&host)
+                .await?
+                .ok_or_else(|| eyre!("{host} has no baseline; record one with `merlya baseline capture {host}`"))?;
+            let facts: Facts = serde_json::from_str(&stored.facts)?;
+            match format {
+                ListFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &json!({"host": host, "captured_at": stored.captured_at, "facts": facts})
+                    )?
+                ),
+                ListFormat::Table => {
+                    println!("{host}: baseline of {}", stored.captured_at);
+                    let rows: Vec<Vec<String>> = facts
+                        .sections
+                        .iter()
+                        .map(|(section, facts)| vec![section.to_string(), facts.len().to_string()])
+                        .collect();
+                    print!("{}", super::table::render(&["SECTION", "FACTS"], &rows));
+                }
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn print_captured(captured: &Captured, format: ListFormat) -> Result<()> {
+    match format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(captured)?),
+        ListFormat::Table => {
+            for (host, count) in &captured.hosts {
+                println!("{host}: baseline recorded ({count} facts)");
+            }
+        }
+    }
+    for (host, why) in &captured.failed {
+        eprintln!("{host}: not captured: {}", crate::term_safe::visible(why));
+    }
+    Ok(())
+}
+
+/// `merlya drift TARGETS [--against baseline|group]`.
+pub async fn drift(ctx: &Context, args: DriftArgs) -> Result<u8> {
+    let (hosts, executor) = hosts_and_executor(ctx, &args.targets).await?;
+    let everyone = ctx.store.list_hosts().await?;
+    let hosts_of = |expr: &str| -> BTreeSet<String> {
+        crate::inventory::resolve_targets(expr, &everyone, &[])
+            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
+            .unwrap_or_default()
+    };
+    let filter = Filter::new(ignore_rules(&ctx.config.drift, hosts_of));
+    let cancel = super::cancel_on_signals();
+    let door = door(ctx, &executor, &cancel);
+    let plan = plan_of(&ctx.config.drift);
+    let checked = check(&door, &hosts, &plan, args.against, filter, &crate::exec::no_events()).await?;
+    let hidden = &checked.report.filter.hidden;
+    match args.format {
+        ListFormat::Json => {
+            let value = json!({
+                "against": args.against,
+                "targets": args.targets,
+                "rows": checked.report.rows,
+                "hidden": hidden,
+                "captured": checked.captured,
+                "without_baseline": checked.without_baseline,
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+        ListFormat::Table => {
+            if checked.report.rows.is_empty() {
+                println!("no drift on {} host(s)", checked.captured.hosts.len() - checked.without_baseline.len());
+            } else {
+                let rows: Vec<Vec<String>> = checked.report.rows.iter().map(|r| row_cells(r, &args.targets)).collect();
+                print!("{}", super::table::render(&["", "SECTION", "KEY", "EXPECTED", "FOUND", "HOSTS"], &rows));
+            }
+            let total: usize = hidden.values().sum();
+            if total > 0 {
+                let by: Vec<String> = hidden.iter().map(|(rule, n)| format!("{n} by {rule}")).collect();
+                println!("{total} finding(s) ignored: {}", by.join(", "));
+            }
+        }
+    }
+    for host in &checked.without_baseline {
+        eprintln!("{host}: no baseline yet (record one with `merlya baseline capture {host}`)");
+    }
+    for (host, why) in &checked.captured.failed {
+        eprintln!("{host}: not checked: {}", crate::term_safe::visible(why));
+    }
+    Ok(if !checked.captured.failed.is_empty() {
+        EXIT_HOST_FAILED
+    } else if args.exit_code && !checked.report.rows.is_empty() {
+        EXIT_ERROR
+    } else {
+        EXIT_OK
+    })
+}
+
+/// One table row; a group row says how many of the group agree (`11 of 12 @web`).
+fn row_cells(row: &Row, targets: &str) -> Vec<String> {
+    let shown = |v: &Option<String>| {
+        let text = v.as_deref().map(crate::term_safe::visible).map(|t| t.into_owned()).unwrap_or_else(|| "-".into());
+        if text.chars().count() > 40 { format!("{}…", text.chars().take(39).collect::<String>()) } else { text }
+    };
+    let mut hosts = row.hosts.join(", ");
+    if let Some((agree, total)) = row.agree {
+        hosts.push_str(&format!(" (differs from {agree} of {total} {targets})"));
+    }
+    vec![
+        row.kind.glyph().to_string(),
+        row.section.to_string(),
+        crate::term_safe::visible(&row.key).into_owned(),
+        shown(&row.expected),
+        shown(&row.found),
+        hosts,
+    ]
+}
