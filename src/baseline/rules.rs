@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Section;
+pub use crate::safety::paths::matches_pattern;
 
 /// A rule that hides findings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,30 +154,6 @@ impl Filter {
     pub fn hidden_total(&self) -> usize {
         self.hidden.values().sum()
     }
-}
-
-/// `*` any run of characters, `?` one character, anything else itself.
-pub fn matches_pattern(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]

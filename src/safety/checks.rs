@@ -58,7 +58,7 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
         Check::Grep => grep(inv),
         Check::Kubectl => match inv.values("-f").chain(inv.values("--filename")).find(|f| f.contains("://")) {
             Some(url) => Err(format!("kubectl -f {url} fetches a URL from this host")),
-            None => Ok(()),
+            None => kubectl_secret_values(inv),
         },
         Check::Psql => sql(inv, super::sql::Dialect::Postgres, &["-c", "--command"], &["-d", "--dbname"]),
         Check::Mysql => sql(inv, super::sql::Dialect::Mysql, &["-e", "--execute"], &["-D", "--database"]),
@@ -82,6 +82,27 @@ pub(super) fn operand_texts(inv: &Invocation) -> Vec<&str> {
 fn words_with_new_line(inv: &Invocation) -> impl Iterator<Item = &str> {
     let values = inv.options.iter().filter_map(|(_, v)| v.as_deref());
     operand_texts(inv).into_iter().chain(values).filter(|w| w.contains('\n'))
+}
+
+/// `kubectl get secret … -o yaml|json|jsonpath…` prints the secrets' values (to the model); the
+/// table (`kubectl get secrets`) and `describe` show only names and sizes.
+fn kubectl_secret_values(inv: &Invocation) -> Result<(), String> {
+    let getting = inv.path.first().is_some_and(|v| v == "get");
+    let secret = |o: &str| {
+        let kind = o.split('/').next().unwrap_or_default().to_ascii_lowercase();
+        kind.split(',').any(|k| matches!(k, "secret" | "secrets" | "all"))
+    };
+    // A template read from a file: an error shows the file's text (`-o go-template-file=/etc/shadow`).
+    if let Some(file) = inv.values("-o").chain(inv.values("--output")).find(|o| o.contains("-file=")) {
+        return Err(format!("kubectl -o {file} reads a local file, whose text an error prints"));
+    }
+    let format = inv.values("-o").chain(inv.values("--output")).find(|o| !matches!(*o, "name" | "wide"));
+    match format {
+        Some(format) if getting && operand_texts(inv).iter().any(|o| secret(o)) => Err(format!(
+            "`kubectl get secret -o {format}` prints the secrets' values: they would reach the model (approve it to run it)"
+        )),
+        _ => Ok(()),
+    }
 }
 
 // ---------------------------------------------------------------- sql

@@ -10,6 +10,7 @@
 
 pub mod checks;
 pub mod clearance;
+pub mod credentials;
 pub mod danger;
 pub mod invocation;
 pub mod leaks;
@@ -256,7 +257,7 @@ impl Analysis {
 fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
     for r in &cmd.redirects {
         let Some(target) = &r.target else { continue };
-        if let Some(reason) = side_effect_path(target, true) {
+        if let Some(reason) = side_effect_path(target, true).or_else(|| credentials::credential_read(target, true)) {
             analysis.raise(Class::Mutating, reason);
             continue;
         }
@@ -396,6 +397,11 @@ fn check_level(
         levels.danger = Some(reason);
     }
     if let Some(reason) = args.iter().find_map(|a| side_effect_path(a, levels.after_cd)) {
+        levels.refusals.push(reason);
+    }
+    if !credentials::METADATA_ONLY.contains(&name.as_str())
+        && let Some(reason) = args.iter().find_map(|a| credentials::credential_read(a, levels.after_cd))
+    {
         levels.refusals.push(reason);
     }
     let spec = match table::lookup(&name) {

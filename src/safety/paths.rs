@@ -179,14 +179,39 @@ fn crosses_a_link(path: &str) -> bool {
     false
 }
 
-/// Whether the shell pattern `pattern` (`*`, `?`, `[…]`) matches all of `name`.
+/// `*` any run of characters (`/` included), `?` one character, anything else itself: the
+/// patterns of credential files and of drift rules (not the shell's, see `glob_match`).
+pub fn matches_pattern(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 /// Whether a part of a glob starts with `.` and holds a pattern character (`.*`, `.?`): bash
 /// matches `.` and `..` with it unless `globskipdots` (5.2 and later) is on.
 pub fn glob_may_match_dots(text: &str) -> bool {
     text.split('/').any(|part| part.starts_with('.') && part.contains(['*', '?', '[']))
 }
 
-fn glob_match(pattern: &str, name: &str) -> bool {
+/// Whether the shell pattern `pattern` (`*`, `?`, `[…]`) matches all of `name`.
+pub(super) fn glob_match(pattern: &str, name: &str) -> bool {
     fn class(p: &[char], c: char) -> Option<(bool, usize)> {
         // p[0] == '['; returns whether `c` is in the class and the index after `]`.
         let mut i = 1;
