@@ -17,6 +17,7 @@ mod integrity;
 pub mod lock;
 pub mod metrics;
 pub mod pipelines;
+pub mod resources;
 pub mod secret_names;
 pub mod space;
 
