@@ -133,8 +133,13 @@ pub fn to_literal(dialect: Dialect, value: &Value) -> Result<String, Error> {
 }
 
 fn write_literal(dialect: Dialect, value: &Value, out: &mut String) -> Result<(), Error> {
+    let language = match dialect {
+        Dialect::Hcl => "HCL",
+        Dialect::Json => "JSON",
+        Dialect::Plain => "text",
+    };
     let cannot =
-        |what: &str| Error::new(ErrorKind::InvalidOperation, format!("{what} cannot be written as {dialect:?}"));
+        |what: &str| Error::new(ErrorKind::InvalidOperation, format!("{what} cannot be written as {language}"));
     match value.kind() {
         ValueKind::Undefined => return Err(Error::new(ErrorKind::UndefinedError, "an undefined value")),
         ValueKind::None => out.push_str("null"),
@@ -184,7 +189,7 @@ fn write_literal(dialect: Dialect, value: &Value, out: &mut String) -> Result<()
             }
             out.push_str(if dialect == Dialect::Hcl { " }" } else { "}" });
         }
-        ValueKind::Bytes | ValueKind::Plain | ValueKind::Invalid => return Err(cannot("this value")),
+        // Bytes, objects without a literal form, invalid values.
         _ => return Err(cannot("this value")),
     }
     Ok(())
