@@ -177,3 +177,28 @@ fn every_built_in_template_renders_for_every_provider_with_its_outputs() {
     let basic = registry.get(&"basic-vm".parse::<TemplateRef>().unwrap()).unwrap();
     assert_eq!(basic.template.spec.providers.len(), 4);
 }
+
+#[test]
+fn the_mcp_backend_renders_its_own_entry_point_as_json() {
+    let schema = SCHEMA.replace(
+        "    entry: main.tf.j2\n",
+        "    entry: main.tf.j2\n  - backend: mcp\n    entry: mcp/request.json.j2\n",
+    );
+    let files = BTreeMap::from([
+        ("main.tf.j2".to_string(), MAIN.to_string()),
+        (
+            "mcp/request.json.j2".to_string(),
+            "{\"tool\": \"create_db\", \"arguments\": {\"name\": \"{{ name }}\", \"password\": {{ password | json }}}}\n"
+                .to_string(),
+        ),
+    ]);
+    let t = load(Source::BuiltIn, "probe", &schema, files).unwrap();
+    let given = vec![("name".to_string(), "db \"one\"".to_string())];
+    let a = Answers::resolve(&t.spec, None, Some(Backend::Mcp), &given).unwrap();
+    let rendered = render(&t, &a, &Keyring).unwrap();
+    assert_eq!(rendered.files[0].path, "mcp/request.json");
+    let request: serde_json::Value = serde_json::from_str(rendered.files[0].content()).unwrap();
+    assert_eq!(request["arguments"], serde_json::json!({"name": "db \"one\"", "password": null}));
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(rendered.write(dir.path(), false).unwrap(), [dir.path().join("mcp/request.json")]);
+}
