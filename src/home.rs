@@ -79,6 +79,11 @@ impl MerlyaHome {
         self.root.join("skills")
     }
 
+    /// User IaC templates (one folder each), beside and over the built-in ones.
+    pub fn templates_dir(&self) -> PathBuf {
+        self.root.join("templates")
+    }
+
     /// User theme overrides.
     pub fn themes_dir(&self) -> PathBuf {
         self.root.join("themes")

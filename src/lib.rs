@@ -27,6 +27,7 @@ pub mod mcp_serve;
 pub mod metrics;
 pub mod pipeline;
 pub mod prompt;
+pub mod provision;
 pub mod redact;
 pub mod report;
 pub mod safety;

@@ -36,6 +36,7 @@ mod run;
 mod secret;
 mod skill;
 mod table;
+mod template;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -142,6 +143,9 @@ pub enum Command {
     Baseline(baseline::BaselineCommand),
     /// What changed on hosts since their baseline, or how they differ from their group.
     Drift(baseline::DriftArgs),
+    /// IaC templates (built-in and MERLYA_HOME/templates): list, show, render NAME --var k=v --out DIR.
+    #[command(subcommand)]
+    Template(template::TemplateCommand),
     /// Print the metrics (Prometheus text format): this home's commands, pipelines, model and MCP calls.
     Metrics,
     /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
@@ -215,6 +219,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         None => return crate::app::run_console(&runtime, home, cli.metrics_addr, cli.resume),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
         Some(Command::Policy(cmd)) => return policy::run(cmd),
+        Some(Command::Template(cmd)) => return template::run(&home, cmd),
         Some(Command::Doctor(args)) => return doctor::run(&runtime, home, args),
         Some(Command::Mcp(cmd)) if cmd.edits_config() => return mcp::edit(&home, cmd),
         Some(Command::Completions { shell }) => {
@@ -265,6 +270,7 @@ pub fn run(cli: Cli) -> Result<u8> {
                 Ok(EXIT_OK)
             }
             Command::Config(_) | Command::Policy(_) | Command::Doctor(_) | Command::Completions { .. } => Ok(EXIT_OK),
+            Command::Template(_) => Ok(EXIT_OK),
         };
         // An `init` started early is never left running: the plan awaits it, but a command that failed
         // first (an error, or a plan that stopped before it took the `init`) stops it here. At once

@@ -11,6 +11,7 @@
 //! - values quoted back in parser errors are cut to a readable length ([`shorten`]).
 
 mod yaml_depth;
+pub mod yaml_path;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

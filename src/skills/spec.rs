@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::input::yaml_path::{Seg, key, line_of, render_path, split_field};
+
 /// A runbook: checks run on every target host, findings ranked worst first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -181,13 +183,8 @@ pub struct SkillError {
 /// Parses and checks one skill file's text.
 pub fn parse(file: &str, text: &str) -> Result<Skill, SkillError> {
     let skill: Skill = crate::input::from_yaml(text).map_err(|e| {
-        let line = e.line();
-        let message = e.message().to_string();
-        let (field, message) = match message.split_once(": ") {
-            Some((field, rest)) if !field.contains(' ') => (field.to_string(), rest.to_string()),
-            _ => ("(file)".to_string(), message),
-        };
-        SkillError { file: file.into(), line, field, message }
+        let (field, message) = split_field(e.message());
+        SkillError { file: file.into(), line: e.line(), field, message }
     })?;
     validate(&skill).map_err(|(path, message)| SkillError {
         file: file.into(),
@@ -196,29 +193,6 @@ pub fn parse(file: &str, text: &str) -> Result<Skill, SkillError> {
         message,
     })?;
     Ok(skill)
-}
-
-/// A step of a field path: a key, or an index in a list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-fn key(k: &str) -> Seg {
-    Seg::Key(k.to_string())
-}
-
-fn render_path(path: &[Seg]) -> String {
-    let mut out = String::new();
-    for seg in path {
-        match seg {
-            Seg::Key(k) if out.is_empty() => out.push_str(k),
-            Seg::Key(k) => out.push_str(&format!(".{k}")),
-            Seg::Index(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
 }
 
 type Invalid = (Vec<Seg>, String);
@@ -320,51 +294,6 @@ fn validate_step(skill: &Skill, step: &Step) -> Result<(), (&'static str, String
         }
     }
     Ok(())
-}
-
-/// The line where `path` is written in block-style YAML `text` (best effort; `None` when not found).
-fn line_of(text: &str, path: &[Seg]) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    let (mut from, mut parent_indent, mut found) = (0usize, -1i64, None);
-    for seg in path {
-        let mut hit = None;
-        let mut index = 0usize;
-        for (n, line) in lines.iter().enumerate().skip(from) {
-            let trimmed = line.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-            let indent = (line.len() - trimmed.len()) as i64;
-            if n > from && indent <= parent_indent && found.is_some() {
-                break;
-            }
-            match seg {
-                Seg::Key(k) => {
-                    let body = trimmed.strip_prefix("- ").unwrap_or(trimmed);
-                    if indent > parent_indent && body.strip_prefix(k.as_str()).is_some_and(|rest| rest.starts_with(':'))
-                    {
-                        let extra = (trimmed.len() - body.len()) as i64;
-                        hit = Some((n, indent + extra));
-                        break;
-                    }
-                }
-                Seg::Index(i) => {
-                    if indent > parent_indent - 1 && trimmed.starts_with("- ") {
-                        if index == *i {
-                            hit = Some((n, indent + 1));
-                            break;
-                        }
-                        index += 1;
-                    }
-                }
-            }
-        }
-        let (n, indent) = hit?;
-        found = Some(n);
-        from = n;
-        parent_indent = indent;
-    }
-    found.map(|n| n + 1)
 }
 
 /// Reads every `*.yaml` / `*.yml` file of `dir` (sorted); a missing folder has none. One that cannot

@@ -26,4 +26,5 @@ mod skills;
 mod sql_read;
 mod ssh;
 mod store_cli;
+mod template;
 mod tui_e2e;

@@ -9,6 +9,7 @@ pub mod journald;
 pub mod llm;
 pub mod postgres;
 pub mod sshd;
+pub mod terraform;
 pub mod tmux;
 
 use std::path::{Path, PathBuf};
