@@ -31,6 +31,7 @@ mod hosts;
 mod mcp;
 mod pipeline;
 mod policy;
+mod provision;
 mod report;
 mod run;
 mod secret;
@@ -143,6 +144,12 @@ pub enum Command {
     Baseline(baseline::BaselineCommand),
     /// What changed on hosts since their baseline, or how they differ from their group.
     Drift(baseline::DriftArgs),
+    /// Make, change or destroy a resource from a template, through approval.
+    #[command(subcommand)]
+    Provision(provision::ProvisionCommand),
+    /// The state tracker: provisioned resources, their lifecycle and drift.
+    #[command(subcommand)]
+    State(provision::StateCommand),
     /// IaC templates (built-in and MERLYA_HOME/templates): list, show, render NAME --var k=v --out DIR.
     #[command(subcommand)]
     Template(template::TemplateCommand),
@@ -264,6 +271,8 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Skill(cmd) => skill::run(&ctx, cmd).await,
             Command::Baseline(cmd) => baseline::run(&ctx, cmd).await,
             Command::Drift(args) => baseline::drift(&ctx, args).await,
+            Command::Provision(cmd) => provision::provision(&ctx, cmd).await,
+            Command::State(cmd) => provision::state(&ctx, cmd).await,
             Command::Metrics => {
                 ctx.store.seed_metrics().await?;
                 print!("{}", crate::metrics::render());

@@ -303,9 +303,33 @@ enum Mode {
     Rollback,
 }
 
+/// Runs a change that touches only this machine (a provisioned resource's Terraform folder) as
+/// `merlya pipeline run` does; returns the exit code and the run's record.
+pub(super) async fn drive_change(
+    ctx: &Context,
+    change: Box<dyn Change>,
+    opts: &ChangeOpts,
+) -> Result<(u8, PipelineRun)> {
+    let inventory = ctx.inventory_for(crate::inventory::LOCALHOST).await?;
+    drive_run(ctx, change, inventory, None, opts, Mode::Run, Wiring::new()).await
+}
+
 /// Runs (or resumes, or rolls back) `change` on `inventory`'s hosts with live output and stage lines,
 /// and maps its end to an exit code.
 async fn drive(
+    ctx: &Context,
+    change: Box<dyn Change>,
+    inventory: Vec<crate::inventory::Host>,
+    old: Option<PipelineRun>,
+    opts: &ChangeOpts,
+    mode: Mode,
+    wiring: Wiring,
+) -> Result<u8> {
+    drive_run(ctx, change, inventory, old, opts, mode, wiring).await.map(|(code, _)| code)
+}
+
+/// [`drive`], with the run's record.
+async fn drive_run(
     ctx: &Context,
     mut change: Box<dyn Change>,
     inventory: Vec<crate::inventory::Host>,
@@ -313,7 +337,7 @@ async fn drive(
     opts: &ChangeOpts,
     mode: Mode,
     wiring: Wiring,
-) -> Result<u8> {
+) -> Result<(u8, PipelineRun)> {
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(opts.yes);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
@@ -361,13 +385,14 @@ async fn drive(
         }
         eprintln!("change {}: {} (merlya pipeline show {})", done.id, word(done.status), done.id);
     }
-    Ok(match done.status {
+    let code = match done.status {
         PipelineStatus::Succeeded => EXIT_OK,
         PipelineStatus::Denied | PipelineStatus::Stopped => EXIT_REFUSED,
         PipelineStatus::Cancelled => EXIT_CANCELLED,
         PipelineStatus::RolledBack if mode == Mode::Rollback => EXIT_OK,
         _ => EXIT_HOST_FAILED,
-    })
+    };
+    Ok((code, done))
 }
 
 fn word(status: PipelineStatus) -> String {

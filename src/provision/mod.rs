@@ -7,3 +7,4 @@
 //! the state tracker (what was made from which answers, and its drift) join here as siblings.
 
 pub mod template;
+pub mod tracker;

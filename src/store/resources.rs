@@ -310,6 +310,18 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces a resource's stored answers (an update re-renders from them).
+    pub async fn update_answers(&self, id: &str, answers: &serde_json::Value) -> Result<(), StoreError> {
+        sqlx::query("UPDATE resources SET answers = ?, updated_at = ? WHERE id = ?")
+            .bind(answers.to_string())
+            .bind(now_rfc3339())
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(self.write_error("record a resource's answers"))?;
+        Ok(())
+    }
+
     /// Keeps a snapshot of a resource (its expected, actual and outputs, and the state file's text).
     pub async fn add_snapshot(&self, id: &str, data: &serde_json::Value) -> Result<i64, StoreError> {
         sqlx::query_scalar("INSERT INTO snapshots (resource_id, data, created_at) VALUES (?, ?, ?) RETURNING id")

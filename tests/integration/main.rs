@@ -19,6 +19,7 @@ mod mcp_server;
 mod metrics;
 mod pipeline;
 mod pipeline_ansible;
+mod provision;
 mod report;
 mod secrets;
 mod sessions;

@@ -1,0 +1,402 @@
+//! `merlya provision create|update|delete` and `merlya state list|show|check|import` (issue 26):
+//! templates rendered into a resource's own folder under MERLYA_HOME/resources, applied through the
+//! one change path (plan → diff → summary → approval → apply → post-check → rollback), and the state
+//! tracker's record of each resource: its lifecycle and, apart from it, its drift.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use color_eyre::eyre::{Result, bail, eyre};
+use serde_json::json;
+
+use super::pipeline::{ChangeOpts, drive_change, key_value};
+use super::{EXIT_ERROR, EXIT_OK, ListFormat};
+use crate::context::Context;
+use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::pipeline::vars::Vars;
+use crate::pipeline::{Env, PipelineStatus};
+use crate::provision::template::value::parse_text;
+use crate::provision::template::{Answers, Registry, TemplateRef, render};
+use crate::provision::tracker::{judge, read_state};
+use crate::store::resources::{Applied, Drift, Lifecycle, NewResource, Resource};
+
+#[derive(Debug, Subcommand)]
+pub enum ProvisionCommand {
+    /// Render TEMPLATE into a new resource and apply it (through approval).
+    Create {
+        /// `name` or `name:version`.
+        template: TemplateRef,
+        /// The provider (the template's only one when omitted).
+        #[arg(long)]
+        provider: Option<String>,
+        /// A variable, `name=value` (repeatable; `@service:host:field` for a secret).
+        #[arg(long = "var", value_parser = key_value)]
+        vars: Vec<(String, String)>,
+        /// The resource's name (default: TEMPLATE-N).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+    /// Re-render a resource from its stored answers with these changed, and apply (through approval).
+    Update {
+        /// The resource (name or id).
+        resource: String,
+        #[arg(long = "var", value_parser = key_value)]
+        vars: Vec<(String, String)>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+    /// Destroy a resource (through approval): its configuration emptied, its state kept.
+    Delete {
+        /// The resource (name or id).
+        resource: String,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Every resource: lifecycle, drift, last check.
+    List {
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// One resource, in full (secrets are references, sensitive values masked).
+    Show {
+        resource: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
+    /// Check for drift: every resource, or one.
+    Check(CheckArgs),
+    /// Observe an existing Terraform folder (drift only; merlya never changes it).
+    Import {
+        /// The folder (its configuration and terraform.tfstate).
+        dir: PathBuf,
+        /// The name to list it under.
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// One resource (name or id); every resource when omitted.
+    pub resource: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ListFormat,
+}
+
+fn registry(ctx: &Context) -> Registry {
+    Registry::load(&ctx.home.templates_dir())
+}
+
+fn keyring(ctx: &Context, answers: &Answers) -> Box<dyn crate::secrets::SecretSource> {
+    if answers.needs_keyring() {
+        Box::new(crate::secrets::Secrets::open(ctx.config.secrets.backend))
+    } else {
+        Box::new(crate::secrets::Secrets::memory())
+    }
+}
+
+/// Renders `answers` into `dir` (emptied first: the folder holds only what merlya rendered, and the state).
+fn render_into(ctx: &Context, answers: &Answers, template: &TemplateRef, dir: &std::path::Path) -> Result<()> {
+    let registry = registry(ctx);
+    let entry = registry.get(template)?;
+    answers.check(&entry.template.spec)?;
+    let rendered = render(&entry.template, answers, keyring(ctx, answers).as_ref())?;
+    clear_configuration(dir)?;
+    rendered.write(dir, true)?;
+    Ok(())
+}
+
+/// Removes the configuration files of `dir`, keeping Terraform's own (state, lock file, providers).
+fn clear_configuration(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| eyre!("cannot create {}: {e}", dir.display()))?;
+    for entry in std::fs::read_dir(dir).map_err(|e| eyre!("cannot read {}: {e}", dir.display()))?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let keep = name.starts_with("terraform.tfstate") || name.starts_with(".terraform");
+        if !keep && entry.path().is_file() {
+            std::fs::remove_file(entry.path()).map_err(|e| eyre!("cannot remove {}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies `dir` through the change path; records the operation before it starts and how it ended.
+async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &ChangeOpts) -> Result<u8> {
+    let verb = match operation {
+        Lifecycle::Creating => "create",
+        Lifecycle::Deleting => "delete",
+        _ => "update",
+    };
+    ctx.store.begin_operation(&resource.id, operation, verb).await?;
+    let dir = PathBuf::from(&resource.workdir);
+    let change = TerraformChange::new(TerraformSpec { dir: dir.clone(), vars: Vars::new(Vec::new()) });
+    let (code, run) = drive_change(ctx, Box::new(change), opts).await?;
+    let state = read_state(&dir).map_err(|e| eyre!(e))?;
+    let status = match run.status {
+        PipelineStatus::Succeeded if operation == Lifecycle::Deleting => Lifecycle::Deleted,
+        PipelineStatus::Succeeded => Lifecycle::Active,
+        // Nothing was applied: the resource is where it was.
+        PipelineStatus::Denied | PipelineStatus::Stopped if resource.status == Lifecycle::Pending => Lifecycle::Pending,
+        PipelineStatus::Denied | PipelineStatus::Stopped => resource.status,
+        _ => Lifecycle::Failed,
+    };
+    let applied = run.status == PipelineStatus::Succeeded;
+    let done = Applied {
+        status,
+        expected: applied.then(|| state.resources.clone()),
+        outputs: applied.then(|| state.outputs.clone()),
+        tf_serial: state.serial,
+        tf_lineage: state.lineage.clone(),
+    };
+    ctx.store.finish_operation(&resource.id, &done).await?;
+    if applied {
+        ctx.store
+            .add_snapshot(&resource.id, &json!({"run": run.id, "expected": state.resources, "outputs": state.outputs}))
+            .await?;
+    }
+    eprintln!("resource {}: {}", resource.name, status.as_str());
+    Ok(code)
+}
+
+pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
+    match command {
+        ProvisionCommand::Create { template, provider, vars, name, opts } => {
+            let registry = registry(ctx);
+            let entry = registry.get(&template)?;
+            let answers = Answers::resolve(&entry.template.spec, provider.as_deref(), None, &vars)?;
+            let existing = ctx.store.list_resources().await?;
+            let name = name.unwrap_or_else(|| format!("{}-{}", entry.template.spec.name, existing.len() + 1));
+            crate::inventory::host::validate_name(&name).map_err(|e| eyre!("--name: {e}"))?;
+            if ctx.store.resource(&name).await?.is_some() {
+                bail!("a resource named {name} exists (`merlya state show {name}`); choose another --name");
+            }
+            let dir = ctx.home.root().join("resources").join(&name);
+            if dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false) {
+                bail!("{} is not empty; choose another --name", dir.display());
+            }
+            let reference =
+                TemplateRef { name: answers.template.clone(), version: Some(entry.template.spec.version.clone()) };
+            render_into(ctx, &answers, &reference, &dir)?;
+            let new = NewResource {
+                name,
+                template: reference.to_string(),
+                provider: answers.provider.to_string(),
+                backend: answers.backend.to_string(),
+                answers: serde_json::to_value(&answers)?,
+                tags: answers_tags(&answers),
+                workdir: dir.to_string_lossy().into_owned(),
+                observe_only: false,
+            };
+            let resource = ctx.store.add_resource(&new).await?;
+            apply(ctx, &resource, Lifecycle::Creating, &opts).await
+        }
+        ProvisionCommand::Update { resource, vars, opts } => {
+            let resource = changeable(ctx, &resource).await?;
+            let mut answers: Answers = serde_json::from_value(resource.answers.clone())
+                .map_err(|e| eyre!("the stored answers of {} are unreadable: {e}", resource.name))?;
+            let reference: TemplateRef = resource.template.parse().map_err(|e: String| eyre!(e))?;
+            let registry = registry(ctx);
+            let spec = &registry.get(&reference)?.template.spec;
+            for (name, text) in &vars {
+                let variable =
+                    spec.variable(name).ok_or_else(|| eyre!("template {} has no variable {name}", spec.name))?;
+                let value = parse_text(variable.kind, text).map_err(|e| eyre!("variable {name}: {e}"))?;
+                answers.values.insert(variable.name.clone(), value);
+            }
+            render_into(ctx, &answers, &reference, std::path::Path::new(&resource.workdir))?;
+            ctx.store.update_answers(&resource.id, &serde_json::to_value(&answers)?).await?;
+            apply(ctx, &resource, Lifecycle::Updating, &opts).await
+        }
+        ProvisionCommand::Delete { resource, opts } => {
+            let resource = changeable(ctx, &resource).await?;
+            let dir = std::path::Path::new(&resource.workdir);
+            clear_configuration(dir)?;
+            // A configuration with nothing in it: its plan destroys everything the state holds.
+            let empty = "# Emptied by `merlya provision delete`: applying it destroys what the state holds.\n";
+            crate::home::write_private(&dir.join("main.tf"), empty.as_bytes())
+                .map_err(|e| eyre!("cannot write {}: {e}", dir.display()))?;
+            apply(ctx, &resource, Lifecycle::Deleting, &opts).await
+        }
+    }
+}
+
+fn answers_tags(answers: &Answers) -> serde_json::Value {
+    serde_json::to_value(answers).ok().and_then(|a| a["values"].get("tags").cloned()).unwrap_or(json!({}))
+}
+
+async fn changeable(ctx: &Context, id: &str) -> Result<Resource> {
+    let resource = ctx.store.resource(id).await?.ok_or_else(|| eyre!("no resource {id} (`merlya state list`)"))?;
+    if resource.observe_only {
+        bail!("{} was imported to be observed only: merlya does not change it", resource.name);
+    }
+    if resource.status == Lifecycle::Deleted {
+        bail!("{} is deleted", resource.name);
+    }
+    Ok(resource)
+}
+
+pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
+    match command {
+        StateCommand::List { format } => {
+            let resources = ctx.store.list_resources().await?;
+            if format == ListFormat::Json {
+                println!("{}", serde_json::to_string_pretty(&resources)?);
+                return Ok(EXIT_OK);
+            }
+            let rows: Vec<Vec<String>> = resources
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        if r.template.is_empty() { "(imported)".into() } else { r.template.clone() },
+                        r.status.as_str(),
+                        r.drift.as_str(),
+                        r.last_checked_at.clone().unwrap_or_else(|| "never".into()),
+                    ]
+                })
+                .collect();
+            print!("{}", super::table::render(&["NAME", "TEMPLATE", "STATUS", "DRIFT", "CHECKED"], &rows));
+            Ok(EXIT_OK)
+        }
+        StateCommand::Show { resource, format } => {
+            let r = ctx.store.resource(&resource).await?.ok_or_else(|| eyre!("no resource {resource}"))?;
+            let snapshots = ctx.store.snapshots(&r.id).await?;
+            let value = json!({"resource": r, "snapshots": snapshots.len()});
+            match format {
+                ListFormat::Json => println!("{}", serde_json::to_string_pretty(&value)?),
+                ListFormat::Table => {
+                    println!("{} ({}) — {}, drift {}", r.name, r.id, r.status.as_str(), r.drift.as_str());
+                    println!("template: {}  provider: {}  backend: {}", r.template, r.provider, r.backend);
+                    println!("folder:   {}", r.workdir);
+                    if !r.drift_detail.is_empty() {
+                        println!("drift:\n  {}", r.drift_detail.replace('\n', "\n  "));
+                    }
+                    println!("outputs:  {}", r.outputs);
+                    println!("snapshots: {}", snapshots.len());
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        StateCommand::Check(args) => check(ctx, args).await,
+        StateCommand::Import { dir, name } => {
+            let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
+            if !dir.join("terraform.tfstate").is_file() {
+                bail!("{} has no terraform.tfstate to observe", dir.display());
+            }
+            let state = read_state(&dir).map_err(|e| eyre!(e))?;
+            let new = NewResource {
+                name: name.clone(),
+                provider: "terraform".into(),
+                backend: "terraform".into(),
+                workdir: dir.to_string_lossy().into_owned(),
+                observe_only: true,
+                ..Default::default()
+            };
+            let resource = ctx.store.add_resource(&new).await?;
+            let observed = Applied {
+                status: Lifecycle::Active,
+                expected: Some(state.resources),
+                outputs: Some(state.outputs),
+                tf_serial: state.serial,
+                tf_lineage: state.lineage,
+            };
+            ctx.store.finish_operation(&resource.id, &observed).await?;
+            println!("{name}: observed (drift only; merlya never changes it)");
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+/// Two plans per resource (refresh-only, then normal), never an apply: the verdict and what was found.
+async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
+    let resources = match &args.resource {
+        Some(id) => vec![ctx.store.resource(id).await?.ok_or_else(|| eyre!("no resource {id}"))?],
+        None => ctx.store.list_resources().await?,
+    };
+    let inventory = ctx.inventory_for(crate::inventory::LOCALHOST).await?;
+    let executor =
+        std::sync::Arc::new(ctx.executor(inventory, std::sync::Arc::new(crate::prompt::NoPrompter), false)?);
+    let gate = crate::approval::ApprovalGate::with_policy(
+        std::sync::Arc::new(crate::approval::DenyAll),
+        ctx.store.clone(),
+        &ctx.config.policy,
+    );
+    let env = Env::from_context(ctx, executor, gate, super::cancel_on_signals(), crate::exec::no_events());
+    let mut results = Vec::new();
+    let mut failed = false;
+    for r in resources.iter().filter(|r| r.status != Lifecycle::Deleted) {
+        let crashed = r.status.in_progress();
+        match read_drift(&env, r).await {
+            Ok((drift, detail, actual)) => {
+                ctx.store.record_check(&r.id, drift, &detail.join("\n"), &actual, crashed).await?;
+                if drift != Drift::NoDrift {
+                    crate::metrics::drift(1);
+                }
+                results.push(json!({"resource": r.name, "drift": drift, "detail": detail, "crashed": crashed}));
+            }
+            Err(e) => {
+                failed = true;
+                ctx.store.record_check(&r.id, Drift::Unknown, &e, &json!({}), crashed).await?;
+                results.push(json!({"resource": r.name, "drift": Drift::Unknown, "detail": [e], "crashed": crashed}));
+            }
+        }
+    }
+    match args.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+        ListFormat::Table => {
+            for r in &results {
+                println!("{}: {}", r["resource"].as_str().unwrap_or("?"), r["drift"].as_str().unwrap_or("?"));
+                for line in r["detail"].as_array().into_iter().flatten() {
+                    println!("  {}", crate::term_safe::visible(line.as_str().unwrap_or_default()));
+                }
+                if r["crashed"] == true {
+                    println!("  an operation started and never finished: the resource is unknown");
+                }
+            }
+        }
+    }
+    Ok(if failed { EXIT_ERROR } else { EXIT_OK })
+}
+
+async fn read_drift(env: &Env, r: &Resource) -> std::result::Result<(Drift, Vec<String>, serde_json::Value), String> {
+    use crate::pipeline::tool::{ToolCall, run};
+    let dir = PathBuf::from(&r.workdir);
+    let call = |args: &[&str]| {
+        let mut call = ToolCall::new("terraform", args, &dir);
+        call.env.insert("TF_IN_AUTOMATION".into(), "1".into());
+        call.live_stdout = false;
+        call
+    };
+    let init = run(env, &call(&["init", "-input=false", "-no-color"])).await;
+    if init.code != Some(0) {
+        return Err(format!("terraform init failed: {}", init.text().trim()));
+    }
+    let plan_args = ["plan", "-input=false", "-lock=false", "-no-color", "-json"];
+    let refresh = run(env, &call(&[&plan_args[..], &["-refresh-only"]].concat())).await;
+    let normal = run(env, &call(&plan_args)).await;
+    for out in [&refresh, &normal] {
+        if !matches!(out.code, Some(0 | 2)) {
+            return Err(format!("terraform plan failed: {}", out.text().trim()));
+        }
+    }
+    let state = read_state(&dir)?;
+    let expected: Vec<String> = r.expected.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    let mut reading = judge(&refresh.stdout, &normal.stdout, &expected);
+    // A state written outside merlya: another serial or lineage than merlya's last write.
+    if (r.tf_serial.is_some() && state.serial != r.tf_serial)
+        || (r.tf_lineage.is_some() && state.lineage != r.tf_lineage)
+    {
+        reading
+            .detail
+            .push(format!("the state was written outside merlya (serial {:?} → {:?})", r.tf_serial, state.serial));
+        if reading.drift == Drift::NoDrift {
+            reading.drift = Drift::Drifted;
+        }
+    }
+    Ok((reading.drift, reading.detail, state.resources))
+}

@@ -1,0 +1,181 @@
+//! The state tracker's readings of a Terraform resource group (issue 26).
+//!
+//! Drift comes from two readings, never from an exit code (a plan exits 2
+//! with nothing changed outside): the `resource_drift` messages of a
+//! refresh-only plan (objects changed outside Terraform, with real providers)
+//! and the planned changes of a normal plan against the configuration merlya
+//! applied (the state edited or removed outside merlya: what `terraform_data`
+//! shows offline, as it has no remote object to refresh). The state file's
+//! serial and lineage say whether another writer touched it. Sensitive values
+//! are masked from what is kept.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::store::resources::Drift;
+
+/// What the state file says: its serial, lineage, the resources' attributes
+/// (sensitive ones masked) and the outputs (sensitive ones masked).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StateReading {
+    /// Terraform's state serial (each write adds one).
+    pub serial: Option<i64>,
+    /// The state's lineage (a new state has a new one).
+    pub lineage: Option<String>,
+    /// `address → attributes`.
+    pub resources: Value,
+    /// `name → value`.
+    pub outputs: Value,
+}
+
+/// Reads `dir/terraform.tfstate` (an absent file is an empty state).
+pub fn read_state(dir: &Path) -> Result<StateReading, String> {
+    let path = dir.join("terraform.tfstate");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StateReading::default()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let state: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not a Terraform state: {e}", path.display()))?;
+    let mut resources = serde_json::Map::new();
+    for resource in state["resources"].as_array().into_iter().flatten() {
+        if resource["mode"] != "managed" {
+            continue;
+        }
+        let address =
+            format!("{}.{}", resource["type"].as_str().unwrap_or("?"), resource["name"].as_str().unwrap_or("?"));
+        for (i, instance) in resource["instances"].as_array().into_iter().flatten().enumerate() {
+            let key = if i == 0 { address.clone() } else { format!("{address}[{i}]") };
+            resources.insert(key, masked(&instance["attributes"], &instance["sensitive_attributes"]));
+        }
+    }
+    let mut outputs = serde_json::Map::new();
+    for (name, output) in state["outputs"].as_object().into_iter().flatten() {
+        let value = if output["sensitive"] == true { Value::String("***".into()) } else { output["value"].clone() };
+        outputs.insert(name.clone(), value);
+    }
+    Ok(StateReading {
+        serial: state["serial"].as_i64(),
+        lineage: state["lineage"].as_str().map(str::to_string),
+        resources: Value::Object(resources),
+        outputs: Value::Object(outputs),
+    })
+}
+
+/// `attributes` with every path `sensitive_attributes` names replaced by `***` (a top-level
+/// attribute path is masked whole).
+fn masked(attributes: &Value, sensitive: &Value) -> Value {
+    let mut out = attributes.clone();
+    for path in sensitive.as_array().into_iter().flatten() {
+        // Terraform ≥ 1.x: [{"type":"get_attr","value":"password"}, …]; older: the name alone.
+        let first = path.as_array().and_then(|steps| steps.first()).and_then(|step| step["value"].as_str());
+        if let Some(name) = first.or_else(|| path.as_str())
+            && let Some(slot) = out.get_mut(name)
+        {
+            *slot = Value::String("***".into());
+        }
+    }
+    out
+}
+
+/// What the two plans found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriftReading {
+    /// The verdict.
+    pub drift: Drift,
+    /// One line per finding (`terraform_data.marker: changed outside Terraform`).
+    pub detail: Vec<String>,
+}
+
+/// Reads the JSON lines of a refresh-only plan and of a normal plan into a verdict.
+/// `expected` holds the addresses merlya applied (a planned `create` of one of them: missing).
+pub fn judge(refresh_only: &str, normal: &str, expected: &[String]) -> DriftReading {
+    let mut detail = Vec::new();
+    let (mut drifted, mut missing) = (false, false);
+    let changes = |text: &str, kind: &str| -> Vec<(String, String)> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["type"] == kind)
+            .map(|m| {
+                let change = &m["change"];
+                (
+                    change["resource"]["addr"].as_str().unwrap_or("?").to_string(),
+                    change["action"].as_str().unwrap_or("?").to_string(),
+                )
+            })
+            .collect()
+    };
+    for (address, action) in changes(refresh_only, "resource_drift") {
+        if action == "delete" {
+            missing = true;
+            detail.push(format!("{address}: deleted outside Terraform"));
+        } else {
+            drifted = true;
+            detail.push(format!("{address}: changed outside Terraform ({action})"));
+        }
+    }
+    for (address, action) in changes(normal, "planned_change") {
+        if matches!(action.as_str(), "noop" | "read") {
+            continue;
+        }
+        if action == "create" && expected.contains(&address) {
+            missing = true;
+            detail.push(format!("{address}: missing from the state (Terraform would create it again)"));
+        } else {
+            drifted = true;
+            detail.push(format!("{address}: differs from what merlya applied (Terraform would {action} it)"));
+        }
+    }
+    let drift = if missing {
+        Drift::Missing
+    } else if drifted {
+        Drift::Drifted
+    } else {
+        Drift::NoDrift
+    };
+    DriftReading { drift, detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_readings_make_the_verdict_never_the_exit_code() {
+        let none = r#"{"type":"version","terraform":"1.9.0"}"#;
+        let expected = vec!["terraform_data.marker".to_string()];
+        assert_eq!(judge(none, none, &expected).drift, Drift::NoDrift);
+        let outside =
+            r#"{"type":"resource_drift","change":{"resource":{"addr":"aws_instance.web"},"action":"update"}}"#;
+        assert_eq!(judge(outside, none, &expected).drift, Drift::Drifted);
+        let recreate =
+            r#"{"type":"planned_change","change":{"resource":{"addr":"terraform_data.marker"},"action":"create"}}"#;
+        let reading = judge(none, recreate, &expected);
+        assert_eq!(reading.drift, Drift::Missing);
+        assert!(reading.detail[0].contains("missing from the state"));
+        let edited =
+            r#"{"type":"planned_change","change":{"resource":{"addr":"terraform_data.marker"},"action":"replace"}}"#;
+        assert_eq!(judge(none, edited, &expected).drift, Drift::Drifted);
+    }
+
+    #[test]
+    fn sensitive_attributes_and_outputs_are_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("terraform.tfstate"),
+            r#"{"version":4,"serial":7,"lineage":"abc","outputs":{"pw":{"value":"hunter2","sensitive":true},"id":{"value":"x","sensitive":false}},
+            "resources":[{"mode":"managed","type":"terraform_data","name":"m","instances":[{"attributes":{"id":"x","input":"hunter2"},
+            "sensitive_attributes":[[{"type":"get_attr","value":"input"}]]}]}]}"#,
+        )
+        .unwrap();
+        let state = read_state(dir.path()).unwrap();
+        assert_eq!((state.serial, state.lineage.as_deref()), (Some(7), Some("abc")));
+        assert_eq!(state.resources["terraform_data.m"]["input"], "***");
+        assert_eq!(state.outputs["pw"], "***");
+        assert_eq!(state.outputs["id"], "x");
+        assert!(!format!("{state:?}").contains("hunter2"));
+        assert_eq!(read_state(&dir.path().join("none")).unwrap(), StateReading::default());
+    }
+}
