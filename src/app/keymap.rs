@@ -24,20 +24,23 @@ pub enum KeyContext {
     Output,
     /// Chat pane focused.
     Chat,
-    /// Pipeline, metrics or drift pane focused.
+    /// Pipeline or metrics pane focused.
     Pipeline,
+    /// Drift pane focused.
+    Drift,
     /// A prompt is on screen.
     Modal,
 }
 
 impl KeyContext {
     /// All contexts, in help order.
-    pub const ALL: [KeyContext; 6] = [
+    pub const ALL: [KeyContext; 7] = [
         KeyContext::Global,
         KeyContext::Inventory,
         KeyContext::Output,
         KeyContext::Chat,
         KeyContext::Pipeline,
+        KeyContext::Drift,
         KeyContext::Modal,
     ];
 
@@ -49,6 +52,7 @@ impl KeyContext {
             KeyContext::Output => "output",
             KeyContext::Chat => "chat",
             KeyContext::Pipeline => "pipeline",
+            KeyContext::Drift => "drift",
             KeyContext::Modal => "modal",
         }
     }
@@ -59,7 +63,8 @@ impl KeyContext {
             Pane::Inventory => KeyContext::Inventory,
             Pane::Output => KeyContext::Output,
             Pane::Chat => KeyContext::Chat,
-            Pane::Pipeline | Pane::Metrics | Pane::Drift => KeyContext::Pipeline,
+            Pane::Pipeline | Pane::Metrics => KeyContext::Pipeline,
+            Pane::Drift => KeyContext::Drift,
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod completion;
 mod conv_worker;
 /// A unified diff as rows and hunks, unified or side by side.
 pub mod diff_view;
+mod drift_worker;
 /// The inventory held once and filtered within a frame.
 pub mod fleet;
 /// syntect highlighting for code blocks and diffs.

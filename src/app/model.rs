@@ -24,6 +24,31 @@ pub struct Dashboard {
     pub spend: Vec<(String, crate::llm::client::Spend)>,
     /// Whether the LLM circuit breaker is open.
     pub breaker_open: bool,
+    /// The Drift pane's two sources.
+    pub drift: DriftBoard,
+}
+
+/// What the Drift pane shows: provisioned resources, and each host's findings against its baseline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DriftBoard {
+    /// Resources, by name.
+    pub resources: Vec<crate::store::resources::Resource>,
+    /// `(host, checked_at, finding)`, by host.
+    pub hosts: Vec<(String, String, crate::baseline::compare::Row)>,
+    /// Hosts with a recorded check.
+    pub checked_hosts: usize,
+}
+
+impl DriftBoard {
+    /// How many rows the pane lists (resources, then host findings).
+    pub fn len(&self) -> usize {
+        self.resources.len() + self.hosts.len()
+    }
+
+    /// Whether there is nothing to list.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The metrics over time, one sample per dashboard refresh (the Metrics pane's sparklines).
@@ -406,6 +431,10 @@ pub struct Model {
     pub dashboard_seen: bool,
     /// Selected pipeline run.
     pub pipeline_cursor: usize,
+    /// Selected row of the Drift pane (resources first, then host findings).
+    pub drift_cursor: usize,
+    /// A drift check is running (the pane says so; another is not started).
+    pub drift_checking: bool,
     pub input: InputLine,
     /// Diff viewer state of the pipeline pane.
     pub diff_view: DiffView,
@@ -483,6 +512,8 @@ impl Model {
             dashboard: Dashboard::default(),
             metric_history: MetricHistory::default(),
             dashboard_seen: false,
+            drift_cursor: 0,
+            drift_checking: false,
             pipeline_cursor: 0,
             input: InputLine::default(),
             diff_view: DiffView::default(),

@@ -51,6 +51,10 @@ pub struct PromptRequest {
 /// Inputs to [`super::update::update`].
 #[derive(Debug)]
 pub enum Msg {
+    /// A drift check ended: resources found drifted or missing, host findings, checks that failed.
+    DriftChecked { resources: usize, findings: usize, failed: Vec<String> },
+    /// `drift.interval_secs` passed: check again unless a check runs.
+    DriftTick,
     /// A key press.
     Key(KeyEvent),
     /// A mouse event.
@@ -132,6 +136,8 @@ pub enum Effect {
     AgentTurn(String),
     /// Reload pipeline runs and metrics.
     Refresh,
+    /// Check provisioned resources and hosts with a baseline for drift (the Drift pane's `c`).
+    CheckDrift,
     /// Save one setting to config.yaml (`ui.language`, ...).
     SaveSetting { key: String, value: String },
     /// Give the terminal back to the shell until `fg`.

@@ -165,6 +165,7 @@ async fn event_loop(
     let size = terminal.size().wrap_err("cannot read the terminal size")?;
     update(model, Msg::Resize(size.width, size.height));
     refresh_dashboard(services);
+    super::drift_worker::start_interval(services);
     // SIGTERM, SIGHUP and SIGINT quit as a confirmed `q` does: runs are stopped, the terminal restored.
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).wrap_err("cannot watch SIGTERM")?;
@@ -271,6 +272,7 @@ fn run_effect(effect: Effect, services: &Services) {
         // Handled by the loop, which owns the terminal.
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
+        Effect::CheckDrift => super::drift_worker::check_all(services),
         Effect::SaveSetting { key, value } => {
             // File writes happen on a worker, never on the loop thread.
             let (path, sender, locale) = (ctx.home.config_file(), sender.clone(), services.locale());

@@ -258,7 +258,14 @@ pub(super) fn refresh_dashboard(services: &Services) {
             Some(llm) => (llm.spend().into_iter().collect(), llm.breaker_open()),
             None => (Vec::new(), false),
         };
-        let dashboard = Dashboard { pipelines, stats, spend, breaker_open };
+        let drift = match super::drift_worker::board(&store).await {
+            Ok(drift) => drift,
+            Err(e) => {
+                sender.send(Msg::Error(format!("{}: {e}", locale.t("error.metrics"))));
+                return;
+            }
+        };
+        let dashboard = Dashboard { pipelines, stats, spend, breaker_open, drift };
         // An idle console draws nothing: only news is sent.
         if let Ok(mut last) = last_sent.lock() {
             if last.as_ref() == Some(&dashboard) {

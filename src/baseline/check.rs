@@ -104,7 +104,13 @@ pub async fn check(
         Against::Group => Ok(Checked { report: against_group(&now, filter), captured, without_baseline: Vec::new() }),
         Against::Baseline => {
             let (pairs, without_baseline) = with_baselines(door.store, now).await?;
-            Ok(Checked { report: against_baselines(&pairs, filter), captured, without_baseline })
+            let report = against_baselines(&pairs, filter);
+            // Each host's findings, for the console's Drift pane.
+            for (host, _, _) in &pairs {
+                let mine: Vec<&super::compare::Row> = report.rows.iter().filter(|r| r.hosts.contains(host)).collect();
+                door.store.set_host_drift(host, &serde_json::to_string(&mine)?).await?;
+            }
+            Ok(Checked { report, captured, without_baseline })
         }
     }
 }

@@ -17,8 +17,8 @@ use crate::pipeline::vars::Vars;
 use crate::pipeline::{Env, PipelineStatus};
 use crate::provision::template::value::parse_text;
 use crate::provision::template::{Answers, Registry, TemplateRef, render};
-use crate::provision::tracker::{judge, read_state};
-use crate::store::resources::{Applied, Drift, Lifecycle, NewResource, Resource};
+use crate::provision::tracker::read_state;
+use crate::store::resources::{Applied, Lifecycle, NewResource, Resource};
 
 #[derive(Debug, Subcommand)]
 pub enum ProvisionCommand {
@@ -327,25 +327,9 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
         &ctx.config.policy,
     );
     let env = Env::from_context(ctx, executor, gate, super::cancel_on_signals(), crate::exec::no_events());
-    let mut results = Vec::new();
-    let mut failed = false;
-    for r in resources.iter().filter(|r| r.status != Lifecycle::Deleted) {
-        let crashed = r.status.in_progress();
-        match read_drift(&env, r).await {
-            Ok((drift, detail, actual)) => {
-                ctx.store.record_check(&r.id, drift, &detail.join("\n"), &actual, crashed).await?;
-                if drift != Drift::NoDrift {
-                    crate::metrics::drift(1);
-                }
-                results.push(json!({"resource": r.name, "drift": drift, "detail": detail, "crashed": crashed}));
-            }
-            Err(e) => {
-                failed = true;
-                ctx.store.record_check(&r.id, Drift::Unknown, &e, &json!({}), crashed).await?;
-                results.push(json!({"resource": r.name, "drift": Drift::Unknown, "detail": [e], "crashed": crashed}));
-            }
-        }
-    }
+    let checks = crate::provision::check::check_resources(&env, &ctx.store, &resources).await?;
+    let failed = checks.iter().any(|c| c.failed);
+    let results: Vec<serde_json::Value> = checks.iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
     match args.format {
         ListFormat::Json => println!("{}", serde_json::to_string_pretty(&results)?),
         ListFormat::Table => {
@@ -361,42 +345,4 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
         }
     }
     Ok(if failed { EXIT_ERROR } else { EXIT_OK })
-}
-
-async fn read_drift(env: &Env, r: &Resource) -> std::result::Result<(Drift, Vec<String>, serde_json::Value), String> {
-    use crate::pipeline::tool::{ToolCall, run};
-    let dir = PathBuf::from(&r.workdir);
-    let call = |args: &[&str]| {
-        let mut call = ToolCall::new("terraform", args, &dir);
-        call.env.insert("TF_IN_AUTOMATION".into(), "1".into());
-        call.live_stdout = false;
-        call
-    };
-    let init = run(env, &call(&["init", "-input=false", "-no-color"])).await;
-    if init.code != Some(0) {
-        return Err(format!("terraform init failed: {}", init.text().trim()));
-    }
-    let plan_args = ["plan", "-input=false", "-lock=false", "-no-color", "-json"];
-    let refresh = run(env, &call(&[&plan_args[..], &["-refresh-only"]].concat())).await;
-    let normal = run(env, &call(&plan_args)).await;
-    for out in [&refresh, &normal] {
-        if !matches!(out.code, Some(0 | 2)) {
-            return Err(format!("terraform plan failed: {}", out.text().trim()));
-        }
-    }
-    let state = read_state(&dir)?;
-    let expected: Vec<String> = r.expected.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
-    let mut reading = judge(&refresh.stdout, &normal.stdout, &expected);
-    // A state written outside merlya: another serial or lineage than merlya's last write.
-    if (r.tf_serial.is_some() && state.serial != r.tf_serial)
-        || (r.tf_lineage.is_some() && state.lineage != r.tf_lineage)
-    {
-        reading
-            .detail
-            .push(format!("the state was written outside merlya (serial {:?} → {:?})", r.tf_serial, state.serial));
-        if reading.drift == Drift::NoDrift {
-            reading.drift = Drift::Drifted;
-        }
-    }
-    Ok((reading.drift, reading.detail, state.resources))
 }

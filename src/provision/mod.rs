@@ -6,5 +6,6 @@
 //! The provisioner (rendered files through the one change path, [`crate::pipeline::terraform`]) and
 //! the state tracker (what was made from which answers, and its drift) join here as siblings.
 
+pub mod check;
 pub mod template;
 pub mod tracker;

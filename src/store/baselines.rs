@@ -84,6 +84,29 @@ impl Store {
         Ok(true)
     }
 
+    /// Records `host`'s findings of a check against its baseline (JSON rows), replacing the last.
+    pub async fn set_host_drift(&self, host: &str, findings: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO host_drift (host, checked_at, findings) VALUES (?, ?, ?)
+             ON CONFLICT(host) DO UPDATE SET checked_at = excluded.checked_at, findings = excluded.findings",
+        )
+        .bind(host)
+        .bind(now_rfc3339())
+        .bind(findings)
+        .execute(self.pool())
+        .await
+        .map_err(self.write_error("record a host's drift"))?;
+        Ok(())
+    }
+
+    /// Every host's last findings: `(host, checked_at, findings JSON)`, by host.
+    pub async fn host_drift(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        sqlx::query_as("SELECT host, checked_at, findings FROM host_drift ORDER BY host")
+            .fetch_all(self.pool())
+            .await
+            .ctx("cannot read host drift")
+    }
+
     /// Every host with a baseline, by name.
     pub async fn hosts_with_baselines(&self) -> Result<Vec<String>, StoreError> {
         sqlx::query_scalar("SELECT DISTINCT host FROM baselines WHERE accepted = 1 ORDER BY host")

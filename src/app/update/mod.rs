@@ -155,6 +155,14 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.toast(level, text);
             Vec::new()
         }
+        Msg::DriftChecked { resources, findings, failed } => {
+            panes::on_drift_checked(model, resources, findings, failed)
+        }
+        Msg::DriftTick if model.drift_checking => Vec::new(),
+        Msg::DriftTick => {
+            model.drift_checking = true;
+            vec![Effect::CheckDrift]
+        }
         Msg::Tick => {
             for toast in model.toasts.iter_mut() {
                 toast.ticks_left = toast.ticks_left.saturating_sub(1);
@@ -257,7 +265,8 @@ fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
                 Pane::Output => panes::on_output_action(model, other),
                 Pane::Pipeline => panes::on_pipeline_action(model, other),
                 Pane::Chat => panes::on_chat_action(model, other),
-                Pane::Metrics | Pane::Drift => Vec::new(),
+                Pane::Drift => panes::on_drift_action(model, other),
+                Pane::Metrics => Vec::new(),
             };
         }
     }

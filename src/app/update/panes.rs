@@ -405,3 +405,43 @@ pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
         _ => {}
     }
 }
+
+/// The Drift pane's keys: move through its rows, `c` checks everything now.
+pub(super) fn on_drift_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let last = model.dashboard.drift.len().saturating_sub(1);
+    match action {
+        Action::Down => model.drift_cursor = (model.drift_cursor + 1).min(last),
+        Action::Up => model.drift_cursor = model.drift_cursor.saturating_sub(1),
+        Action::Top => model.drift_cursor = 0,
+        Action::Bottom => model.drift_cursor = last,
+        Action::Check if !model.drift_checking => {
+            model.drift_checking = true;
+            return vec![Effect::CheckDrift];
+        }
+        _ => {}
+    }
+    Vec::new()
+}
+
+/// A drift check ended: say what it found (a toast), and reload what the pane shows.
+pub(super) fn on_drift_checked(
+    model: &mut Model,
+    resources: usize,
+    findings: usize,
+    failed: Vec<String>,
+) -> Vec<Effect> {
+    use crate::app::model::ToastLevel;
+    model.drift_checking = false;
+    let text = match (resources, findings) {
+        (0, 0) => model.locale.t("drift.none_found").to_string(),
+        _ => model
+            .locale
+            .tf("drift.found", &[("resources", &resources.to_string()), ("findings", &findings.to_string())]),
+    };
+    let level = if resources + findings > 0 { ToastLevel::Error } else { ToastLevel::Success };
+    model.toast(level, text);
+    for why in failed {
+        model.toast(ToastLevel::Error, why);
+    }
+    vec![Effect::Refresh]
+}

@@ -383,3 +383,30 @@ fn each_dashboard_after_the_first_adds_a_sample_of_what_changed() {
     }
     assert_eq!(m.metric_history.commands.len(), crate::app::model::MetricHistory::LEN);
 }
+
+/// The Drift pane: `c` asks for one check at a time; its end is a toast and a reload; the interval's
+/// tick starts a check only when none runs.
+#[test]
+fn drift_checks_one_at_a_time_and_their_end_is_a_toast_and_a_reload() {
+    use crate::app::model::{Pane, ToastLevel};
+    use crate::app::msg::Effect;
+    let mut m = super::tests::model();
+    m.set_focus(Pane::Drift);
+    let effects = update(&mut m, super::tests::key(crossterm::event::KeyCode::Char('c')));
+    assert!(matches!(effects.as_slice(), [Effect::CheckDrift]), "{effects:?}");
+    assert!(m.drift_checking);
+    assert!(update(&mut m, super::tests::key(crossterm::event::KeyCode::Char('c'))).is_empty(), "one check at a time");
+    assert!(update(&mut m, Msg::DriftTick).is_empty(), "the interval waits for the running check");
+    let effects =
+        update(&mut m, Msg::DriftChecked { resources: 2, findings: 3, failed: vec!["db01: not checked".into()] });
+    assert!(matches!(effects.as_slice(), [Effect::Refresh]), "{effects:?}");
+    assert!(!m.drift_checking);
+    let toasts: Vec<(ToastLevel, String)> = m.toasts.iter().map(|t| (t.level, t.text.clone())).collect();
+    assert!(toasts.iter().any(|(l, t)| *l == ToastLevel::Error && t.contains('2') && t.contains('3')), "{toasts:?}");
+    assert!(toasts.iter().any(|(_, t)| t.contains("db01")), "{toasts:?}");
+    assert!(matches!(update(&mut m, Msg::DriftTick).as_slice(), [Effect::CheckDrift]));
+    // Moving through the rows stays within them.
+    m.drift_checking = false;
+    update(&mut m, super::tests::key(crossterm::event::KeyCode::Char('j')));
+    assert_eq!(m.drift_cursor, 0, "no rows: the cursor stays");
+}

@@ -1,20 +1,95 @@
-//! The drift pane: provisioned resources and their drift. The state tracker
-//! arrives with the provisioning issue; until then the pane says so.
+//! The drift pane: a tree by source — provisioned resources, then each host's
+//! findings against its baseline — each row with its kind as a glyph and a
+//! colour (`~` changed, `-` missing, `+` added, `?` unknown, `✓` none).
+//! `c` checks everything now; a check found by the worker arrives on its own.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::text::Line;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::view_block;
 use crate::app::model::Model;
+use crate::baseline::compare::Kind;
+use crate::store::resources::Drift;
+
+/// At most this many characters of a value in a row.
+const VALUE_WIDTH: usize = 28;
+
+fn short(text: Option<&str>) -> String {
+    let text = crate::term_safe::visible(text.unwrap_or("-")).into_owned().replace('\n', "⏎");
+    if text.chars().count() > VALUE_WIDTH {
+        format!("{}…", text.chars().take(VALUE_WIDTH - 1).collect::<String>())
+    } else {
+        text
+    }
+}
 
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
-    let lines = vec![
-        Line::styled(model.locale.t("drift.empty").to_string(), model.theme.dim),
-        Line::raw(""),
-        Line::styled(model.locale.t("drift.hint").to_string(), model.theme.dim),
-    ];
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(view_block(model, "")), area);
+    let board = &model.dashboard.drift;
+    let theme = &model.theme;
+    let status = if model.drift_checking { model.locale.t("drift.checking").to_string() } else { String::new() };
+    if board.is_empty() {
+        let mut lines = vec![
+            Line::styled(model.locale.t("drift.empty").to_string(), theme.dim),
+            Line::raw(""),
+            Line::styled(model.locale.t("drift.hint").to_string(), theme.dim),
+        ];
+        if !status.is_empty() {
+            lines.push(Line::styled(status.clone(), theme.warn));
+        }
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }).block(view_block(model, &status)), area);
+        return;
+    }
+    let selected = |i: usize, style: Style| if i == model.drift_cursor { style.patch(theme.selected) } else { style };
+    let mut lines = Vec::new();
+    let mut row = 0usize;
+    let heading = |text: String| Line::styled(text, theme.accent.add_modifier(Modifier::BOLD));
+    lines.push(heading(model.locale.tf("drift.resources", &[("count", &board.resources.len().to_string())])));
+    for r in &board.resources {
+        let (glyph, style) = match r.drift {
+            Drift::NoDrift => ("✓", theme.ok),
+            Drift::Drifted => ("~", theme.warn),
+            Drift::Missing => ("-", theme.error),
+            Drift::Unknown => ("?", theme.dim),
+        };
+        let detail = r.drift_detail.lines().next().unwrap_or_default();
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {glyph} "), selected(row, style)),
+            Span::styled(format!("{:<18}", short(Some(&r.name))), selected(row, theme.host)),
+            Span::styled(format!(" {:<9}", r.status.as_str()), selected(row, Style::default())),
+            Span::styled(format!(" {:<9}", r.drift.as_str()), selected(row, style)),
+            Span::styled(format!(" {}", crate::term_safe::visible(detail)), selected(row, theme.dim)),
+        ]));
+        row += 1;
+    }
+    lines.push(Line::raw(""));
+    let hosts = model
+        .locale
+        .tf("drift.hosts", &[("count", &board.hosts.len().to_string()), ("checked", &board.checked_hosts.to_string())]);
+    lines.push(heading(hosts));
+    for (host, _, finding) in &board.hosts {
+        let style = match finding.kind {
+            Kind::Changed => theme.warn,
+            Kind::Missing => theme.removed,
+            Kind::Added => theme.added,
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {} ", finding.kind.glyph()), selected(row, style)),
+            Span::styled(format!("{:<14}", short(Some(host))), selected(row, theme.host)),
+            Span::styled(format!(" {:<13}", finding.section.name()), selected(row, theme.dim)),
+            Span::styled(format!(" {:<30}", short(Some(&finding.key))), selected(row, Style::default())),
+            Span::styled(
+                format!(" {} → {}", short(finding.expected.as_deref()), short(finding.found.as_deref())),
+                selected(row, style),
+            ),
+        ]));
+        row += 1;
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(model.locale.t("drift.keys").to_string(), theme.dim));
+    let scroll = model.drift_cursor.saturating_sub(usize::from(area.height.saturating_sub(6))) as u16;
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(view_block(model, &status)), area);
 }

@@ -390,3 +390,75 @@ pub fn fixture_long_output() -> Model {
     m.focus = Pane::Output;
     m
 }
+
+/// A Drift pane with both sources: three resources (no drift, drifted, missing) and host findings.
+pub fn fixture_drift() -> Model {
+    use crate::baseline::Section;
+    use crate::baseline::compare::{Kind, Row};
+    use crate::store::resources::{Drift, Lifecycle, Resource};
+    let mut m = fixture_model();
+    let resource = |name: &str, status: Lifecycle, drift: Drift, detail: &str| Resource {
+        id: format!("res-{name}"),
+        name: name.into(),
+        template: "data-marker:1.0.0".into(),
+        provider: "local".into(),
+        backend: "terraform".into(),
+        answers: serde_json::Value::Null,
+        expected: serde_json::Value::Null,
+        actual: serde_json::Value::Null,
+        previous: serde_json::Value::Null,
+        outputs: serde_json::Value::Null,
+        tags: serde_json::Value::Null,
+        status,
+        drift,
+        drift_detail: detail.into(),
+        last_checked_at: Some("2026-11-26T03:10:00Z".into()),
+        tf_serial: Some(3),
+        tf_lineage: None,
+        workdir: String::new(),
+        operation: String::new(),
+        observe_only: false,
+        updated_at: "2026-11-26T03:00:00Z".into(),
+    };
+    m.dashboard.drift.resources = vec![
+        resource("cache-marker", Lifecycle::Active, Drift::NoDrift, ""),
+        resource("db-pair", Lifecycle::Active, Drift::Drifted, "terraform_data.a: changed outside Terraform (update)"),
+        resource("web-marker", Lifecycle::Unknown, Drift::Missing, "terraform_data.marker: missing from the state"),
+    ];
+    let row = |section, key: &str, kind, expected: Option<&str>, found: Option<&str>| Row {
+        section,
+        key: key.into(),
+        kind,
+        expected: expected.map(str::to_string),
+        found: found.map(str::to_string),
+        hosts: vec!["web07".into()],
+        agree: None,
+    };
+    m.dashboard.drift.hosts = vec![
+        (
+            "web07".into(),
+            "2026-11-26T03:10:00Z".into(),
+            row(Section::Packages, "nginx", Kind::Changed, Some("1.22.1-9"), Some("1.24.0-1")),
+        ),
+        (
+            "web07".into(),
+            "2026-11-26T03:10:00Z".into(),
+            row(
+                Section::Files,
+                "/etc/nginx/nginx.conf",
+                Kind::Changed,
+                Some("9a0364b9e99bb480dd25e1f0284c8555"),
+                Some("0c2b8a4c1d7e3f6a9b2d4e6f8a1c3e5b"),
+            ),
+        ),
+        (
+            "web07".into(),
+            "2026-11-26T03:10:00Z".into(),
+            row(Section::UnitsEnabled, "debug-shell.service", Kind::Added, None, Some("enabled")),
+        ),
+    ];
+    m.dashboard.drift.checked_hosts = 12;
+    m.set_focus(Pane::Drift);
+    m.drift_cursor = 1;
+    m
+}

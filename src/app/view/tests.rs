@@ -104,6 +104,15 @@ fn metrics_pane_with_sparklines_over_time() {
 }
 
 #[test]
+fn drift_pane_with_resources_and_host_findings() {
+    let mut m = crate::app::view::fixtures::fixture_drift();
+    insta::assert_snapshot!(render(&m, 120, 24).backend());
+    m.drift_checking = true;
+    m.drift_cursor = 4;
+    insta::assert_snapshot!("drift_pane_checking", render(&m, 120, 24).backend());
+}
+
+#[test]
 fn drift_pane_empty_state() {
     let mut m = fixture_model();
     m.set_focus(Pane::Drift);

@@ -1,0 +1,106 @@
+//! The drift worker: the Drift pane's data from the store (resources, and each
+//! host's last findings), and a check of everything on demand (`c`) or every
+//! `drift.interval_secs` — resources through two Terraform plans, hosts with a
+//! baseline through an audited capture — reported back as one message.
+
+use std::collections::BTreeSet;
+
+use super::model::DriftBoard;
+use super::msg::Msg;
+use super::workers::Services;
+use crate::baseline::check::{Against, check, ignore_rules, plan_of};
+use crate::baseline::rules::Filter;
+use crate::pipeline::Env;
+use crate::store::Store;
+use crate::store::resources::Drift;
+
+/// What the pane shows, read from the store.
+pub(super) async fn board(store: &Store) -> Result<DriftBoard, crate::store::StoreError> {
+    let resources = store.list_resources().await?;
+    let recorded = store.host_drift().await?;
+    let checked_hosts = recorded.len();
+    let mut hosts = Vec::new();
+    for (host, at, findings) in recorded {
+        let rows: Vec<crate::baseline::compare::Row> = serde_json::from_str(&findings).unwrap_or_default();
+        hosts.extend(rows.into_iter().map(|row| (host.clone(), at.clone(), row)));
+    }
+    Ok(DriftBoard { resources, hosts, checked_hosts })
+}
+
+/// Checks every resource and every host with a baseline, then says what it found.
+pub(super) fn check_all(services: &Services) {
+    let (ctx, executor, sender, gate) =
+        (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
+    let cancel = services.control.shutdown_token();
+    services.control.spawn(async move {
+        let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
+        let mut failed = Vec::new();
+        let resources = match ctx.store.list_resources().await {
+            Ok(resources) => resources,
+            Err(e) => return sender.send(Msg::Error(format!("drift check: {e}"))),
+        };
+        let drifted = match crate::provision::check::check_resources(&env, &ctx.store, &resources).await {
+            Ok(checks) => {
+                failed.extend(
+                    checks.iter().filter(|c| c.failed).map(|c| format!("{}: {}", c.resource, c.detail.join("; "))),
+                );
+                checks.iter().filter(|c| matches!(c.drift, Drift::Drifted | Drift::Missing)).count()
+            }
+            Err(e) => {
+                failed.push(format!("drift check of resources: {e}"));
+                0
+            }
+        };
+        let findings = match host_findings(&ctx, &env).await {
+            Ok((findings, host_failures)) => {
+                failed.extend(host_failures);
+                findings
+            }
+            Err(e) => {
+                failed.push(format!("drift check of hosts: {e:#}"));
+                0
+            }
+        };
+        sender.send(Msg::DriftChecked { resources: drifted, findings, failed });
+    });
+}
+
+/// Captures every host with a baseline and compares it with it (the findings are stored per host).
+async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::Result<(usize, Vec<String>)> {
+    let names: BTreeSet<String> = ctx.store.hosts_with_baselines().await?.into_iter().collect();
+    if names.is_empty() {
+        return Ok((0, Vec::new()));
+    }
+    let everyone = ctx.store.list_hosts().await?;
+    let hosts: Vec<_> = everyone.iter().filter(|h| names.contains(&h.name)).cloned().collect();
+    let hosts_of = |expr: &str| -> BTreeSet<String> {
+        crate::inventory::resolve_targets(expr, &everyone, &[])
+            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
+            .unwrap_or_default()
+    };
+    let filter = Filter::new(ignore_rules(&ctx.config.drift, hosts_of));
+    let checked =
+        check(&env.door(), &hosts, &plan_of(&ctx.config.drift), Against::Baseline, filter, &crate::exec::no_events())
+            .await?;
+    let failures = checked.captured.failed.iter().map(|(h, why)| format!("{h}: not checked: {why}")).collect();
+    let findings = checked.report.rows.iter().map(|r| r.hosts.len()).sum();
+    Ok((findings, failures))
+}
+
+/// Sends a tick every `drift.interval_secs` (when set) for as long as the console runs.
+pub(super) fn start_interval(services: &Services) {
+    let Some(seconds) = services.ctx.config.drift.interval_secs else { return };
+    let sender = services.sender.clone();
+    let stop = services.control.shutdown_token();
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(std::time::Duration::from_secs(seconds.max(10)));
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        interval.tick().await;
+        loop {
+            tokio::select! {
+                _ = interval.tick() => sender.send(Msg::DriftTick),
+                () = stop.cancelled() => return,
+            }
+        }
+    });
+}

@@ -1,0 +1,97 @@
+//! A drift check of provisioned resources, shared by `merlya state check` and the
+//! console's drift worker: two plans per resource (refresh-only, then normal), never an apply.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::tracker::{judge, read_state};
+use crate::pipeline::Env;
+use crate::store::Store;
+use crate::store::resources::{Drift, Lifecycle, Resource};
+
+/// What a check of one resource found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResourceCheck {
+    /// The resource's name.
+    pub resource: String,
+    /// The verdict.
+    pub drift: Drift,
+    /// What was found, one line each.
+    pub detail: Vec<String>,
+    /// An operation started and its end was never recorded: the resource is now `unknown`.
+    pub crashed: bool,
+    /// The check could not run (its reason is the detail).
+    pub failed: bool,
+}
+
+/// Checks each resource that is not deleted and records what it found.
+pub async fn check_resources(
+    env: &Env,
+    store: &Store,
+    resources: &[Resource],
+) -> Result<Vec<ResourceCheck>, crate::store::StoreError> {
+    let mut checks = Vec::new();
+    for r in resources.iter().filter(|r| r.status != Lifecycle::Deleted) {
+        let crashed = r.status.in_progress();
+        let check = match read_drift(env, r).await {
+            Ok((drift, detail, actual)) => {
+                store.record_check(&r.id, drift, &detail.join("\n"), &actual, crashed).await?;
+                if drift != Drift::NoDrift {
+                    crate::metrics::drift(1);
+                }
+                ResourceCheck { resource: r.name.clone(), drift, detail, crashed, failed: false }
+            }
+            Err(e) => {
+                store.record_check(&r.id, Drift::Unknown, &e, &serde_json::json!({}), crashed).await?;
+                ResourceCheck {
+                    resource: r.name.clone(),
+                    drift: Drift::Unknown,
+                    detail: vec![e],
+                    crashed,
+                    failed: true,
+                }
+            }
+        };
+        checks.push(check);
+    }
+    Ok(checks)
+}
+
+async fn read_drift(env: &Env, r: &Resource) -> Result<(Drift, Vec<String>, serde_json::Value), String> {
+    use crate::pipeline::tool::{ToolCall, run};
+    let dir = PathBuf::from(&r.workdir);
+    let call = |args: &[&str]| {
+        let mut call = ToolCall::new("terraform", args, &dir);
+        call.env.insert("TF_IN_AUTOMATION".into(), "1".into());
+        call.live_stdout = false;
+        call
+    };
+    let init = run(env, &call(&["init", "-input=false", "-no-color"])).await;
+    if init.code != Some(0) {
+        return Err(format!("terraform init failed: {}", init.text().trim()));
+    }
+    let plan_args = ["plan", "-input=false", "-lock=false", "-no-color", "-json"];
+    let refresh = run(env, &call(&[&plan_args[..], &["-refresh-only"]].concat())).await;
+    let normal = run(env, &call(&plan_args)).await;
+    for out in [&refresh, &normal] {
+        if !matches!(out.code, Some(0 | 2)) {
+            return Err(format!("terraform plan failed: {}", out.text().trim()));
+        }
+    }
+    let state = read_state(&dir)?;
+    let expected: Vec<String> = r.expected.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    let mut reading = judge(&refresh.stdout, &normal.stdout, &expected);
+    // A state written outside merlya: another serial or lineage than merlya's last write.
+    if (r.tf_serial.is_some() && state.serial != r.tf_serial)
+        || (r.tf_lineage.is_some() && state.lineage != r.tf_lineage)
+    {
+        reading
+            .detail
+            .push(format!("the state was written outside merlya (serial {:?} → {:?})", r.tf_serial, state.serial));
+        if reading.drift == Drift::NoDrift {
+            reading.drift = Drift::Drifted;
+        }
+    }
+    Ok((reading.drift, reading.detail, state.resources))
+}
