@@ -418,3 +418,28 @@ fn hosts_import_from_the_chat_adds_a_file_and_a_bad_file_says_which_line() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+/// The drift worker in the real console: a resource whose state lost its object outside merlya is
+/// shown `missing` in the Drift pane by the interval check, with a toast, without a key press.
+#[test]
+fn the_drift_worker_shows_a_missing_resource_without_a_key_press() {
+    let env = TestEnv::new();
+    let created = env.run(&["provision", "create", "data-marker", "--var", "message=hi", "--name", "m1", "--yes"]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let dir = env.merlya_home().join("resources/m1");
+    let removed = std::process::Command::new("terraform")
+        .args(["state", "rm", "terraform_data.marker"])
+        .current_dir(&dir)
+        .env("TF_IN_AUTOMATION", "1")
+        .status()
+        .unwrap();
+    assert!(removed.success());
+    std::fs::write(env.merlya_home().join("config.yaml"), "drift:\n  interval_secs: 10\n").unwrap();
+    let tmux = Tmux::start("drift", &env, 120, 34);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["6"]);
+    let before = tmux.wait_for("Resources (1)");
+    assert!(before.contains("unknown"), "{before}");
+    let after = tmux.wait_until("the interval check", |s| s.contains("missing") && s.contains("Drift check"));
+    assert!(after.contains("m1"), "{after}");
+}
