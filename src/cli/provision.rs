@@ -71,6 +71,23 @@ pub enum StateCommand {
     },
     /// Check for drift: every resource, or one.
     Check(CheckArgs),
+    /// Keep a snapshot of a resource: its answers, what is expected and found, its outputs.
+    Snapshot { resource: String },
+    /// Apply a resource's configuration again from its stored answers, undoing drift (through approval).
+    Reconcile {
+        resource: String,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
+    /// Go back to a snapshot's answers (the newest before the last apply when none is named), through approval.
+    Rollback {
+        resource: String,
+        /// The snapshot id (`merlya state show RESOURCE --format json`).
+        #[arg(long)]
+        to: Option<i64>,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
     /// Observe an existing Terraform folder (drift only; merlya never changes it).
     Import {
         /// The folder (its configuration and terraform.tfstate).
@@ -155,8 +172,12 @@ async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &
     };
     ctx.store.finish_operation(&resource.id, &done).await?;
     if applied {
+        let answers = ctx.store.resource(&resource.id).await?.map(|r| r.answers).unwrap_or_default();
         ctx.store
-            .add_snapshot(&resource.id, &json!({"run": run.id, "expected": state.resources, "outputs": state.outputs}))
+            .add_snapshot(
+                &resource.id,
+                &json!({"run": run.id, "answers": answers, "expected": state.resources, "outputs": state.outputs}),
+            )
             .await?;
     }
     eprintln!("resource {}: {}", resource.name, status.as_str());
@@ -225,6 +246,19 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
     }
 }
 
+/// What a snapshot keeps (no secret values: answers hold references, the state's sensitive values are masked).
+fn snapshot_of(r: &Resource) -> serde_json::Value {
+    json!({"answers": r.answers, "expected": r.expected, "actual": r.actual, "outputs": r.outputs})
+}
+
+/// Renders a resource's folder again from `answers` (stored: secrets as references).
+fn rerender(ctx: &Context, r: &Resource, answers: &serde_json::Value) -> Result<()> {
+    let answers: Answers = serde_json::from_value(answers.clone())
+        .map_err(|e| eyre!("the stored answers of {} are unreadable: {e}", r.name))?;
+    let reference: TemplateRef = r.template.parse().map_err(|e: String| eyre!(e))?;
+    render_into(ctx, &answers, &reference, std::path::Path::new(&r.workdir))
+}
+
 fn answers_tags(answers: &Answers) -> serde_json::Value {
     serde_json::to_value(answers).ok().and_then(|a| a["values"].get("tags").cloned()).unwrap_or(json!({}))
 }
@@ -283,6 +317,35 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
             Ok(EXIT_OK)
         }
         StateCommand::Check(args) => check(ctx, args).await,
+        StateCommand::Snapshot { resource } => {
+            let r = ctx.store.resource(&resource).await?.ok_or_else(|| eyre!("no resource {resource}"))?;
+            let id = ctx.store.add_snapshot(&r.id, &snapshot_of(&r)).await?;
+            println!("{}: snapshot {id}", r.name);
+            Ok(EXIT_OK)
+        }
+        StateCommand::Reconcile { resource, opts } => {
+            let r = changeable(ctx, &resource).await?;
+            rerender(ctx, &r, &r.answers)?;
+            apply(ctx, &r, Lifecycle::Updating, &opts).await
+        }
+        StateCommand::Rollback { resource, to, opts } => {
+            let r = changeable(ctx, &resource).await?;
+            let snapshots = ctx.store.snapshots(&r.id).await?;
+            // The newest snapshot whose answers differ from the current ones, unless one is named.
+            let chosen = match to {
+                Some(id) => snapshots.iter().find(|(i, _, _)| *i == id),
+                None => {
+                    snapshots.iter().find(|(_, _, data)| data["answers"] != r.answers && !data["answers"].is_null())
+                }
+            };
+            let Some((id, _, data)) = chosen else {
+                bail!("{} has no snapshot to go back to (`merlya state snapshot {}` keeps one)", r.name, r.name);
+            };
+            eprintln!("{}: going back to snapshot {id}", r.name);
+            rerender(ctx, &r, &data["answers"])?;
+            ctx.store.update_answers(&r.id, &data["answers"]).await?;
+            apply(ctx, &r, Lifecycle::Updating, &opts).await
+        }
         StateCommand::Import { dir, name } => {
             let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
             if !dir.join("terraform.tfstate").is_file() {

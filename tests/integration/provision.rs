@@ -1,6 +1,7 @@
 //! The provisioning cycle with real Terraform on the built-in `terraform_data` template: create,
 //! check, state removed outside merlya (missing), an update that does not clear a found drift, the
-//! state edited outside merlya (drifted), delete. Every change goes through the change path
+//! state edited outside merlya (drifted), reconcile, rollback to the answers before the update,
+//! snapshot, delete. Every change goes through the change path
 //! (`--yes` approves it here).
 
 use serde_json::Value;
@@ -62,6 +63,18 @@ fn create_check_drift_update_and_delete_a_terraform_data_resource() {
     let checked = json(&env, &["state", "check", "m1", "--format", "json"]);
     assert_eq!(checked[0]["drift"], "drifted", "{checked}");
     assert!(checked[0]["detail"].to_string().contains("outside merlya"), "{checked}");
+
+    // Reconcile applies the expected configuration again: the drift is gone at the next check.
+    let reconciled = env.run(&["state", "reconcile", "m1", "--yes"]);
+    assert!(reconciled.status.success(), "{}", support::text(&reconciled.stderr));
+    assert_eq!(json(&env, &["state", "check", "m1", "--format", "json"])[0]["drift"], "no_drift");
+
+    // Rollback goes back to the answers before the update.
+    let rolled = env.run(&["state", "rollback", "m1", "--yes"]);
+    assert!(rolled.status.success(), "{}", support::text(&rolled.stderr));
+    assert_eq!(json(&env, &["state", "show", "m1", "--format", "json"])["resource"]["outputs"]["message"], "hello");
+    env.ok(&["state", "snapshot", "m1"]);
+    assert!(json(&env, &["state", "show", "m1", "--format", "json"])["snapshots"].as_u64().unwrap() >= 4);
 
     // Delete destroys it through the change path.
     let deleted = env.run(&["provision", "delete", "m1", "--yes"]);
