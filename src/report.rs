@@ -72,6 +72,21 @@ pub struct Report {
     pub hosts: BTreeMap<String, (usize, usize, usize)>,
     /// The changes.
     pub changes: Vec<Change>,
+    /// Drift found by checks in the report's time (resources and hosts against their baseline).
+    pub drift: Vec<DriftFound>,
+}
+
+/// A drift a check found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DriftFound {
+    /// When it was checked.
+    pub at: String,
+    /// `resource` or `host`.
+    pub source: &'static str,
+    /// The resource or host.
+    pub name: String,
+    /// What was found (`missing`, `packages nginx: 1.22 → 1.24`).
+    pub what: String,
 }
 
 fn clean(text: &str) -> String {
@@ -80,6 +95,7 @@ fn clean(text: &str) -> String {
 
 /// Builds the report of `scope` from the store.
 pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
+    let scope_since = scope.since.clone();
     let filter = AuditFilter { session: scope.session.clone(), since: scope.since.clone(), ..AuditFilter::default() };
     let records = store.list_audit(&filter).await?;
     let messages = store.session_messages(scope.session.as_deref(), scope.since.as_deref()).await?;
@@ -159,7 +175,52 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
         (None, Some(since)) => format!("since {since}"),
         (None, None) => "everything recorded".into(),
     };
-    Ok(Report { scope, timeline, hosts, changes })
+    // Checks from the report's start on (its `since`, else its first event).
+    let start = scope_start(&timeline, &scope_since);
+    let drift = drift_found(store, start.as_deref()).await?;
+    Ok(Report { scope, timeline, hosts, changes, drift })
+}
+
+fn scope_start(timeline: &[Event], since: &Option<String>) -> Option<String> {
+    since.clone().or_else(|| timeline.first().map(|e| e.at.clone()))
+}
+
+async fn drift_found(store: &Store, since: Option<&str>) -> Result<Vec<DriftFound>, StoreError> {
+    use crate::store::resources::Drift;
+    let after = |at: &str| since.is_none_or(|s| at >= s);
+    let mut found = Vec::new();
+    for r in store.list_resources().await? {
+        let Some(at) = r.last_checked_at.clone().filter(|at| after(at)) else { continue };
+        if matches!(r.drift, Drift::Drifted | Drift::Missing) {
+            let detail = r.drift_detail.lines().next().unwrap_or_default();
+            found.push(DriftFound {
+                at,
+                source: "resource",
+                name: clean(&r.name),
+                what: clean(&format!("{}: {detail}", r.drift.as_str())),
+            });
+        }
+    }
+    for (host, at, findings) in store.host_drift().await? {
+        if !after(&at) {
+            continue;
+        }
+        let rows: Vec<crate::baseline::compare::Row> = serde_json::from_str(&findings).unwrap_or_default();
+        for row in rows {
+            let value = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+            let what = format!(
+                "{} {} {}: {} → {}",
+                row.kind.glyph(),
+                row.section,
+                row.key,
+                value(&row.expected),
+                value(&row.found)
+            );
+            found.push(DriftFound { at: at.clone(), source: "host", name: clean(&host), what: clean(&what) });
+        }
+    }
+    found.sort_by(|a, b| a.at.cmp(&b.at));
+    Ok(found)
 }
 
 fn command_event(record: &AuditRecord) -> Event {
@@ -233,6 +294,12 @@ pub fn markdown(report: &Report) -> String {
     out.push_str("\n## Hosts involved\n\n| host | commands | failed | refused or denied |\n|---|---:|---:|---:|\n");
     for (host, (total, failed, refused)) in &report.hosts {
         out.push_str(&format!("| {} | {total} | {failed} | {refused} |\n", cell(host)));
+    }
+    if !report.drift.is_empty() {
+        out.push_str("\n## Drift found\n\n| checked | source | name | what |\n|---|---|---|---|\n");
+        for d in &report.drift {
+            out.push_str(&format!("| {} | {} | {} | {} |\n", d.at, d.source, cell(&d.name), cell(&d.what)));
+        }
     }
     if !report.changes.is_empty() {
         out.push_str("\n## Changes\n");

@@ -46,6 +46,9 @@ fn create_check_drift_update_and_delete_a_terraform_data_resource() {
     let checked = json(&env, &["state", "check", "m1", "--format", "json"]);
     assert_eq!(checked[0]["drift"], "missing", "{checked}");
     assert!(checked[0]["detail"].to_string().contains("terraform_data.marker"), "{checked}");
+    // The incident report lists the drift found.
+    let report = env.ok(&["report"]);
+    assert!(report.contains("## Drift found") && report.contains("| resource | m1 | missing"), "{report}");
 
     // An update applies (it makes the marker again) but does not clear the drift found: a check does.
     let updated = env.run(&["provision", "update", "m1", "--var", "message=bye", "--yes"]);
