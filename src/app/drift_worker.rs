@@ -87,6 +87,50 @@ async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::
     Ok((findings, failures))
 }
 
+/// Reconciles a resource from the Drift pane: its folder rendered again from its stored answers and
+/// applied through the change path, whose approval is the console's modal; the Pipeline pane follows
+/// the record; the operation is recorded before it starts and how it ended after.
+pub(super) fn reconcile(services: &Services, name: String) {
+    use crate::pipeline::runner;
+    use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+    use crate::store::resources::Lifecycle;
+    let (ctx, executor, sender, gate) =
+        (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
+    let cancel = services.control.shutdown_token();
+    services.control.spawn(async move {
+        let resource = match ctx.store.resource(&name).await {
+            Ok(Some(r)) if !r.observe_only && r.status != Lifecycle::Deleted => r,
+            Ok(Some(r)) => {
+                return sender.send(Msg::Error(format!("{}: observed only or deleted; not changed", r.name)));
+            }
+            Ok(None) => return sender.send(Msg::Error(format!("no resource {name}"))),
+            Err(e) => return sender.send(Msg::Error(e.to_string())),
+        };
+        let renderer = crate::provision::ops::Renderer {
+            templates: ctx.home.templates_dir(),
+            secrets: ctx.config.secrets.backend,
+        };
+        let done = async {
+            renderer.rerender(&resource, &resource.answers)?;
+            crate::provision::ops::begin(&ctx.store, &resource, Lifecycle::Updating).await?;
+            let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
+            let dir = std::path::PathBuf::from(&resource.workdir);
+            let mut change = TerraformChange::new(TerraformSpec { dir, vars: Default::default() });
+            let record = runner::record_of(&env, &change);
+            let progress = |r: &crate::pipeline::PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
+            let run = runner::run(&env, &mut change, record, &progress).await?;
+            crate::provision::ops::end(&ctx.store, &resource, Lifecycle::Updating, &run).await
+        };
+        match done.await {
+            Ok(status) => sender.send(Msg::Toast {
+                level: super::model::ToastLevel::Info,
+                text: format!("{}: reconcile ended, {}", resource.name, status.as_str()),
+            }),
+            Err(e) => sender.send(Msg::Error(format!("{}: reconcile: {e:#}", resource.name))),
+        }
+    });
+}
+
 /// Sends a tick every `drift.interval_secs` (when set) for as long as the console runs.
 pub(super) fn start_interval(services: &Services) {
     let Some(seconds) = services.ctx.config.drift.interval_secs else { return };

@@ -127,7 +127,8 @@ actions! {
     Open = "open", "open an exec prompt on the selection", "exec";
     Details = "details", "show or hide the host's details", "details";
     Tags = "tags", "filter by tag", "tags";
-    Check = "check", "check reachability of the selection", "check";
+    Check = "check", "check reachability of the selection (Drift: check for drift now)", "check";
+    Reconcile = "reconcile", "apply the selected resource's expected configuration again (asks first)", "reconcile";
     Add = "add", "add a host", "add";
     Edit = "edit", "edit the host", "edit";
     Delete = "delete", "delete the selection (asks first)", "";

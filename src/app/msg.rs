@@ -138,6 +138,8 @@ pub enum Effect {
     Refresh,
     /// Check provisioned resources and hosts with a baseline for drift (the Drift pane's `c`).
     CheckDrift,
+    /// Apply a resource's expected configuration again, through the approval modal (the Drift pane's `r`).
+    Reconcile(String),
     /// Save one setting to config.yaml (`ui.language`, ...).
     SaveSetting { key: String, value: String },
     /// Give the terminal back to the shell until `fg`.

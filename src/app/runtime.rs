@@ -273,6 +273,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Suspend | Effect::Copy(_) => {}
         Effect::Refresh => refresh_dashboard(services),
         Effect::CheckDrift => super::drift_worker::check_all(services),
+        Effect::Reconcile(name) => super::drift_worker::reconcile(services, name),
         Effect::SaveSetting { key, value } => {
             // File writes happen on a worker, never on the loop thread.
             let (path, sender, locale) = (ctx.home.config_file(), sender.clone(), services.locale());

@@ -12,11 +12,12 @@ use serde_json::json;
 use super::pipeline::{ChangeOpts, drive_change, key_value};
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
 use crate::context::Context;
+use crate::pipeline::Env;
 use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
 use crate::pipeline::vars::Vars;
-use crate::pipeline::{Env, PipelineStatus};
+use crate::provision::ops;
 use crate::provision::template::value::parse_text;
-use crate::provision::template::{Answers, Registry, TemplateRef, render};
+use crate::provision::template::{Answers, Registry, TemplateRef};
 use crate::provision::tracker::read_state;
 use crate::store::resources::{Applied, Lifecycle, NewResource, Resource};
 
@@ -106,88 +107,26 @@ pub struct CheckArgs {
     pub format: ListFormat,
 }
 
-fn registry(ctx: &Context) -> Registry {
-    Registry::load(&ctx.home.templates_dir())
-}
-
-fn keyring(ctx: &Context, answers: &Answers) -> Box<dyn crate::secrets::SecretSource> {
-    if answers.needs_keyring() {
-        Box::new(crate::secrets::Secrets::open(ctx.config.secrets.backend))
-    } else {
-        Box::new(crate::secrets::Secrets::memory())
-    }
-}
-
-/// Renders `answers` into `dir` (emptied first: the folder holds only what merlya rendered, and the state).
-fn render_into(ctx: &Context, answers: &Answers, template: &TemplateRef, dir: &std::path::Path) -> Result<()> {
-    let registry = registry(ctx);
-    let entry = registry.get(template)?;
-    answers.check(&entry.template.spec)?;
-    let rendered = render(&entry.template, answers, keyring(ctx, answers).as_ref())?;
-    clear_configuration(dir)?;
-    rendered.write(dir, true)?;
-    Ok(())
-}
-
-/// Removes the configuration files of `dir`, keeping Terraform's own (state, lock file, providers).
-fn clear_configuration(dir: &std::path::Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| eyre!("cannot create {}: {e}", dir.display()))?;
-    for entry in std::fs::read_dir(dir).map_err(|e| eyre!("cannot read {}: {e}", dir.display()))?.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let keep = name.starts_with("terraform.tfstate") || name.starts_with(".terraform");
-        if !keep && entry.path().is_file() {
-            std::fs::remove_file(entry.path()).map_err(|e| eyre!("cannot remove {}: {e}", entry.path().display()))?;
-        }
-    }
-    Ok(())
-}
-
-/// Applies `dir` through the change path; records the operation before it starts and how it ended.
+/// Applies a resource's folder through the change path; the operation is recorded before it starts
+/// and how it ended after.
 async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &ChangeOpts) -> Result<u8> {
-    let verb = match operation {
-        Lifecycle::Creating => "create",
-        Lifecycle::Deleting => "delete",
-        _ => "update",
-    };
-    ctx.store.begin_operation(&resource.id, operation, verb).await?;
-    let dir = PathBuf::from(&resource.workdir);
-    let change = TerraformChange::new(TerraformSpec { dir: dir.clone(), vars: Vars::new(Vec::new()) });
+    ops::begin(&ctx.store, resource, operation).await?;
+    let change =
+        TerraformChange::new(TerraformSpec { dir: PathBuf::from(&resource.workdir), vars: Vars::new(Vec::new()) });
     let (code, run) = drive_change(ctx, Box::new(change), opts).await?;
-    let state = read_state(&dir).map_err(|e| eyre!(e))?;
-    let status = match run.status {
-        PipelineStatus::Succeeded if operation == Lifecycle::Deleting => Lifecycle::Deleted,
-        PipelineStatus::Succeeded => Lifecycle::Active,
-        // Nothing was applied: the resource is where it was.
-        PipelineStatus::Denied | PipelineStatus::Stopped if resource.status == Lifecycle::Pending => Lifecycle::Pending,
-        PipelineStatus::Denied | PipelineStatus::Stopped => resource.status,
-        _ => Lifecycle::Failed,
-    };
-    let applied = run.status == PipelineStatus::Succeeded;
-    let done = Applied {
-        status,
-        expected: applied.then(|| state.resources.clone()),
-        outputs: applied.then(|| state.outputs.clone()),
-        tf_serial: state.serial,
-        tf_lineage: state.lineage.clone(),
-    };
-    ctx.store.finish_operation(&resource.id, &done).await?;
-    if applied {
-        let answers = ctx.store.resource(&resource.id).await?.map(|r| r.answers).unwrap_or_default();
-        ctx.store
-            .add_snapshot(
-                &resource.id,
-                &json!({"run": run.id, "answers": answers, "expected": state.resources, "outputs": state.outputs}),
-            )
-            .await?;
-    }
+    let status = ops::end(&ctx.store, resource, operation, &run).await?;
     eprintln!("resource {}: {}", resource.name, status.as_str());
     Ok(code)
+}
+
+fn renderer(ctx: &Context) -> ops::Renderer {
+    ops::Renderer { templates: ctx.home.templates_dir(), secrets: ctx.config.secrets.backend }
 }
 
 pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
     match command {
         ProvisionCommand::Create { template, provider, vars, name, opts } => {
-            let registry = registry(ctx);
+            let registry = Registry::load(&ctx.home.templates_dir());
             let entry = registry.get(&template)?;
             let answers = Answers::resolve(&entry.template.spec, provider.as_deref(), None, &vars)?;
             let existing = ctx.store.list_resources().await?;
@@ -202,7 +141,7 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
             }
             let reference =
                 TemplateRef { name: answers.template.clone(), version: Some(entry.template.spec.version.clone()) };
-            render_into(ctx, &answers, &reference, &dir)?;
+            renderer(ctx).render_into(&answers, &reference, &dir)?;
             let new = NewResource {
                 name,
                 template: reference.to_string(),
@@ -221,7 +160,7 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
             let mut answers: Answers = serde_json::from_value(resource.answers.clone())
                 .map_err(|e| eyre!("the stored answers of {} are unreadable: {e}", resource.name))?;
             let reference: TemplateRef = resource.template.parse().map_err(|e: String| eyre!(e))?;
-            let registry = registry(ctx);
+            let registry = Registry::load(&ctx.home.templates_dir());
             let spec = &registry.get(&reference)?.template.spec;
             for (name, text) in &vars {
                 let variable =
@@ -229,14 +168,14 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
                 let value = parse_text(variable.kind, text).map_err(|e| eyre!("variable {name}: {e}"))?;
                 answers.values.insert(variable.name.clone(), value);
             }
-            render_into(ctx, &answers, &reference, std::path::Path::new(&resource.workdir))?;
+            renderer(ctx).render_into(&answers, &reference, std::path::Path::new(&resource.workdir))?;
             ctx.store.update_answers(&resource.id, &serde_json::to_value(&answers)?).await?;
             apply(ctx, &resource, Lifecycle::Updating, &opts).await
         }
         ProvisionCommand::Delete { resource, opts } => {
             let resource = changeable(ctx, &resource).await?;
             let dir = std::path::Path::new(&resource.workdir);
-            clear_configuration(dir)?;
+            ops::clear_configuration(dir)?;
             // A configuration with nothing in it: its plan destroys everything the state holds.
             let empty = "# Emptied by `merlya provision delete`: applying it destroys what the state holds.\n";
             crate::home::write_private(&dir.join("main.tf"), empty.as_bytes())
@@ -244,19 +183,6 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
             apply(ctx, &resource, Lifecycle::Deleting, &opts).await
         }
     }
-}
-
-/// What a snapshot keeps (no secret values: answers hold references, the state's sensitive values are masked).
-fn snapshot_of(r: &Resource) -> serde_json::Value {
-    json!({"answers": r.answers, "expected": r.expected, "actual": r.actual, "outputs": r.outputs})
-}
-
-/// Renders a resource's folder again from `answers` (stored: secrets as references).
-fn rerender(ctx: &Context, r: &Resource, answers: &serde_json::Value) -> Result<()> {
-    let answers: Answers = serde_json::from_value(answers.clone())
-        .map_err(|e| eyre!("the stored answers of {} are unreadable: {e}", r.name))?;
-    let reference: TemplateRef = r.template.parse().map_err(|e: String| eyre!(e))?;
-    render_into(ctx, &answers, &reference, std::path::Path::new(&r.workdir))
 }
 
 fn answers_tags(answers: &Answers) -> serde_json::Value {
@@ -319,13 +245,13 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
         StateCommand::Check(args) => check(ctx, args).await,
         StateCommand::Snapshot { resource } => {
             let r = ctx.store.resource(&resource).await?.ok_or_else(|| eyre!("no resource {resource}"))?;
-            let id = ctx.store.add_snapshot(&r.id, &snapshot_of(&r)).await?;
+            let id = ctx.store.add_snapshot(&r.id, &ops::snapshot_of(&r)).await?;
             println!("{}: snapshot {id}", r.name);
             Ok(EXIT_OK)
         }
         StateCommand::Reconcile { resource, opts } => {
             let r = changeable(ctx, &resource).await?;
-            rerender(ctx, &r, &r.answers)?;
+            renderer(ctx).rerender(&r, &r.answers)?;
             apply(ctx, &r, Lifecycle::Updating, &opts).await
         }
         StateCommand::Rollback { resource, to, opts } => {
@@ -342,7 +268,7 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
                 bail!("{} has no snapshot to go back to (`merlya state snapshot {}` keeps one)", r.name, r.name);
             };
             eprintln!("{}: going back to snapshot {id}", r.name);
-            rerender(ctx, &r, &data["answers"])?;
+            renderer(ctx).rerender(&r, &data["answers"])?;
             ctx.store.update_answers(&r.id, &data["answers"]).await?;
             apply(ctx, &r, Lifecycle::Updating, &opts).await
         }

@@ -7,5 +7,6 @@
 //! the state tracker (what was made from which answers, and its drift) join here as siblings.
 
 pub mod check;
+pub mod ops;
 pub mod template;
 pub mod tracker;

@@ -442,4 +442,12 @@ fn the_drift_worker_shows_a_missing_resource_without_a_key_press() {
     assert!(before.contains("unknown"), "{before}");
     let after = tmux.wait_until("the interval check", |s| s.contains("missing") && s.contains("Drift check"));
     assert!(after.contains("m1"), "{after}");
+    // `r` reconciles the selected resource: the change's approval opens in the modal; `n` denies it.
+    tmux.keys(&["r"]);
+    let asked = tmux.wait_for("Approve");
+    assert!(asked.contains("terraform_data.marker"), "{asked}");
+    tmux.keys(&["n"]);
+    tmux.wait_for("reconcile ended");
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(audit.contains("denied"), "the denial is audited: {audit}");
 }

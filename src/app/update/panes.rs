@@ -418,6 +418,11 @@ pub(super) fn on_drift_action(model: &mut Model, action: Action) -> Vec<Effect> 
             model.drift_checking = true;
             return vec![Effect::CheckDrift];
         }
+        Action::Reconcile => {
+            if let Some(r) = model.dashboard.drift.resources.get(model.drift_cursor) {
+                return vec![Effect::Reconcile(r.name.clone())];
+            }
+        }
         _ => {}
     }
     Vec::new()

@@ -1,0 +1,113 @@
+//! What every operation on a provisioned resource does around its change,
+//! whoever drives the change (the CLI's `provision`/`state`, the console's
+//! Drift pane): render its folder from answers, record the operation before it
+//! starts, and record how it ended (lifecycle, expected state, outputs, a
+//! snapshot) — so a crash in between leaves it `unknown`, never "applied".
+
+use std::path::{Path, PathBuf};
+
+use color_eyre::eyre::{Result, eyre};
+use serde_json::json;
+
+use super::template::{Answers, Registry, TemplateRef, render};
+use super::tracker::read_state;
+use crate::pipeline::{PipelineRun, PipelineStatus};
+use crate::store::Store;
+use crate::store::resources::{Applied, Lifecycle, Resource};
+
+/// Renders templates into resource folders.
+pub struct Renderer {
+    /// MERLYA_HOME/templates (the user's templates beside the built-in ones).
+    pub templates: PathBuf,
+    /// Where `@service:host:field` secrets are read at render time.
+    pub secrets: crate::config::SecretsBackend,
+}
+
+impl Renderer {
+    /// Renders `answers` into `dir` (its configuration replaced: the folder holds only what merlya
+    /// rendered, and Terraform's own files).
+    pub fn render_into(&self, answers: &Answers, template: &TemplateRef, dir: &Path) -> Result<()> {
+        let registry = Registry::load(&self.templates);
+        let entry = registry.get(template)?;
+        answers.check(&entry.template.spec)?;
+        let keyring: Box<dyn crate::secrets::SecretSource> = if answers.needs_keyring() {
+            Box::new(crate::secrets::Secrets::open(self.secrets))
+        } else {
+            Box::new(crate::secrets::Secrets::memory())
+        };
+        let rendered = render(&entry.template, answers, keyring.as_ref())?;
+        clear_configuration(dir)?;
+        rendered.write(dir, true)?;
+        Ok(())
+    }
+
+    /// Renders a resource's folder again from `answers` (stored: secrets as references).
+    pub fn rerender(&self, resource: &Resource, answers: &serde_json::Value) -> Result<()> {
+        let answers: Answers = serde_json::from_value(answers.clone())
+            .map_err(|e| eyre!("the stored answers of {} are unreadable: {e}", resource.name))?;
+        let reference: TemplateRef = resource.template.parse().map_err(|e: String| eyre!(e))?;
+        self.render_into(&answers, &reference, Path::new(&resource.workdir))
+    }
+}
+
+/// Removes the configuration files of `dir`, keeping Terraform's own (state, lock file, providers).
+pub fn clear_configuration(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| eyre!("cannot create {}: {e}", dir.display()))?;
+    for entry in std::fs::read_dir(dir).map_err(|e| eyre!("cannot read {}: {e}", dir.display()))?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let keep = name.starts_with("terraform.tfstate") || name.starts_with(".terraform");
+        if !keep && entry.path().is_file() {
+            std::fs::remove_file(entry.path()).map_err(|e| eyre!("cannot remove {}: {e}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What a snapshot keeps (no secret values: answers hold references, the state's sensitive values
+/// are masked).
+pub fn snapshot_of(r: &Resource) -> serde_json::Value {
+    json!({"answers": r.answers, "expected": r.expected, "actual": r.actual, "outputs": r.outputs})
+}
+
+/// Records `operation` before its change starts.
+pub async fn begin(store: &Store, resource: &Resource, operation: Lifecycle) -> Result<()> {
+    let verb = match operation {
+        Lifecycle::Creating => "create",
+        Lifecycle::Deleting => "delete",
+        _ => "update",
+    };
+    store.begin_operation(&resource.id, operation, verb).await?;
+    Ok(())
+}
+
+/// Records how `operation` ended with `run`: the lifecycle, and after an apply what is expected, the
+/// outputs and a snapshot. Returns the lifecycle.
+pub async fn end(store: &Store, resource: &Resource, operation: Lifecycle, run: &PipelineRun) -> Result<Lifecycle> {
+    let state = read_state(Path::new(&resource.workdir)).map_err(|e| eyre!(e))?;
+    let status = match run.status {
+        PipelineStatus::Succeeded if operation == Lifecycle::Deleting => Lifecycle::Deleted,
+        PipelineStatus::Succeeded => Lifecycle::Active,
+        // Nothing was applied: the resource is where it was.
+        PipelineStatus::Denied | PipelineStatus::Stopped => resource.status,
+        _ => Lifecycle::Failed,
+    };
+    let applied = run.status == PipelineStatus::Succeeded;
+    let done = Applied {
+        status,
+        expected: applied.then(|| state.resources.clone()),
+        outputs: applied.then(|| state.outputs.clone()),
+        tf_serial: state.serial,
+        tf_lineage: state.lineage.clone(),
+    };
+    store.finish_operation(&resource.id, &done).await?;
+    if applied {
+        let answers = store.resource(&resource.id).await?.map(|r| r.answers).unwrap_or_default();
+        store
+            .add_snapshot(
+                &resource.id,
+                &json!({"run": run.id, "answers": answers, "expected": state.resources, "outputs": state.outputs}),
+            )
+            .await?;
+    }
+    Ok(status)
+}
