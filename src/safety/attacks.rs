@@ -250,3 +250,44 @@ fn renderings_mean_the_same_to_a_fish_login_shell() {
     }
     assert_eq!(super::render::quote(r"a\'b"), r"'a'\\''\''b'");
 }
+
+/// Red team 6 §F: a repository's own config names programs that git reads run (core.fsmonitor on
+/// `status`, diff.external on `diff`, a textconv driver on `log -p`, `show`, `blame`). Shown to run
+/// with real git when typed; the rendering merlya runs runs none of them.
+#[test]
+fn a_repositorys_config_runs_nothing_on_a_proven_read() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    let ran = repo.join("ran");
+    let hook = repo.join("hook.sh");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\ncat \"$1\" 2>/dev/null\nexit 0\n", ran.display()),
+    )
+    .unwrap();
+    Command::new("chmod").arg("755").arg(&hook).status().unwrap();
+    let git = |args: &[&str]| {
+        assert!(Command::new("git").arg("-C").arg(repo).args(args).status().unwrap().success(), "{args:?}")
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("f"), "a\n").unwrap();
+    std::fs::write(repo.join(".gitattributes"), "f diff=conv\n").unwrap();
+    git(&["add", "f", ".gitattributes"]);
+    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
+    let hook_text = hook.display().to_string();
+    git(&["config", "core.fsmonitor", &hook_text]);
+    git(&["config", "diff.external", &hook_text]);
+    git(&["config", "diff.conv.textconv", &hook_text]);
+    std::fs::write(repo.join("f"), "b\n").unwrap();
+    let run = |line: &str| {
+        let _ = std::fs::remove_file(&ran);
+        Command::new("bash").args(["-c", line]).current_dir(repo).output().unwrap();
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    };
+    for typed in ["git status", "git diff", "git log -p -2", "git show HEAD", "git blame f"] {
+        assert!(!run(typed).is_empty(), "control: `{typed}` runs the repository's program with real git");
+        let cleared = Clearance::read_only(typed).unwrap_or_else(|| panic!("{typed} is a read"));
+        assert_eq!(run(cleared.command()), "", "`{}` ran the repository's program", cleared.command());
+    }
+}

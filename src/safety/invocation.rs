@@ -86,6 +86,9 @@ pub struct Reading {
     /// Words with glob characters the spec takes literally (`literal_globs`), by id, with their
     /// text: the rendering quotes them, so the shell never expands what was proved as one word.
     pub literal_globs: Vec<(usize, String)>,
+    /// Options a subcommand's spec adds, written after the subcommand's word (by id): `git diff`
+    /// runs as `git … diff --no-ext-diff --no-textconv`.
+    pub added_after: Vec<(usize, Vec<(String, Option<String>)>)>,
 }
 
 /// Reads `args` (the words after the program name) against `spec`.
@@ -235,6 +238,15 @@ impl Reader<'_> {
                         self.label = format!("{label} {name}");
                         self.walk(sub, &args[i + 1..]);
                         self.label = label;
+                        // What the subcommand added goes after its own word.
+                        let added = std::mem::take(&mut self.reading.added);
+                        match word.id {
+                            Some(id) if !added.is_empty() => self.reading.added_after.push((id, added)),
+                            None if !added.is_empty() => {
+                                self.refuse(format!("merlya cannot add options to `{}` here", self.label))
+                            }
+                            _ => {}
+                        }
                     }
                     None => self.unknown(format!("`{} {name}` is not a read-only subcommand", self.label)),
                 }
@@ -285,8 +297,9 @@ impl Reader<'_> {
         }
         // `adds` with no `require`: each option of it the command lacks is added (npm needs both of its own).
         if spec.require.is_empty() && !spec.adds.is_empty() {
+            // By name and value: `git -c A -c B` adds each `-c` it lacks.
             let missing: Vec<(String, Option<String>)> =
-                spec.adds.iter().filter(|(o, _)| !self.reading.invocation.has(o)).cloned().collect();
+                spec.adds.iter().filter(|added| !self.reading.invocation.options.contains(added)).cloned().collect();
             self.reading.invocation.options.extend(missing.iter().cloned());
             self.reading.added = missing;
         }

@@ -426,6 +426,14 @@ fn check_level(
     for (id, text) in &reading.literal_globs {
         rewrites.overrides.insert(*id, Override::Replace(render::quote(text)));
     }
+    for (id, added) in &reading.added_after {
+        let words: Vec<String> = added
+            .iter()
+            .flat_map(|(option, value)| std::iter::once(option.clone()).chain(value.clone()))
+            .map(|w| render::quote(&w))
+            .collect();
+        rewrites.overrides.insert(*id, Override::Append(words.join(" ")));
+    }
     if !reading.added.is_empty() {
         let words: Vec<String> = reading
             .added
