@@ -64,6 +64,9 @@ impl Invocation {
     }
 }
 
+/// An option and its value, as the proof adds it (`("-c", Some("/dev/null"))`).
+pub type OptionWord = (String, Option<String>);
+
 /// The result of reading a command against its spec.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reading {
@@ -82,13 +85,13 @@ pub struct Reading {
     pub end_options_after: Option<usize>,
     /// Options the rendering writes after the program name (the spec's `adds`, when none of
     /// its `require` was given): the invocation was read, and runs, with them.
-    pub added: Vec<(String, Option<String>)>,
+    pub added: Vec<OptionWord>,
     /// Words with glob characters the spec takes literally (`literal_globs`), by id, with their
     /// text: the rendering quotes them, so the shell never expands what was proved as one word.
     pub literal_globs: Vec<(usize, String)>,
     /// Options a subcommand's spec adds, written after the subcommand's word (by id): `git diff`
     /// runs as `git … diff --no-ext-diff --no-textconv`.
-    pub added_after: Vec<(usize, Vec<(String, Option<String>)>)>,
+    pub added_after: Vec<(usize, Vec<OptionWord>)>,
 }
 
 /// Reads `args` (the words after the program name) against `spec`.
