@@ -3,7 +3,11 @@
 //! BENCH_BASELINES (1,000) host baselines made from a real capture of this machine, each host with a
 //! few differences of its own.
 //!
-//! Run: `cargo bench --bench baseline` (as root; BENCH_HOSTS=50, BENCH_BASELINES=1000, BENCH_ROUNDS=3).
+//! Last, `merlya state check` of BENCH_RESOURCES (20) `terraform_data` resources against running
+//! Terraform's refresh-only plan alone in each of their folders, one after the other.
+//!
+//! Run: `cargo bench --bench baseline` (as root; BENCH_HOSTS=50, BENCH_BASELINES=1000, BENCH_RESOURCES=20,
+//! BENCH_ROUNDS=3).
 
 mod common;
 #[path = "../tests/integration/support/mod.rs"]
@@ -90,5 +94,56 @@ fn main() {
         "group comparison of {count} baselines ({} facts each): {:.0} ms (median of {rounds}), {rows} rows",
         base.len(),
         median(compare_times.clone()) * 1000.0
+    );
+
+    state_check(rounds);
+}
+
+/// `merlya state check` of N resources against Terraform's refresh-only plan alone, in the same run.
+fn state_check(rounds: usize) {
+    let count: usize = std::env::var("BENCH_RESOURCES").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let env = support::TestEnv::new();
+    for i in 0..count {
+        let name = format!("r{i:02}");
+        let out = env.run(&[
+            "provision",
+            "create",
+            "data-marker",
+            "--var",
+            &format!("message=m{i}"),
+            "--name",
+            &name,
+            "--yes",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let folders: Vec<std::path::PathBuf> =
+        (0..count).map(|i| env.merlya_home().join("resources").join(format!("r{i:02}"))).collect();
+    let terraform_alone = || {
+        for dir in &folders {
+            let status = Command::new("terraform")
+                .args(["plan", "-refresh-only", "-input=false", "-lock=false", "-no-color", "-json"])
+                .current_dir(dir)
+                .env("TF_IN_AUTOMATION", "1")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success() || status.code() == Some(2));
+        }
+    };
+    let merlya_check = || {
+        let out = env.run(&["state", "check", "--format", "json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let (mut alone, mut check) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        alone.push(time(terraform_alone));
+        check.push(time(merlya_check));
+    }
+    let (alone, check) = (median(alone), median(check));
+    println!(
+        "state check of {count} terraform_data resources (median of {rounds}): merlya {check:.2} s, terraform refresh-only alone {alone:.2} s, ratio {:.2}",
+        check / alone
     );
 }

@@ -10,6 +10,9 @@ use crate::pipeline::Env;
 use crate::store::Store;
 use crate::store::resources::{Drift, Lifecycle, Resource};
 
+/// Resources checked at once.
+const PARALLEL: usize = 4;
+
 /// What a check of one resource found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResourceCheck {
@@ -31,10 +34,17 @@ pub async fn check_resources(
     store: &Store,
     resources: &[Resource],
 ) -> Result<Vec<ResourceCheck>, crate::store::StoreError> {
+    // A few resources at once: each check is two Terraform processes, mostly waiting on providers.
+    let live: Vec<&Resource> = resources.iter().filter(|r| r.status != Lifecycle::Deleted).collect();
+    let mut readings = Vec::new();
+    for chunk in live.chunks(PARALLEL) {
+        let batch = futures::future::join_all(chunk.iter().map(|r| read_drift(env, r))).await;
+        readings.extend(chunk.iter().copied().zip(batch));
+    }
     let mut checks = Vec::new();
-    for r in resources.iter().filter(|r| r.status != Lifecycle::Deleted) {
+    for (r, reading) in readings {
         let crashed = r.status.in_progress();
-        let check = match read_drift(env, r).await {
+        let check = match reading {
             Ok((drift, detail, actual)) => {
                 store.record_check(&r.id, drift, &detail.join("\n"), &actual, crashed).await?;
                 if drift != Drift::NoDrift {
@@ -67,13 +77,20 @@ async fn read_drift(env: &Env, r: &Resource) -> Result<(Drift, Vec<String>, serd
         call.live_stdout = false;
         call
     };
-    let init = run(env, &call(&["init", "-input=false", "-no-color"])).await;
-    if init.code != Some(0) {
-        return Err(format!("terraform init failed: {}", init.text().trim()));
-    }
     let plan_args = ["plan", "-input=false", "-lock=false", "-no-color", "-json"];
-    let refresh = run(env, &call(&[&plan_args[..], &["-refresh-only"]].concat())).await;
-    let normal = run(env, &call(&plan_args)).await;
+    let refresh_call = call(&[&plan_args[..], &["-refresh-only"]].concat());
+    let normal_call = call(&plan_args);
+    // The two readings at once; `init` only when a plan says it is needed (the folder was applied
+    // from a private copy, or its providers changed).
+    let (mut refresh, mut normal) = tokio::join!(run(env, &refresh_call), run(env, &normal_call));
+    let needs_init = |o: &crate::pipeline::tool::ToolOutput| o.code == Some(1) && o.text().contains("terraform init");
+    if needs_init(&refresh) || needs_init(&normal) {
+        let init = run(env, &call(&["init", "-input=false", "-no-color"])).await;
+        if init.code != Some(0) {
+            return Err(format!("terraform init failed: {}", init.text().trim()));
+        }
+        (refresh, normal) = tokio::join!(run(env, &refresh_call), run(env, &normal_call));
+    }
     for out in [&refresh, &normal] {
         if !matches!(out.code, Some(0 | 2)) {
             return Err(format!("terraform plan failed: {}", out.text().trim()));
