@@ -90,6 +90,52 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled(model.locale.t("drift.keys").to_string(), theme.dim));
-    let scroll = model.drift_cursor.saturating_sub(usize::from(area.height.saturating_sub(6))) as u16;
-    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)).block(view_block(model, &status)), area);
+    let block = view_block(model, &status);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    // The list above, the field-level diff of the selected row below (when there is room).
+    let diff = selected_diff(model, inner.width);
+    // The list takes what it needs, but at least half when a diff is long; the diff the rest.
+    let list_height = match &diff {
+        Some(d) if inner.height >= 12 => {
+            let room = (inner.height / 2).max(inner.height.saturating_sub(d.len() as u16));
+            (lines.len() as u16).min(room)
+        }
+        _ => inner.height,
+    };
+    let [top, bottom] = ratatui::layout::Layout::vertical([
+        ratatui::layout::Constraint::Length(list_height),
+        ratatui::layout::Constraint::Min(0),
+    ])
+    .areas(inner);
+    let scroll = model.drift_cursor.saturating_sub(usize::from(top.height.saturating_sub(6))) as u16;
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), top);
+    if let Some(diff) = diff.filter(|_| bottom.height > 0) {
+        frame.render_widget(Paragraph::new(diff), bottom);
+    }
+}
+
+/// The selected row's expected and found values as a unified diff (a resource's attributes as
+/// JSON, a host fact's value), drawn like the Pipeline pane's diffs.
+fn selected_diff(model: &Model, width: u16) -> Option<Vec<Line<'static>>> {
+    let board = &model.dashboard.drift;
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+    let (name, expected, found) = match model.drift_cursor.checked_sub(board.resources.len()) {
+        None => {
+            let r = board.resources.get(model.drift_cursor)?;
+            (r.name.clone(), pretty(&r.expected), pretty(&r.actual))
+        }
+        Some(i) => {
+            let (host, _, row) = board.hosts.get(i)?;
+            let text = |v: &Option<String>| v.clone().map(|v| v + "\n").unwrap_or_default();
+            (format!("{host} {} {}", row.section, row.key), text(&row.expected), text(&row.found))
+        }
+    };
+    if expected == found {
+        return None;
+    }
+    let unified = similar::TextDiff::from_lines(&expected, &found).unified_diff().to_string();
+    let unified = crate::term_safe::visible(&unified).into_owned();
+    let diff = crate::app::diff_view::Diff::parse(&format!("--- {name} (expected)\n+++ {name} (found)\n{unified}"));
+    Some(super::diff::lines(&diff, false, width, &model.theme))
 }

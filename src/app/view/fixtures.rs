@@ -422,7 +422,16 @@ pub fn fixture_drift() -> Model {
     };
     m.dashboard.drift.resources = vec![
         resource("cache-marker", Lifecycle::Active, Drift::NoDrift, ""),
-        resource("db-pair", Lifecycle::Active, Drift::Drifted, "terraform_data.a: changed outside Terraform (update)"),
+        Resource {
+            expected: serde_json::json!({"terraform_data.a": {"input": {"message": "primary", "size": 2}}}),
+            actual: serde_json::json!({"terraform_data.a": {"input": {"message": "edited by hand", "size": 2}}}),
+            ..resource(
+                "db-pair",
+                Lifecycle::Active,
+                Drift::Drifted,
+                "terraform_data.a: changed outside Terraform (update)",
+            )
+        },
         resource("web-marker", Lifecycle::Unknown, Drift::Missing, "terraform_data.marker: missing from the state"),
     ];
     let row = |section, key: &str, kind, expected: Option<&str>, found: Option<&str>| Row {

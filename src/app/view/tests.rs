@@ -106,10 +106,11 @@ fn metrics_pane_with_sparklines_over_time() {
 #[test]
 fn drift_pane_with_resources_and_host_findings() {
     let mut m = crate::app::view::fixtures::fixture_drift();
-    insta::assert_snapshot!(render(&m, 120, 24).backend());
+    m.zoomed = true;
+    insta::assert_snapshot!(render(&m, 120, 34).backend());
     m.drift_checking = true;
     m.drift_cursor = 4;
-    insta::assert_snapshot!("drift_pane_checking", render(&m, 120, 24).backend());
+    insta::assert_snapshot!("drift_pane_checking", render(&m, 120, 34).backend());
 }
 
 #[test]
