@@ -51,9 +51,25 @@ pub fn read_state(dir: &Path) -> Result<StateReading, String> {
             resources.insert(key, masked(&instance["attributes"], &instance["sensitive_attributes"]));
         }
     }
+    let mut secrets = std::collections::BTreeSet::new();
+    for resource in state["resources"].as_array().into_iter().flatten() {
+        for instance in resource["instances"].as_array().into_iter().flatten() {
+            for path in instance["sensitive_attributes"].as_array().into_iter().flatten() {
+                let mut at = &instance["attributes"];
+                for step in path.as_array().into_iter().flatten() {
+                    at = match step["value"].as_str() {
+                        Some(name) => &unwrapped(at)[name],
+                        None => &unwrapped(at)[step["value"].as_u64().unwrap_or(u64::MAX) as usize],
+                    };
+                }
+                leaves(unwrapped(at), &mut secrets);
+            }
+        }
+    }
     let mut outputs = serde_json::Map::new();
     for (name, output) in state["outputs"].as_object().into_iter().flatten() {
-        let value = if output["sensitive"] == true { Value::String("***".into()) } else { output["value"].clone() };
+        let mut value = if output["sensitive"] == true { Value::String("***".into()) } else { output["value"].clone() };
+        mask_values(&mut value, &secrets);
         outputs.insert(name.clone(), value);
     }
     Ok(StateReading {
@@ -65,19 +81,66 @@ pub fn read_state(dir: &Path) -> Result<StateReading, String> {
 }
 
 /// `attributes` with every path `sensitive_attributes` names replaced by `***` (a top-level
-/// attribute path is masked whole).
+/// attribute path is masked whole), and every other place holding one of those values too:
+/// `terraform_data`'s `output` repeats its sensitive `input` without being marked.
 fn masked(attributes: &Value, sensitive: &Value) -> Value {
+    let mut secrets = std::collections::BTreeSet::new();
     let mut out = attributes.clone();
     for path in sensitive.as_array().into_iter().flatten() {
         // Terraform ≥ 1.x: [{"type":"get_attr","value":"password"}, …]; older: the name alone.
-        let first = path.as_array().and_then(|steps| steps.first()).and_then(|step| step["value"].as_str());
-        if let Some(name) = first.or_else(|| path.as_str())
+        let steps: Vec<&Value> = match path.as_array() {
+            Some(steps) => steps.iter().map(|step| &step["value"]).collect(),
+            None => vec![path],
+        };
+        let mut at = attributes;
+        for step in &steps {
+            at = match (step.as_str(), step.as_u64()) {
+                (Some(name), _) => &unwrapped(at)[name],
+                (None, Some(i)) => &unwrapped(at)[i as usize],
+                _ => &Value::Null,
+            };
+        }
+        leaves(unwrapped(at), &mut secrets);
+        if let Some(name) = steps.first().and_then(|s| s.as_str())
             && let Some(slot) = out.get_mut(name)
         {
             *slot = Value::String("***".into());
         }
     }
+    if !secrets.is_empty() {
+        mask_values(&mut out, &secrets);
+    }
     out
+}
+
+/// A dynamic value as the state keeps it (`{"value": …, "type": …}`, as `terraform_data` does), unwrapped.
+fn unwrapped(value: &Value) -> &Value {
+    match value.as_object() {
+        Some(map) if map.len() == 2 && map.contains_key("value") && map.contains_key("type") => &map["value"],
+        _ => value,
+    }
+}
+
+/// Every string leaf of `value` (what a sensitive path holds).
+fn leaves(value: &Value, into: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::String(s) if !s.is_empty() => {
+            into.insert(s.clone());
+        }
+        Value::Array(items) => items.iter().for_each(|v| leaves(v, into)),
+        Value::Object(map) => map.values().for_each(|v| leaves(v, into)),
+        _ => {}
+    }
+}
+
+/// Replaces every string leaf equal to one of `secrets` by `***`.
+fn mask_values(value: &mut Value, secrets: &std::collections::BTreeSet<String>) {
+    match value {
+        Value::String(s) if secrets.contains(s.as_str()) => *value = Value::String("***".into()),
+        Value::Array(items) => items.iter_mut().for_each(|v| mask_values(v, secrets)),
+        Value::Object(map) => map.values_mut().for_each(|v| mask_values(v, secrets)),
+        _ => {}
+    }
 }
 
 /// What the two plans found.
@@ -166,13 +229,14 @@ mod tests {
         std::fs::write(
             dir.path().join("terraform.tfstate"),
             r#"{"version":4,"serial":7,"lineage":"abc","outputs":{"pw":{"value":"hunter2","sensitive":true},"id":{"value":"x","sensitive":false}},
-            "resources":[{"mode":"managed","type":"terraform_data","name":"m","instances":[{"attributes":{"id":"x","input":"hunter2"},
-            "sensitive_attributes":[[{"type":"get_attr","value":"input"}]]}]}]}"#,
+            "resources":[{"mode":"managed","type":"terraform_data","name":"m","instances":[{"attributes":{"id":"x","input":{"value":{"password":"hunter2"},"type":["object",{"password":"string"}]},"output":{"value":{"password":"hunter2"},"type":["object",{"password":"string"}]}},
+            "sensitive_attributes":[[{"type":"get_attr","value":"input"},{"type":"get_attr","value":"password"}]]}]}]}"#,
         )
         .unwrap();
         let state = read_state(dir.path()).unwrap();
         assert_eq!((state.serial, state.lineage.as_deref()), (Some(7), Some("abc")));
         assert_eq!(state.resources["terraform_data.m"]["input"], "***");
+        assert_eq!(state.resources["terraform_data.m"]["output"]["value"]["password"], "***", "the unmarked copy too");
         assert_eq!(state.outputs["pw"], "***");
         assert_eq!(state.outputs["id"], "x");
         assert!(!format!("{state:?}").contains("hunter2"));

@@ -102,3 +102,26 @@ fn provisioning_without_approval_changes_nothing_and_a_bad_variable_is_named() {
     assert!(!out.status.success());
     assert!(support::text(&out.stderr).contains("colour"), "{}", support::text(&out.stderr));
 }
+
+/// A secret answer (a keyring reference) reaches only the rendered file and Terraform: not the
+/// database (answers, pipeline record, audit log, snapshots), not what merlya prints.
+#[test]
+fn a_secret_answer_never_reaches_the_database_the_audit_log_or_the_screen() {
+    let env = TestEnv::new();
+    let secret = "s3cr3t-Pw-provision-42";
+    let m = env!("CARGO_BIN_EXE_merlya");
+    let script = format!(
+        "printf '{secret}\\n' | '{m}' secret set db:prod:password >/dev/null && \
+         '{m}' provision create data-pair --name p1 --var name=db --var password=@db:prod:password --yes && \
+         '{m}' state check && '{m}' state show p1 --format json && '{m}' state snapshot p1 && \
+         '{m}' audit list --format json && '{m}' pipeline list --format json"
+    );
+    let out = env.keyring_session(&script).env("MERLYA_SECRETS_BACKEND", "keyring").output().unwrap();
+    let (stdout, stderr) = (support::text(&out.stdout), support::text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("\"secret\": \"db:prod:password\""), "the answer is kept as its reference: {stdout}");
+    assert!(!stdout.contains(secret) && !stderr.contains(secret), "printed:\n{stdout}{stderr}");
+    assert!(!env.database_text().contains(secret), "the database holds the secret");
+    let main = std::fs::read_to_string(env.merlya_home().join("resources/p1/main.tf")).unwrap();
+    assert!(main.contains(secret), "the rendered file is where it goes");
+}
