@@ -374,24 +374,8 @@ fn secret_values_stay_out_of_the_hosts_process_list_and_are_masked_when_encoded(
 fn an_elevated_read_runs_in_the_read_only_sandbox_as_root() {
     let (_key, _sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap().success();
-        assert!(ok, "git {args:?}");
-    };
-    std::fs::write(repo.join("f"), "a\n").unwrap();
-    git(&["init", "-q"]);
-    git(&["add", "f"]);
-    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
+    let (repo, index, stale) = support::repo_with_a_stale_index(dir.path());
     support::set_mode(dir.path(), 0o755);
-    let index = repo.join(".git/index");
-    let stale = || {
-        // A newer mtime with the same content: git status refreshes (rewrites) the index.
-        std::thread::sleep(std::time::Duration::from_millis(1100));
-        std::fs::write(repo.join("f"), "a\n").unwrap();
-        std::fs::metadata(&index).unwrap().modified().unwrap()
-    };
     let status = format!("sudo git -C {} status --porcelain", repo.display());
 
     let before = stale();

@@ -6,28 +6,6 @@ use merlya::safety::sql::{Dialect, read_only_statement};
 
 use crate::support::postgres::Postgres;
 
-/// Statements an operator types during an incident; merlya must prove each.
-const PROVED: &[&str] = &[
-    "select * from pg_stat_activity",
-    "select count(*) from pg_stat_activity where state='active'",
-    "SELECT pg_is_in_recovery()",
-    "select now() - pg_last_xact_replay_timestamp()",
-    "select datname, pg_size_pretty(pg_database_size(datname)) from pg_database order by 2 desc;",
-    "select pid, now() - query_start as d, query from pg_stat_activity where state <> 'idle' order by d desc limit 10",
-    "select relname, n_dead_tup from pg_stat_user_tables order by n_dead_tup desc limit 5",
-    "select pg_catalog.pg_is_in_recovery()",
-    "select setting::int from pg_settings where name = 'max_connections'",
-    "select * from pg_locks l join pg_stat_activity a on a.pid = l.pid where not granted",
-    "select pid, pg_blocking_pids(pid) from pg_stat_activity where cardinality(pg_blocking_pids(pid)) > 0",
-    "select x from canary",
-    "select count(*) filter (where x > 0) from canary",
-    "select extract(epoch from now() - pg_postmaster_start_time())",
-    "select current_setting('max_connections')",
-    "SHOW max_connections",
-    "show all",
-    "select\n  datname\nfrom pg_database",
-];
-
 /// Attacks on the reading of a statement; each harms the canary table on a real server.
 const ATTACKS: &[&str] = &[
     "select 1; drop table canary",
@@ -54,7 +32,13 @@ fn reset_canary(pg: &Postgres) {
 fn proved_statements_read_only_and_refused_attacks_harm_a_real_postgres() {
     let pg = Postgres::start();
     reset_canary(&pg);
-    for sql in PROVED {
+    let proved: Vec<String> = merlya::safety::sql::incident_corpus()
+        .into_iter()
+        .filter(|(d, _)| *d == Dialect::Postgres)
+        .map(|(_, q)| q)
+        .chain(["select x from canary".to_string(), "select count(*) filter (where x > 0) from canary".to_string()])
+        .collect();
+    for sql in &proved {
         assert_eq!(read_only_statement(Dialect::Postgres, sql), Ok(()), "merlya should prove: {sql}");
         // The server reads it as statements that succeed in a read-only transaction.
         let out = pg.psql(sql, &[("PGOPTIONS", "-c default_transaction_read_only=on")]);

@@ -617,24 +617,8 @@ async fn a_write_that_slips_past_the_proof_fails_in_the_read_only_sandbox() {
     let dir = tempfile::tempdir().unwrap();
     let known = dir.path().join("known_hosts");
     std::fs::write(&known, sshd.known_hosts_line() + "\n").unwrap();
-    let repo = dir.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap().success();
-        assert!(ok, "git {args:?}");
-    };
-    std::fs::write(repo.join("f"), "a\n").unwrap();
-    git(&["init", "-q"]);
-    git(&["add", "f"]);
-    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
+    let (repo, index, stale) = support::repo_with_a_stale_index(dir.path());
     support::give_to_test_user(dir.path());
-    let index = repo.join(".git/index");
-    let stale = || {
-        // A newer mtime with the same content: git status refreshes (rewrites) the index.
-        std::thread::sleep(Duration::from_millis(1100));
-        std::fs::write(repo.join("f"), "a\n").unwrap();
-        std::fs::metadata(&index).unwrap().modified().unwrap()
-    };
     let host = host_for("web01", &sshd);
     let tx = merlya::exec::no_events();
     let status = cleared(&format!("git -C {} status --porcelain", repo.display()));

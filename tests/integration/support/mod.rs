@@ -360,3 +360,28 @@ pub fn bench_fleet(n: usize, prefix: &str) -> (TestKey, Vec<Sshd>, TestEnv) {
     }
     (key, daemons, env)
 }
+
+/// A git repository in `parent/repo` with one committed file `f`, and a way to make its index
+/// stale (`f` rewritten with a newer mtime and the same content: `git status` then rewrites the
+/// index, a write that a read-only proof misses). Returns the repository, its index, and `stale`,
+/// which returns the index's mtime before any refresh.
+pub fn repo_with_a_stale_index(parent: &Path) -> (PathBuf, PathBuf, impl Fn() -> std::time::SystemTime) {
+    let repo = parent.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::write(repo.join("f"), "a\n").unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "f"]);
+    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
+    let index = repo.join(".git/index");
+    let (file, idx) = (repo.join("f"), index.clone());
+    let stale = move || {
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        std::fs::write(&file, "a\n").unwrap();
+        std::fs::metadata(&idx).unwrap().modified().unwrap()
+    };
+    (repo, index, stale)
+}
