@@ -32,14 +32,25 @@ pub(super) fn check_all(services: &Services) {
     let (ctx, executor, sender, gate) =
         (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
     let cancel = services.control.shutdown_token();
+    let clients = services.mcp.clone();
     services.control.spawn(async move {
+        // Resources of the MCP backend are read back with read-only calls only.
+        let mcp = crate::mcp::call::CallEnv {
+            clients,
+            gate: gate.clone(),
+            store: ctx.store.clone(),
+            session_id: ctx.session_id.clone(),
+            requested_by: "drift-worker".into(),
+            read_only: true,
+            cancel: cancel.clone(),
+        };
         let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
         let mut failed = Vec::new();
         let resources = match ctx.store.list_resources().await {
             Ok(resources) => resources,
             Err(e) => return sender.send(Msg::Error(format!("drift check: {e}"))),
         };
-        let drifted = match crate::provision::check::check_resources(&env, &ctx.store, &resources).await {
+        let drifted = match crate::provision::check::check_resources(&env, Some(&mcp), &ctx.store, &resources).await {
             Ok(checks) => {
                 failed.extend(
                     checks.iter().filter(|c| c.failed).map(|c| format!("{}: {}", c.resource, c.detail.join("; "))),

@@ -110,11 +110,75 @@ pub struct CheckArgs {
 /// Applies a resource's folder through the change path; the operation is recorded before it starts
 /// and how it ended after.
 async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &ChangeOpts) -> Result<u8> {
+    if resource.backend == "mcp" {
+        return apply_mcp(ctx, resource, operation, opts).await;
+    }
     ops::begin(&ctx.store, resource, operation).await?;
     let change =
         TerraformChange::new(TerraformSpec { dir: PathBuf::from(&resource.workdir), vars: Vars::new(Vec::new()) });
     let (code, run) = drive_change(ctx, Box::new(change), opts).await?;
     let status = ops::end(&ctx.store, resource, operation, &run).await?;
+    eprintln!("resource {}: {}", resource.name, status.as_str());
+    Ok(code)
+}
+
+/// The MCP calls a resource of the MCP backend is made with (the change asks, like any MCP change).
+fn mcp_env(
+    ctx: &Context,
+    clients: &std::sync::Arc<crate::mcp::client::McpClients>,
+    yes: bool,
+    read_only: bool,
+) -> crate::mcp::call::CallEnv {
+    let approver = if read_only {
+        std::sync::Arc::new(crate::approval::DenyAll) as std::sync::Arc<dyn crate::approval::Approver>
+    } else {
+        super::Asking::detect(yes).approver
+    };
+    crate::mcp::call::CallEnv {
+        clients: clients.clone(),
+        gate: crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy),
+        store: ctx.store.clone(),
+        session_id: ctx.session_id.clone(),
+        requested_by: crate::ssh::target::local_user(),
+        read_only,
+        cancel: super::cancel_on_signals(),
+    }
+}
+
+/// Makes or removes a resource of the MCP backend through the gated, audited MCP path.
+async fn apply_mcp(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &ChangeOpts) -> Result<u8> {
+    use crate::provision::mcp_backend;
+    let request = mcp_backend::load(std::path::Path::new(&resource.workdir)).map_err(|e| eyre!(e))?;
+    let clients =
+        std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
+    let env = mcp_env(ctx, &clients, opts.yes, false);
+    ops::begin(&ctx.store, resource, operation).await?;
+    let outcome = if operation == Lifecycle::Deleting {
+        mcp_backend::delete(&env, &request).await.map(|()| (serde_json::Value::Null, serde_json::Value::Null))
+    } else {
+        mcp_backend::apply(&env, &request).await
+    };
+    clients.shutdown().await;
+    let (status, expected, outputs, code) = match outcome {
+        Ok((expected, outputs)) if operation == Lifecycle::Deleting => {
+            (Lifecycle::Deleted, Some(expected), Some(outputs), EXIT_OK)
+        }
+        Ok((expected, outputs)) => (Lifecycle::Active, Some(expected), Some(outputs), EXIT_OK),
+        Err(e) => {
+            eprintln!("{}: {}", resource.name, crate::term_safe::visible(&e));
+            let status = if resource.status == Lifecycle::Pending { Lifecycle::Pending } else { Lifecycle::Failed };
+            (status, None, None, super::EXIT_REFUSED)
+        }
+    };
+    let done =
+        Applied { status, expected: expected.clone(), outputs: outputs.clone(), tf_serial: None, tf_lineage: None };
+    ctx.store.finish_operation(&resource.id, &done).await?;
+    if code == EXIT_OK {
+        let answers = ctx.store.resource(&resource.id).await?.map(|r| r.answers).unwrap_or_default();
+        ctx.store
+            .add_snapshot(&resource.id, &json!({"answers": answers, "expected": expected, "outputs": outputs}))
+            .await?;
+    }
     eprintln!("resource {}: {}", resource.name, status.as_str());
     Ok(code)
 }
@@ -316,7 +380,12 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
         &ctx.config.policy,
     );
     let env = Env::from_context(ctx, executor, gate, super::cancel_on_signals(), crate::exec::no_events());
-    let checks = crate::provision::check::check_resources(&env, &ctx.store, &resources).await?;
+    let clients =
+        std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
+    let mcp = mcp_env(ctx, &clients, false, true);
+    let checks = crate::provision::check::check_resources(&env, Some(&mcp), &ctx.store, &resources).await;
+    clients.shutdown().await;
+    let checks = checks?;
     let failed = checks.iter().any(|c| c.failed);
     let results: Vec<serde_json::Value> = checks.iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
     match args.format {

@@ -29,8 +29,10 @@ pub struct ResourceCheck {
 }
 
 /// Checks each resource that is not deleted and records what it found.
+/// `mcp`: how resources of the MCP backend are read back (a read-only call environment).
 pub async fn check_resources(
     env: &Env,
+    mcp: Option<&crate::mcp::call::CallEnv>,
     store: &Store,
     resources: &[Resource],
 ) -> Result<Vec<ResourceCheck>, crate::store::StoreError> {
@@ -38,7 +40,7 @@ pub async fn check_resources(
     let live: Vec<&Resource> = resources.iter().filter(|r| r.status != Lifecycle::Deleted).collect();
     let mut readings = Vec::new();
     for chunk in live.chunks(PARALLEL) {
-        let batch = futures::future::join_all(chunk.iter().map(|r| read_drift(env, r))).await;
+        let batch = futures::future::join_all(chunk.iter().map(|r| read_any(env, mcp, r))).await;
         readings.extend(chunk.iter().copied().zip(batch));
     }
     let mut checks = Vec::new();
@@ -66,6 +68,20 @@ pub async fn check_resources(
         checks.push(check);
     }
     Ok(checks)
+}
+
+/// A resource's drift by its backend.
+async fn read_any(
+    env: &Env,
+    mcp: Option<&crate::mcp::call::CallEnv>,
+    r: &Resource,
+) -> Result<(Drift, Vec<String>, serde_json::Value), String> {
+    if r.backend != "mcp" {
+        return read_drift(env, r).await;
+    }
+    let Some(mcp) = mcp else { return Err("no MCP servers to read it back with".into()) };
+    let request = super::mcp_backend::load(std::path::Path::new(&r.workdir))?;
+    super::mcp_backend::check(mcp, &request).await
 }
 
 async fn read_drift(env: &Env, r: &Resource) -> Result<(Drift, Vec<String>, serde_json::Value), String> {

@@ -125,3 +125,55 @@ fn a_secret_answer_never_reaches_the_database_the_audit_log_or_the_screen() {
     let main = std::fs::read_to_string(env.merlya_home().join("resources/p1/main.tf")).unwrap();
     assert!(main.contains(secret), "the rendered file is where it goes");
 }
+
+/// The MCP backend against the reference filesystem server: a file made through its change tool
+/// (approved), read back by the check: changed outside merlya is drifted, removed is missing.
+#[test]
+fn a_file_made_through_an_mcp_server_is_checked_for_drift() {
+    let root = tempfile::tempdir().unwrap();
+    let env = TestEnv::new();
+    let server = support::mcp_packages().join("node_modules/.bin/mcp-server-filesystem");
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::write(
+        env.merlya_home().join("config.yaml"),
+        format!(
+            "mcp:\n  servers:\n    fs:\n      command: {}\n      args: [\"{}\"]\n",
+            server.display(),
+            root_path.display()
+        ),
+    )
+    .unwrap();
+    let file = root_path.join("motd");
+    let path = format!("path={}", file.display());
+    // Without approval nothing is written.
+    let out =
+        env.run(&["provision", "create", "file-marker", "--var", &path, "--var", "content=hello", "--name", "f0"]);
+    assert!(!out.status.success() && !file.exists(), "{}", support::text(&out.stderr));
+    let out = env.run(&[
+        "provision",
+        "create",
+        "file-marker",
+        "--var",
+        &path,
+        "--var",
+        "content=hello",
+        "--name",
+        "f1",
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", support::text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello");
+    assert_eq!(state_of(&env, "f1"), ("active".into(), "unknown".into()));
+    let check = |env: &TestEnv| {
+        let all = json(env, &["state", "check", "--format", "json"]);
+        all.as_array().unwrap().iter().find(|c| c["resource"] == "f1").unwrap()["drift"].as_str().unwrap().to_string()
+    };
+    assert_eq!(check(&env), "no_drift");
+    std::fs::write(&file, "edited by hand").unwrap();
+    assert_eq!(check(&env), "drifted");
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(check(&env), "missing");
+    // The calls are in the audit log, the write approved.
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(audit.contains("fs.write_file") && audit.contains("fs.read_text_file"), "{audit}");
+}

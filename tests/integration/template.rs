@@ -58,7 +58,7 @@ fn list_show_and_render_the_built_in_templates() {
 
     let json: Value = serde_json::from_str(&env.ok(&["template", "list", "--format", "json"])).unwrap();
     let names: Vec<&str> = json["templates"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["basic-vm", "data-marker", "data-pair"]);
+    assert_eq!(names, ["basic-vm", "data-marker", "data-pair", "file-marker"]);
     assert_eq!(json["templates"][0]["versions"], serde_json::json!(["1.0.0"]));
     assert_eq!(json["templates"][0]["source"], "built-in");
     assert_eq!(json["errors"], serde_json::json!([]));
@@ -104,7 +104,7 @@ fn list_show_and_render_the_built_in_templates() {
     assert!(!env.merlya_home().join("merlya.db").exists());
 
     let e = fails(&env, &["template", "show", "no-such"]);
-    assert!(e.contains("no template named no-such (known: basic-vm, data-marker, data-pair)"), "{e}");
+    assert!(e.contains("no template named no-such (known: basic-vm, data-marker, data-pair, file-marker)"), "{e}");
     let e = fails(&env, &["template", "show", "data-pair:2.0.0"]);
     assert!(e.contains("template data-pair has no version 2.0.0 (it has: 1.0.0)"), "{e}");
 }

@@ -18,6 +18,8 @@ pub const FILES: &[(&str, &str)] = &[
     ("data-marker/main.tf.j2", include_str!("../../../templates/data-marker/main.tf.j2")),
     ("data-pair/template.yaml", include_str!("../../../templates/data-pair/template.yaml")),
     ("data-pair/main.tf.j2", include_str!("../../../templates/data-pair/main.tf.j2")),
+    ("file-marker/template.yaml", include_str!("../../../templates/file-marker/template.yaml")),
+    ("file-marker/request.json.j2", include_str!("../../../templates/file-marker/request.json.j2")),
 ];
 
 /// The built-in templates, loaded and checked like a user's (an error here is a bug in merlya,
@@ -79,6 +81,6 @@ mod tests {
         let loaded = templates();
         let names: Vec<String> =
             loaded.iter().map(|t| t.as_ref().map(|t| t.spec.key()).unwrap_or_else(|e| e.to_string())).collect();
-        assert_eq!(names, ["basic-vm:1.0.0", "data-marker:1.0.0", "data-pair:1.0.0"]);
+        assert_eq!(names, ["basic-vm:1.0.0", "data-marker:1.0.0", "data-pair:1.0.0", "file-marker:1.0.0"]);
     }
 }
