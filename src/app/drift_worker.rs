@@ -5,27 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use super::model::DriftBoard;
 use super::msg::Msg;
 use super::workers::Services;
 use crate::baseline::check::{Against, check, ignore_rules, plan_of};
 use crate::baseline::rules::Filter;
 use crate::pipeline::Env;
-use crate::store::Store;
 use crate::store::resources::Drift;
-
-/// What the pane shows, read from the store.
-pub(super) async fn board(store: &Store) -> Result<DriftBoard, crate::store::StoreError> {
-    let resources = store.list_resources().await?;
-    let recorded = store.host_drift().await?;
-    let checked_hosts = recorded.len();
-    let mut hosts = Vec::new();
-    for (host, at, findings) in recorded {
-        let rows: Vec<crate::baseline::compare::Row> = serde_json::from_str(&findings).unwrap_or_default();
-        hosts.extend(rows.into_iter().map(|row| (host.clone(), at.clone(), row)));
-    }
-    Ok(DriftBoard { resources, hosts, checked_hosts })
-}
 
 /// Checks every resource and every host with a baseline, then says what it found.
 pub(super) fn check_all(services: &Services) {

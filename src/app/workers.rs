@@ -258,7 +258,7 @@ pub(super) fn refresh_dashboard(services: &Services) {
             Some(llm) => (llm.spend().into_iter().collect(), llm.breaker_open()),
             None => (Vec::new(), false),
         };
-        let drift = match super::drift_worker::board(&store).await {
+        let drift = match drift_board(&store).await {
             Ok(drift) => drift,
             Err(e) => {
                 sender.send(Msg::Error(format!("{}: {e}", locale.t("error.metrics"))));
@@ -524,4 +524,17 @@ pub(super) fn new_conversation(services: &Services) {
     if let Ok(mut c) = services.conversation.lock() {
         *c = None;
     }
+}
+
+/// What the Drift pane shows, read from the store: resources, and each host's last findings.
+async fn drift_board(store: &crate::store::Store) -> Result<super::model::DriftBoard, crate::store::StoreError> {
+    let resources = store.list_resources().await?;
+    let recorded = store.host_drift().await?;
+    let checked_hosts = recorded.len();
+    let mut hosts = Vec::new();
+    for (host, at, findings) in recorded {
+        let rows: Vec<crate::baseline::compare::Row> = serde_json::from_str(&findings).unwrap_or_default();
+        hosts.extend(rows.into_iter().map(|row| (host.clone(), at.clone(), row)));
+    }
+    Ok(super::model::DriftBoard { resources, hosts, checked_hosts })
 }
