@@ -5,7 +5,7 @@
 //! 10: peak RSS with the inventory drawn, and filter keystroke to redrawn screen.
 //!
 //! Run: `cargo bench --bench console` (BENCH_RUNS=7, BENCH_FLEET=200000; BENCH_MERLYA=path
-//! measures another merlya binary with the same harness).
+//! measures another merlya binary with the same harness; BENCH_KEYS=1 prints every keystroke's time).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -155,7 +155,13 @@ fn fleet_figures() {
         let t = Instant::now();
         fleet::fill(&home, hosts - 1);
         eprintln!("{hosts} hosts written in {:.1} s", t.elapsed().as_secs_f64());
-        figures.push(fleet::measure(&home));
+        let measured = fleet::measure(&home);
+        // BENCH_KEYS=1: every keystroke's time, to see which keys are slow.
+        if std::env::var_os("BENCH_KEYS").is_some() {
+            eprintln!("{hosts} hosts, typed (ms): {:.1?}", measured.typed);
+            eprintln!("{hosts} hosts, erased (ms): {:.1?}", measured.erased);
+        }
+        figures.push(measured);
         let _ = std::fs::remove_dir_all(&home);
     }
     println!();

@@ -8,16 +8,22 @@
 //!   once per load, as nucleo reads it, instead of once per host per keystroke;
 //! - a query that only adds characters to the previous one is matched
 //!   against the previous answer only ([`narrows`]);
+//! - hosts that look alike to the query (the same text around the characters it
+//!   holds, other letters and digits aside) are scored once per scan (`shapes`):
+//!   the first keystrokes of a query keep most hosts, and scoring each of them
+//!   was the slowest keystroke;
 //! - [`filter`] is pure and can be stopped part-way, so a large scan can run
 //!   on a worker while the newest query wins (see `update::filter`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use nucleo_matcher::Utf32String;
 use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
-use nucleo_matcher::{Config, Matcher, Utf32String};
 
 use crate::inventory::Host;
+
+mod shapes;
 
 /// The hosts loaded from the store, with what the filter and the tag picker
 /// need computed once.
@@ -216,24 +222,29 @@ pub fn filter_on(fleet: &Fleet, query: &str, within: Option<&[u32]>, stop: Stop,
         return Some(rows);
     }
     let pattern = Pattern::parse(&words, CaseMatching::Ignore, Normalization::Smart);
-    let score = |part: &[u32]| -> Option<Vec<(u32, u32)>> {
-        let mut matcher = Matcher::new(Config::DEFAULT);
-        let mut scored = Vec::new();
+    // Each thread ranks its part; the sorted parts are merged at the end.
+    let score = |part: &[u32]| -> Option<Vec<u64>> {
+        let mut scorer = shapes::Scorer::new(&pattern);
+        let mut ranked = Vec::new();
         for chunk in part.chunks(STOP_EVERY) {
             if stop() {
                 return None;
             }
-            scored.extend(chunk.iter().filter(|&&i| tags.is_empty() || has_tags(i)).filter_map(|&i| {
-                pattern.score(fleet.keys[i as usize].slice(..), &mut matcher).map(|score| (score, i))
-            }));
+            ranked.extend(
+                chunk
+                    .iter()
+                    .filter(|&&i| tags.is_empty() || has_tags(i))
+                    .filter_map(|&i| scorer.score(fleet.keys[i as usize].slice(..)).map(|score| rank(score, i))),
+            );
         }
-        Some(scored)
+        ranked.sort_unstable();
+        Some(ranked)
     };
     let threads = threads.clamp(1, candidates.len() / STOP_EVERY + 1);
-    let mut scored = if threads == 1 {
+    let ranked = if threads == 1 {
         score(candidates)?
     } else {
-        let parts: Vec<Option<Vec<(u32, u32)>>> = std::thread::scope(|s| {
+        let parts: Vec<Option<Vec<u64>>> = std::thread::scope(|s| {
             let handles: Vec<_> = candidates
                 .chunks(candidates.len().div_ceil(threads))
                 .map(|part| s.spawn(move || score(part)))
@@ -241,15 +252,24 @@ pub fn filter_on(fleet: &Fleet, query: &str, within: Option<&[u32]>, stop: Stop,
             // A thread that panicked gives no answer, as a stopped one does.
             handles.into_iter().map(|h| h.join().ok().flatten()).collect()
         });
-        parts.into_iter().collect::<Option<Vec<_>>>()?.concat()
+        let mut ranked = parts.into_iter().collect::<Option<Vec<_>>>()?.concat();
+        // A few sorted runs: the stable sort finds them and merges them.
+        ranked.sort();
+        ranked
     };
-    // Indices are unique, so an unstable sort gives the one order: best first, then inventory order.
-    scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    Some(scored.into_iter().map(|(_, i)| i).collect())
+    Some(ranked.into_iter().map(|r| (r & u64::from(u32::MAX)) as u32).collect())
+}
+
+/// A score and a host's index as one number that sorts best first, then in inventory order
+/// (indices are unique, so every order of the same answer sorts to the same rows).
+fn rank(score: u32, i: u32) -> u64 {
+    (u64::from(u32::MAX - score) << 32) | u64::from(i)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use nucleo_matcher::{Config, Matcher};
+
     use super::*;
 
     /// The filter as the console computed it before fleets: a haystack built per host, per call.
@@ -350,6 +370,47 @@ pub(crate) mod tests {
         assert!(!narrows("@we", "@web"), "tags are exact");
         assert!(!narrows("we", "wa"));
         assert!(!narrows("web", "web$"));
+    }
+
+    /// Hosts scored once per shape (`shapes`) answer as the plain scan does, whatever the case,
+    /// the alphabet, the tags or the threads.
+    #[test]
+    fn scoring_by_shape_answers_as_the_plain_scan() {
+        let mut hosts = generated(12_000);
+        for (i, name) in
+            ["WEB-EU-WEST-9", "Web-Eu-West-10", "wéb-eu-1", "db/eu:west;1", "ünïcode-web-2"].iter().enumerate()
+        {
+            let mut h = Host::new(*name, format!("10.9.9.{i}"));
+            h.add_tag("prod");
+            hosts.push(h);
+        }
+        let fleet = Fleet::new(hosts.clone());
+        for query in [
+            "",
+            " ",
+            "we",
+            "WE",
+            "Web-Eu",
+            "web-eu-w",
+            "ueue",
+            "10.",
+            "10.0.1",
+            "prod 12",
+            "eu west",
+            "@prod we",
+            "@web 10.0",
+            "wéb",
+            "ünï web",
+            "é",
+            "db/eu:",
+            "web !west",
+            "^web eu",
+            "west$",
+        ] {
+            let one = filter(&fleet, query, None, &|| false).unwrap();
+            assert_eq!(names(&fleet, &one), reference(&hosts, query), "query {query:?}");
+            assert_eq!(filter_on(&fleet, query, None, &|| false, 3).as_ref(), Some(&one), "query {query:?}, 3 threads");
+        }
     }
 
     #[test]
