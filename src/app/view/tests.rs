@@ -387,8 +387,7 @@ fn write_screenshots() {
     palette.input.set_text(":");
     let mut split = fixture_pipelines();
     split.diff_view.side_by_side = true;
-    let mut drift = fixture_model();
-    drift.set_focus(Pane::Drift);
+    let drift = crate::app::view::fixtures::fixture_drift();
     let mut grouped = fixture_fleet_run();
     grouped.output_view.mode = crate::app::model::OutputMode::Grouped;
     let mut failed = fixture_fleet_run();
