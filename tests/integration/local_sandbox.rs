@@ -85,21 +85,8 @@ fn a_word_su_does_not_turn_the_sandbox_off() {
         return;
     }
     let env = TestEnv::new();
-    let repo = env.dir.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let ok = Command::new("git").arg("-C").arg(&repo).args(args).status().unwrap().success();
-        assert!(ok, "git {args:?}");
-    };
-    std::fs::write(repo.join("f"), "a\n").unwrap();
-    git(&["init", "-q"]);
-    git(&["add", "f"]);
-    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"]);
-    let index = repo.join(".git/index");
-    // A newer mtime with the same content: git status refreshes (rewrites) the index.
-    std::thread::sleep(Duration::from_millis(1100));
-    std::fs::write(repo.join("f"), "a\n").unwrap();
-    let before = std::fs::metadata(&index).unwrap().modified().unwrap();
+    let (repo, index, stale) = support::repo_with_a_stale_index(env.dir.path());
+    let before = stale();
     let line = format!("echo su; git -C {} status --porcelain", repo.display());
     let out = env.run(&["exec", "localhost", "--", &line]);
     assert!(out.status.success(), "the diagnostic still works: {}", text(&out.stderr));
