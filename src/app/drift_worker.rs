@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 
 use super::msg::Msg;
 use super::workers::Services;
-use crate::baseline::check::{Against, check, ignore_rules, plan_of};
-use crate::baseline::rules::Filter;
+use crate::baseline::check::{Against, check, filter_for, plan_of};
 use crate::pipeline::Env;
 use crate::store::resources::Drift;
 
@@ -20,15 +19,14 @@ pub(super) fn check_all(services: &Services) {
     let clients = services.mcp.clone();
     services.control.spawn(async move {
         // Resources of the MCP backend are read back with read-only calls only.
-        let mcp = crate::mcp::call::CallEnv {
+        let mcp = crate::mcp::call::CallEnv::of_context(
+            &ctx,
             clients,
-            gate: gate.clone(),
-            store: ctx.store.clone(),
-            session_id: ctx.session_id.clone(),
-            requested_by: "drift-worker".into(),
-            read_only: true,
-            cancel: cancel.clone(),
-        };
+            gate.clone(),
+            "drift-worker".into(),
+            true,
+            cancel.clone(),
+        );
         let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
         let mut failed = Vec::new();
         let resources = match ctx.store.list_resources().await {
@@ -69,12 +67,7 @@ async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::
     }
     let everyone = ctx.store.list_hosts().await?;
     let hosts: Vec<_> = everyone.iter().filter(|h| names.contains(&h.name)).cloned().collect();
-    let hosts_of = |expr: &str| -> BTreeSet<String> {
-        crate::inventory::resolve_targets(expr, &everyone, &[])
-            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
-            .unwrap_or_default()
-    };
-    let filter = Filter::new(ignore_rules(&ctx.config.drift, hosts_of));
+    let filter = filter_for(&ctx.config.drift, &everyone);
     let checked =
         check(&env.door(), &hosts, &plan_of(&ctx.config.drift), Against::Baseline, filter, &crate::exec::no_events())
             .await?;

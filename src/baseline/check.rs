@@ -32,6 +32,17 @@ pub fn plan_of(config: &DriftConfig) -> CapturePlan {
     CapturePlan { paths: config.paths.clone(), contents: config.contents.clone() }
 }
 
+/// The filter of a check: the volatile rules, then the config's ignore rules, their target
+/// expressions resolved against `inventory`.
+pub fn filter_for(config: &DriftConfig, inventory: &[Host]) -> Filter {
+    let hosts_of = |expr: &str| -> BTreeSet<String> {
+        crate::inventory::resolve_targets(expr, inventory, &[])
+            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
+            .unwrap_or_default()
+    };
+    Filter::new(ignore_rules(config, hosts_of))
+}
+
 /// The config's ignore rules; `hosts_of` resolves a target expression to host names.
 pub fn ignore_rules(config: &DriftConfig, hosts_of: impl Fn(&str) -> BTreeSet<String>) -> Vec<Rule> {
     config

@@ -1,7 +1,6 @@
 //! `merlya baseline capture|accept|show` and `merlya drift TARGETS`: host
 //! baselines, and what differs from them or from a host's siblings (issue 26).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
@@ -10,9 +9,8 @@ use serde_json::json;
 
 use super::{EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, ListFormat};
 use crate::baseline::Facts;
-use crate::baseline::check::{Against, Captured, capture_and_record, check, ignore_rules, plan_of};
+use crate::baseline::check::{Against, Captured, capture_and_record, check, filter_for, plan_of};
 use crate::baseline::compare::Row;
-use crate::baseline::rules::Filter;
 use crate::context::Context;
 use crate::door::Door;
 use crate::exec::Executor;
@@ -149,12 +147,7 @@ fn print_captured(captured: &Captured, format: ListFormat) -> Result<()> {
 pub async fn drift(ctx: &Context, args: DriftArgs) -> Result<u8> {
     let (hosts, executor) = hosts_and_executor(ctx, &args.targets).await?;
     let everyone = ctx.store.list_hosts().await?;
-    let hosts_of = |expr: &str| -> BTreeSet<String> {
-        crate::inventory::resolve_targets(expr, &everyone, &[])
-            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
-            .unwrap_or_default()
-    };
-    let filter = Filter::new(ignore_rules(&ctx.config.drift, hosts_of));
+    let filter = filter_for(&ctx.config.drift, &everyone);
     let cancel = super::cancel_on_signals();
     let door = door(ctx, &executor, &cancel);
     let plan = plan_of(&ctx.config.drift);

@@ -178,15 +178,9 @@ async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> 
                 Err(e) => return Err(eyre!("--args is not valid JSON: {e}")),
             };
             let super::Asking { approver, .. } = super::Asking::detect(yes);
-            let env = CallEnv {
-                clients: clients.clone(),
-                gate: ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy),
-                store: ctx.store.clone(),
-                session_id: ctx.session_id.clone(),
-                requested_by: crate::ssh::target::local_user(),
-                read_only: false,
-                cancel: super::cancel_on_signals(),
-            };
+            let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+            let user = crate::ssh::target::local_user();
+            let env = CallEnv::of_context(ctx, clients.clone(), gate, user, false, super::cancel_on_signals());
             match call(&env, server, name, arguments).await {
                 Ok(result) => {
                     if format == ListFormat::Json {

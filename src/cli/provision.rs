@@ -134,15 +134,9 @@ fn mcp_env(
     } else {
         super::Asking::detect(yes).approver
     };
-    crate::mcp::call::CallEnv {
-        clients: clients.clone(),
-        gate: crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy),
-        store: ctx.store.clone(),
-        session_id: ctx.session_id.clone(),
-        requested_by: crate::ssh::target::local_user(),
-        read_only,
-        cancel: super::cancel_on_signals(),
-    }
+    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let (user, cancel) = (crate::ssh::target::local_user(), super::cancel_on_signals());
+    crate::mcp::call::CallEnv::of_context(ctx, clients.clone(), gate, user, read_only, cancel)
 }
 
 /// Makes or removes a resource of the MCP backend through the gated, audited MCP path.

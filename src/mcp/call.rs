@@ -37,6 +37,28 @@ pub struct CallEnv {
     pub cancel: CancellationToken,
 }
 
+impl CallEnv {
+    /// The calls of a command's own context (its store and session) through `gate`.
+    pub fn of_context(
+        ctx: &crate::context::Context,
+        clients: Arc<McpClients>,
+        gate: ApprovalGate,
+        requested_by: String,
+        read_only: bool,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            clients,
+            gate,
+            store: ctx.store.clone(),
+            session_id: ctx.session_id.clone(),
+            requested_by,
+            read_only,
+            cancel,
+        }
+    }
+}
+
 /// How a call is shown in the approval and the audit log: `server.tool {arguments}`, secrets masked
 /// (values under secret-like keys, and secret shapes inside strings).
 pub fn describe(tool: &ToolInfo, arguments: &serde_json::Map<String, serde_json::Value>) -> String {

@@ -54,16 +54,7 @@ pub fn read_state(dir: &Path) -> Result<StateReading, String> {
     let mut secrets = std::collections::BTreeSet::new();
     for resource in state["resources"].as_array().into_iter().flatten() {
         for instance in resource["instances"].as_array().into_iter().flatten() {
-            for path in instance["sensitive_attributes"].as_array().into_iter().flatten() {
-                let mut at = &instance["attributes"];
-                for step in path.as_array().into_iter().flatten() {
-                    at = match step["value"].as_str() {
-                        Some(name) => &unwrapped(at)[name],
-                        None => &unwrapped(at)[step["value"].as_u64().unwrap_or(u64::MAX) as usize],
-                    };
-                }
-                leaves(unwrapped(at), &mut secrets);
-            }
+            secrets.extend(sensitive_values(&instance["attributes"], &instance["sensitive_attributes"]));
         }
     }
     let mut outputs = serde_json::Map::new();
@@ -84,16 +75,33 @@ pub fn read_state(dir: &Path) -> Result<StateReading, String> {
 /// attribute path is masked whole), and every other place holding one of those values too:
 /// `terraform_data`'s `output` repeats its sensitive `input` without being marked.
 fn masked(attributes: &Value, sensitive: &Value) -> Value {
-    let mut secrets = std::collections::BTreeSet::new();
     let mut out = attributes.clone();
     for path in sensitive.as_array().into_iter().flatten() {
-        // Terraform ≥ 1.x: [{"type":"get_attr","value":"password"}, …]; older: the name alone.
+        let first = path.as_array().and_then(|steps| steps.first()).map_or(path, |step| &step["value"]);
+        if let Some(name) = first.as_str()
+            && let Some(slot) = out.get_mut(name)
+        {
+            *slot = Value::String("***".into());
+        }
+    }
+    let secrets = sensitive_values(attributes, sensitive);
+    if !secrets.is_empty() {
+        mask_values(&mut out, &secrets);
+    }
+    out
+}
+
+/// Every string a path of `sensitive_attributes` holds in `attributes` (Terraform ≥ 1.x writes a
+/// path as `[{"type":"get_attr","value":"password"}, …]`; older versions the name alone).
+fn sensitive_values(attributes: &Value, sensitive: &Value) -> std::collections::BTreeSet<String> {
+    let mut secrets = std::collections::BTreeSet::new();
+    for path in sensitive.as_array().into_iter().flatten() {
         let steps: Vec<&Value> = match path.as_array() {
             Some(steps) => steps.iter().map(|step| &step["value"]).collect(),
             None => vec![path],
         };
         let mut at = attributes;
-        for step in &steps {
+        for step in steps {
             at = match (step.as_str(), step.as_u64()) {
                 (Some(name), _) => &unwrapped(at)[name],
                 (None, Some(i)) => &unwrapped(at)[i as usize],
@@ -101,16 +109,8 @@ fn masked(attributes: &Value, sensitive: &Value) -> Value {
             };
         }
         leaves(unwrapped(at), &mut secrets);
-        if let Some(name) = steps.first().and_then(|s| s.as_str())
-            && let Some(slot) = out.get_mut(name)
-        {
-            *slot = Value::String("***".into());
-        }
     }
-    if !secrets.is_empty() {
-        mask_values(&mut out, &secrets);
-    }
-    out
+    secrets
 }
 
 /// A dynamic value as the state keeps it (`{"value": …, "type": …}`, as `terraform_data` does), unwrapped.
