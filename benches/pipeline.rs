@@ -111,8 +111,7 @@ impl InProcess {
         use merlya::pipeline::{Env, runner, terraform};
         let ctx = &self.ctx;
         let done = self.runtime.block_on(async {
-            let mut change =
-                terraform::TerraformChange::new(terraform::TerraformSpec { dir, vars: Default::default() });
+            let mut change = terraform::TerraformChange::new(terraform::TerraformSpec { dir, ..Default::default() });
             let executor = Arc::new(ctx.executor(Vec::new(), Arc::new(merlya::prompt::NoPrompter), false).unwrap());
             let approver = Arc::new(merlya::approval::AutoApprove);
             let gate = merlya::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);

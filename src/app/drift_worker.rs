@@ -104,7 +104,7 @@ pub(super) fn reconcile(services: &Services, name: String) {
             crate::provision::ops::begin(&ctx.store, &resource, Lifecycle::Updating).await?;
             let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
             let dir = std::path::PathBuf::from(&resource.workdir);
-            let mut change = TerraformChange::new(TerraformSpec { dir, vars: Default::default() });
+            let mut change = TerraformChange::new(TerraformSpec { dir, ..Default::default() });
             let record = runner::record_of(&env, &change);
             let progress = |r: &crate::pipeline::PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
             let run = runner::run(&env, &mut change, record, &progress).await?;

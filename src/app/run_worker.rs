@@ -112,7 +112,7 @@ pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts:
             Err(e) => return sender.send(Msg::Error(format!("{path}: {e}"))),
         };
         let mut change: Box<dyn Change> = match kind {
-            Kind::Terraform => Box::new(TerraformChange::new(TerraformSpec { dir: path, vars: Vars::default() })),
+            Kind::Terraform => Box::new(TerraformChange::new(TerraformSpec { dir: path, ..Default::default() })),
             Kind::Kubernetes => {
                 Box::new(KubernetesChange::new(KubernetesSpec { path, context: None, namespace: None }))
             }

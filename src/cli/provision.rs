@@ -14,7 +14,6 @@ use super::{EXIT_ERROR, EXIT_OK, ListFormat};
 use crate::context::Context;
 use crate::pipeline::Env;
 use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
-use crate::pipeline::vars::Vars;
 use crate::provision::ops;
 use crate::provision::template::value::parse_text;
 use crate::provision::template::{Answers, Registry, TemplateRef};
@@ -80,6 +79,13 @@ pub enum StateCommand {
         #[command(flatten)]
         opts: ChangeOpts,
     },
+    /// Record what a resource is now as what merlya expects (a refresh-only apply, through approval):
+    /// the drift shown is accepted and no longer reported while the state stays as it is.
+    Accept {
+        resource: String,
+        #[command(flatten)]
+        opts: ChangeOpts,
+    },
     /// Go back to a snapshot's answers (the newest before the last apply when none is named), through approval.
     Rollback {
         resource: String,
@@ -114,8 +120,7 @@ async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &
         return apply_mcp(ctx, resource, operation, opts).await;
     }
     ops::begin(&ctx.store, resource, operation).await?;
-    let change =
-        TerraformChange::new(TerraformSpec { dir: PathBuf::from(&resource.workdir), vars: Vars::new(Vec::new()) });
+    let change = TerraformChange::new(TerraformSpec { dir: PathBuf::from(&resource.workdir), ..Default::default() });
     let (code, run) = drive_change(ctx, Box::new(change), opts).await?;
     let status = ops::end(&ctx.store, resource, operation, &run).await?;
     eprintln!("resource {}: {}", resource.name, status.as_str());
@@ -312,6 +317,17 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
             renderer(ctx).rerender(&r, &r.answers)?;
             apply(ctx, &r, Lifecycle::Updating, &opts).await
         }
+        StateCommand::Accept { resource, opts } => {
+            let r = changeable(ctx, &resource).await?;
+            let env = read_env(ctx).await?;
+            let accept = ops::prepare_accept(&env, &r).await?;
+            ops::begin(&ctx.store, &r, Lifecycle::Updating).await?;
+            let (code, run) = drive_change(ctx, Box::new(accept.change), &opts).await?;
+            let status = ops::finish_accept(&env, &ctx.store, &r, &run, &accept.planned).await?;
+            let now = ctx.store.resource(&r.id).await?.map_or(status.as_str(), |r| r.drift.as_str());
+            eprintln!("resource {}: {}, drift {now}", r.name, status.as_str());
+            Ok(code)
+        }
         StateCommand::Rollback { resource, to, opts } => {
             let r = changeable(ctx, &resource).await?;
             let snapshots = ctx.store.snapshots(&r.id).await?;
@@ -359,12 +375,8 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
     }
 }
 
-/// Two plans per resource (refresh-only, then normal), never an apply: the verdict and what was found.
-async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
-    let resources = match &args.resource {
-        Some(id) => vec![ctx.store.resource(id).await?.ok_or_else(|| eyre!("no resource {id}"))?],
-        None => ctx.store.list_resources().await?,
-    };
+/// The environment of a check: plans only, a gate that approves nothing.
+async fn read_env(ctx: &Context) -> Result<Env> {
     let inventory = ctx.inventory_for(crate::inventory::LOCALHOST).await?;
     let executor =
         std::sync::Arc::new(ctx.executor(inventory, std::sync::Arc::new(crate::prompt::NoPrompter), false)?);
@@ -373,7 +385,16 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
         ctx.store.clone(),
         &ctx.config.policy,
     );
-    let env = Env::from_context(ctx, executor, gate, super::cancel_on_signals(), crate::exec::no_events());
+    Ok(Env::from_context(ctx, executor, gate, super::cancel_on_signals(), crate::exec::no_events()))
+}
+
+/// Two plans per resource (refresh-only, then normal), never an apply: the verdict and what was found.
+async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
+    let resources = match &args.resource {
+        Some(id) => vec![ctx.store.resource(id).await?.ok_or_else(|| eyre!("no resource {id}"))?],
+        None => ctx.store.list_resources().await?,
+    };
+    let env = read_env(ctx).await?;
     let clients =
         std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
     let mcp = mcp_env(ctx, &clients, false, true);

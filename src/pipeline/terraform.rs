@@ -38,6 +38,11 @@ pub struct TerraformSpec {
     /// Variables, in the order given (passed as `TF_VAR_name`; values kept out of the database).
     #[serde(default)]
     pub vars: Vars,
+    /// Accept what is there: a refresh-only plan and apply, so the state records the real objects
+    /// and nothing outside changes. Asked about even when nothing was refreshed, since whoever
+    /// drives it records the result as expected (`merlya state accept`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refresh_only: bool,
 }
 
 /// A configuration's files (relative path → content): what rollback goes back to.
@@ -76,6 +81,8 @@ pub struct TerraformChange {
     /// after `init`: the dry run, the apply and the post-check run there, so a file swapped in the
     /// original while the approval waits is never read. Its fingerprint is checked before the apply.
     planned: Option<PlannedCopy>,
+    /// Further lines for the approval, from whoever drives the change (what an accept records).
+    reasons: Vec<String>,
 }
 
 /// `terraform init`, started before merlya's own setup (logging, the store, the record) by
@@ -101,7 +108,19 @@ impl TerraformChange {
             hazards: Vec::new(),
             controller: Vec::new(),
             planned: None,
+            reasons: Vec::new(),
         }
+    }
+
+    /// The same change, with `reasons` added to its approval (what the driver does with its result).
+    pub fn with_reasons(mut self, reasons: Vec<String>) -> Self {
+        self.reasons = reasons;
+        self
+    }
+
+    /// `-refresh-only` for an accept, nothing otherwise.
+    fn mode_args(&self) -> &'static [&'static str] {
+        if self.spec.refresh_only { &["-refresh-only"] } else { &[] }
     }
 
     /// Copies the folder into the run's folder (what Terraform writes itself, state above all, is
@@ -342,6 +361,23 @@ impl TerraformChange {
         request
     }
 
+    /// The approval of an accept: what the refresh records, what the driver records, no rollback.
+    fn accept_request(&self, plan: &PlanSummary) -> ApprovalRequest {
+        let refreshed = match plan.drift.len() {
+            0 => "no object changed outside Terraform".to_string(),
+            n => format!("{n} object(s) changed outside Terraform recorded in the state"),
+        };
+        let summary = format!("terraform {}: accept what is there ({refreshed})", self.dir());
+        let mut request = self.request(summary, self.apply_call().display(), plan, self.shown(plan));
+        request.reasons.push("refresh-only: the state records the real objects; nothing outside is changed".into());
+        request.reasons.extend(self.reasons.iter().cloned());
+        request.reasons.push(
+            "no rollback: a refresh-only apply changes the state only (Terraform keeps the one before in terraform.tfstate.backup)".into(),
+        );
+        request.post_check = Some("terraform plan -refresh-only -detailed-exitcode (expects no change)".into());
+        request
+    }
+
     /// Plans the rollback of `run` in a workspace beside it, asks for it, and applies it.
     async fn roll_back(&self, env: &Env, run: &PipelineRun) -> StageOutcome {
         let data: RollbackData = serde_json::from_value(run.rollback_data.clone()).unwrap_or_default();
@@ -558,8 +594,12 @@ impl Change for TerraformChange {
             }
         };
         let kept = self.work.join("config");
+        let refresh_only = self.spec.refresh_only;
         let prepare = async {
-            self.previous_config(env, run, config.as_ref(), folder).await?;
+            // An accept changes only the state: no configuration to go back to.
+            if !refresh_only {
+                self.previous_config(env, run, config.as_ref(), folder).await?;
+            }
             if let Some(config) = &config {
                 save_snapshot(config, &kept)
                     .map_err(|e| PipelineError::Invalid(format!("cannot keep a copy of the configuration: {e}")))?;
@@ -591,7 +631,17 @@ impl Change for TerraformChange {
 
     async fn dry_run(&mut self, env: &Env, _run: &PipelineRun) -> Option<DryRun> {
         let file = self.plan_file("change.tfplan");
-        Some(match self.plan_into(env, &self.planned_dir(), &file, &[]).await {
+        Some(match self.plan_into(env, &self.planned_dir(), &file, self.mode_args()).await {
+            // An accept with nothing refreshed is still asked about: its driver records the result.
+            Ok(None) if self.spec.refresh_only => {
+                self.plan_hash = sha256_file(&file);
+                self.plan = Some(PlanSummary::default());
+                DryRun {
+                    outcome: StageOutcome::ok("no object changed outside Terraform: the state stays as it is", ""),
+                    diff: String::new(),
+                    changes: true,
+                }
+            }
             Ok(None) => DryRun {
                 outcome: StageOutcome::ok("no changes: the infrastructure matches the configuration", ""),
                 diff: String::new(),
@@ -615,6 +665,9 @@ impl Change for TerraformChange {
 
     fn approval(&self, _run: &PipelineRun) -> ApprovalRequest {
         let plan = self.plan.clone().unwrap_or_default();
+        if self.spec.refresh_only {
+            return self.accept_request(&plan);
+        }
         let mut summary = format!("terraform {}: {}", self.dir(), plan.line());
         let destroys = plan.destroys();
         if !destroys.is_empty() {
@@ -622,7 +675,7 @@ impl Change for TerraformChange {
         }
         let mut request = self.request(summary, self.apply_call().display(), &plan, self.shown(&plan));
         // What runs here, as the person running merlya, is said outright (issue 24 §4).
-        request.reasons.extend(self.controller.iter().cloned());
+        request.reasons.extend(self.controller.iter().chain(&self.reasons).cloned());
         request.post_check = Some("terraform plan -detailed-exitcode (expects no change)".into());
         match Self::rollback_words(&self.rollback) {
             Some(words) => request.rollback = Some(words),
@@ -683,13 +736,8 @@ impl Change for TerraformChange {
     }
 
     async fn post_check(&mut self, env: &Env, _run: &PipelineRun, _decision: &Approved) -> Option<StageOutcome> {
-        let out = self
-            .run(
-                env,
-                &self.call(&["plan", "-input=false", "-no-color", "-detailed-exitcode"], &self.planned_dir()),
-                None,
-            )
-            .await;
+        let args = [&["plan", "-input=false", "-no-color", "-detailed-exitcode"][..], self.mode_args()].concat();
+        let out = self.run(env, &self.call(&args, &self.planned_dir()), None).await;
         Some(match out.code {
             Some(0) => StageOutcome::ok("no changes left: the infrastructure matches the configuration", out.text()),
             Some(2) => StageOutcome::failed("terraform still plans changes after apply", out.text()),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::tracker::{judge, read_state};
+use super::tracker::{DriftReading, accepted_in_force, judge, read_state};
 use crate::pipeline::Env;
 use crate::store::Store;
 use crate::store::resources::{Drift, Lifecycle, Resource};
@@ -77,14 +77,16 @@ async fn read_any(
     r: &Resource,
 ) -> Result<(Drift, Vec<String>, serde_json::Value), String> {
     if r.backend != "mcp" {
-        return read_drift(env, r).await;
+        return read_drift(env, r).await.map(|(reading, actual)| (reading.drift, reading.detail, actual));
     }
     let Some(mcp) = mcp else { return Err("no MCP servers to read it back with".into()) };
     let request = super::mcp_backend::load(std::path::Path::new(&r.workdir))?;
     super::mcp_backend::check(mcp, &request).await
 }
 
-async fn read_drift(env: &Env, r: &Resource) -> Result<(Drift, Vec<String>, serde_json::Value), String> {
+/// A Terraform resource's drift (two plans, the state's serial and lineage) and its state's
+/// resources; nothing is recorded.
+pub async fn read_drift(env: &Env, r: &Resource) -> Result<(DriftReading, serde_json::Value), String> {
     use crate::pipeline::tool::{ToolCall, run};
     let dir = PathBuf::from(&r.workdir);
     let call = |args: &[&str]| {
@@ -114,7 +116,8 @@ async fn read_drift(env: &Env, r: &Resource) -> Result<(Drift, Vec<String>, serd
     }
     let state = read_state(&dir)?;
     let expected: Vec<String> = r.expected.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
-    let mut reading = judge(&refresh.stdout, &normal.stdout, &expected);
+    let accepted = accepted_in_force(&r.accepted, &r.expected, &state.resources);
+    let mut reading = judge(&refresh.stdout, &normal.stdout, &expected, &accepted);
     // A state written outside merlya: another serial or lineage than merlya's last write.
     if (r.tf_serial.is_some() && state.serial != r.tf_serial)
         || (r.tf_lineage.is_some() && state.lineage != r.tf_lineage)
@@ -126,5 +129,5 @@ async fn read_drift(env: &Env, r: &Resource) -> Result<(Drift, Vec<String>, serd
             reading.drift = Drift::Drifted;
         }
     }
-    Ok((reading.drift, reading.detail, state.resources))
+    Ok((reading, state.resources))
 }

@@ -11,7 +11,8 @@ use serde_json::json;
 
 use super::template::{Answers, Registry, TemplateRef, render};
 use super::tracker::read_state;
-use crate::pipeline::{PipelineRun, PipelineStatus};
+use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::pipeline::{Env, PipelineRun, PipelineStatus};
 use crate::store::Store;
 use crate::store::resources::{Applied, Lifecycle, Resource};
 
@@ -78,6 +79,52 @@ pub async fn begin(store: &Store, resource: &Resource, operation: Lifecycle) -> 
     };
     store.begin_operation(&resource.id, operation, verb).await?;
     Ok(())
+}
+
+/// An accept of what a Terraform resource is now: the refresh-only change to approve, and the
+/// normal plan's changes its approval shows, recorded as accepted once it applied.
+pub struct Accept {
+    /// The refresh-only change, its approval naming each finding it accepts.
+    pub change: TerraformChange,
+    /// The normal plan's changes shown (`address action`).
+    pub planned: Vec<String>,
+}
+
+/// Reads `resource` (two plans, nothing recorded) and builds its accept. Only a Terraform resource
+/// has a state to record; an MCP resource is made as expected again with reconcile.
+pub async fn prepare_accept(env: &Env, resource: &Resource) -> Result<Accept> {
+    if resource.backend == "mcp" {
+        return Err(eyre!(
+            "{}: accept records a Terraform state; an MCP resource is put back with `merlya state reconcile` or changed with `merlya provision update`",
+            resource.name
+        ));
+    }
+    let (reading, _) = super::check::read_drift(env, resource).await.map_err(|e| eyre!("{}: {e}", resource.name))?;
+    let mut reasons: Vec<String> = reading.detail.iter().map(|d| format!("accepts {d}")).collect();
+    if reasons.is_empty() {
+        reasons.push("nothing has drifted: the state as it is becomes what merlya expects".into());
+    }
+    reasons.push(format!("merlya records {} as it is now and stops reporting what it accepts", resource.name));
+    let spec = TerraformSpec { dir: PathBuf::from(&resource.workdir), vars: Default::default(), refresh_only: true };
+    Ok(Accept { change: TerraformChange::new(spec).with_reasons(reasons), planned: reading.planned })
+}
+
+/// Records how an accept ended: after an apply, the state as expected (by [`end`]), the changes
+/// shown as accepted, and a check's verdict.
+pub async fn finish_accept(
+    env: &Env,
+    store: &Store,
+    resource: &Resource,
+    run: &PipelineRun,
+    planned: &[String],
+) -> Result<Lifecycle> {
+    let status = end(store, resource, Lifecycle::Updating, run).await?;
+    if run.status == PipelineStatus::Succeeded {
+        store.set_accepted(&resource.id, planned).await?;
+        let now = store.resource(&resource.id).await?.into_iter().collect::<Vec<_>>();
+        super::check::check_resources(env, None, store, &now).await?;
+    }
+    Ok(status)
 }
 
 /// Records how `operation` ended with `run`: the lifecycle, and after an apply what is expected, the

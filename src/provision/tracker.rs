@@ -37,6 +37,11 @@ pub fn read_state(dir: &Path) -> Result<StateReading, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StateReading::default()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
+    // Terraform makes the file empty before its first write (a crash there leaves it so), and reads
+    // an empty file as no state.
+    if text.trim().is_empty() {
+        return Ok(StateReading::default());
+    }
     let state: Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not a Terraform state: {e}", path.display()))?;
     let mut resources = serde_json::Map::new();
@@ -150,12 +155,27 @@ pub struct DriftReading {
     pub drift: Drift,
     /// One line per finding (`terraform_data.marker: changed outside Terraform`).
     pub detail: Vec<String>,
+    /// The normal plan's changes not accepted yet, as `address action` (what an accept records).
+    pub planned: Vec<String>,
+}
+
+/// A change of the normal plan as an accept records it: `address action`.
+pub fn accept_key(address: &str, action: &str) -> String {
+    format!("{address} {action}")
 }
 
 /// Reads the JSON lines of a refresh-only plan and of a normal plan into a verdict.
-/// `expected` holds the addresses merlya applied (a planned `create` of one of them: missing).
-pub fn judge(refresh_only: &str, normal: &str, expected: &[String]) -> DriftReading {
+/// `expected` holds the addresses merlya applied (a planned `create` of one of them: missing);
+/// `accepted` the normal plan's changes an operator accepted (`merlya state accept`) whose objects
+/// are still as they were then: reported, not drift.
+pub fn judge(
+    refresh_only: &str,
+    normal: &str,
+    expected: &[String],
+    accepted: &std::collections::BTreeSet<String>,
+) -> DriftReading {
     let mut detail = Vec::new();
+    let mut planned = Vec::new();
     let (mut drifted, mut missing) = (false, false);
     let changes = |text: &str, kind: &str| -> Vec<(String, String)> {
         text.lines()
@@ -183,6 +203,12 @@ pub fn judge(refresh_only: &str, normal: &str, expected: &[String]) -> DriftRead
         if matches!(action.as_str(), "noop" | "read") {
             continue;
         }
+        let key = accept_key(&address, &action);
+        if accepted.contains(&key) {
+            detail.push(format!("{address}: accepted as it is (the template would {action} it)"));
+            continue;
+        }
+        planned.push(key);
         if action == "create" && expected.contains(&address) {
             missing = true;
             detail.push(format!("{address}: missing from the state (Terraform would create it again)"));
@@ -198,7 +224,20 @@ pub fn judge(refresh_only: &str, normal: &str, expected: &[String]) -> DriftRead
     } else {
         Drift::NoDrift
     };
-    DriftReading { drift, detail }
+    DriftReading { drift, detail, planned }
+}
+
+/// The accepted changes still in force: each of `accepted` whose object holds in `state` what it
+/// held when accepted (`expected`, recorded then). A later write to it makes it drift again.
+pub fn accepted_in_force(accepted: &[String], expected: &Value, state: &Value) -> std::collections::BTreeSet<String> {
+    accepted
+        .iter()
+        .filter(|key| {
+            let address = key.rsplit_once(' ').map_or(key.as_str(), |(address, _)| address);
+            expected.get(address) == state.get(address)
+        })
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -209,6 +248,7 @@ mod tests {
     fn two_readings_make_the_verdict_never_the_exit_code() {
         let none = r#"{"type":"version","terraform":"1.9.0"}"#;
         let expected = vec!["terraform_data.marker".to_string()];
+        let judge = |a: &str, b: &str, e: &[String]| judge(a, b, e, &Default::default());
         assert_eq!(judge(none, none, &expected).drift, Drift::NoDrift);
         let outside =
             r#"{"type":"resource_drift","change":{"resource":{"addr":"aws_instance.web"},"action":"update"}}"#;
@@ -221,6 +261,31 @@ mod tests {
         let edited =
             r#"{"type":"planned_change","change":{"resource":{"addr":"terraform_data.marker"},"action":"replace"}}"#;
         assert_eq!(judge(none, edited, &expected).drift, Drift::Drifted);
+    }
+
+    #[test]
+    fn an_accepted_change_is_reported_not_drift_until_its_object_changes_again() {
+        let none = r#"{"type":"version","terraform":"1.9.0"}"#;
+        let edited =
+            r#"{"type":"planned_change","change":{"resource":{"addr":"terraform_data.marker"},"action":"replace"}}"#;
+        let expected = vec!["terraform_data.marker".to_string()];
+        let open = judge(none, edited, &expected, &Default::default());
+        assert_eq!(open.planned, ["terraform_data.marker replace"]);
+        let recorded = serde_json::json!({"terraform_data.marker": {"input": "b"}});
+        let in_force = accepted_in_force(&open.planned, &recorded, &recorded);
+        let reading = judge(none, edited, &expected, &in_force);
+        assert_eq!(reading.drift, Drift::NoDrift);
+        assert!(reading.detail[0].contains("accepted as it is"), "{:?}", reading.detail);
+        assert!(reading.planned.is_empty());
+        // Written again since: the acceptance no longer holds.
+        let now = serde_json::json!({"terraform_data.marker": {"input": "c"}});
+        let lapsed = accepted_in_force(&open.planned, &recorded, &now);
+        assert!(lapsed.is_empty());
+        assert_eq!(judge(none, edited, &expected, &lapsed).drift, Drift::Drifted);
+        // Another change of the same object is not covered either.
+        let deleted =
+            r#"{"type":"planned_change","change":{"resource":{"addr":"terraform_data.marker"},"action":"delete"}}"#;
+        assert_eq!(judge(none, deleted, &expected, &in_force).drift, Drift::Drifted);
     }
 
     #[test]
@@ -241,5 +306,7 @@ mod tests {
         assert_eq!(state.outputs["id"], "x");
         assert!(!format!("{state:?}").contains("hunter2"));
         assert_eq!(read_state(&dir.path().join("none")).unwrap(), StateReading::default());
+        std::fs::write(dir.path().join("terraform.tfstate"), "").unwrap();
+        assert_eq!(read_state(dir.path()).unwrap(), StateReading::default(), "an empty file is no state");
     }
 }

@@ -113,12 +113,15 @@ pub struct Resource {
     pub operation: String,
     /// Imported: checked for drift, never changed by merlya.
     pub observe_only: bool,
+    /// The normal plan's changes an operator accepted (`address action`), in force while the state
+    /// still holds what `expected` recorded then.
+    pub accepted: Vec<String>,
     /// When it last changed.
     pub updated_at: String,
 }
 
 const COLUMNS: &str = "id, name, template, provider, backend, answers, expected, actual, previous, outputs, tags, \
-     status, drift_status, drift_detail, last_checked_at, tf_serial, tf_lineage, workdir, operation, observe_only, updated_at";
+     status, drift_status, drift_detail, last_checked_at, tf_serial, tf_lineage, workdir, operation, observe_only, accepted, updated_at";
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
@@ -148,6 +151,7 @@ fn resource_of(row: &sqlx::sqlite::SqliteRow) -> Resource {
         workdir: text("workdir"),
         operation: text("operation"),
         observe_only: row.try_get("observe_only").unwrap_or(false),
+        accepted: serde_json::from_str(&text("accepted")).unwrap_or_default(),
         updated_at: text("updated_at"),
     }
 }
@@ -310,6 +314,18 @@ impl Store {
         Ok(())
     }
 
+    /// Records the changes an operator accepted (replacing those accepted before).
+    pub async fn set_accepted(&self, id: &str, accepted: &[String]) -> Result<(), StoreError> {
+        sqlx::query("UPDATE resources SET accepted = ?, updated_at = ? WHERE id = ?")
+            .bind(serde_json::to_string(accepted).unwrap_or_else(|_| "[]".into()))
+            .bind(now_rfc3339())
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(self.write_error("record accepted changes"))?;
+        Ok(())
+    }
+
     /// Replaces a resource's stored answers (an update re-renders from them).
     pub async fn update_answers(&self, id: &str, answers: &serde_json::Value) -> Result<(), StoreError> {
         sqlx::query("UPDATE resources SET answers = ?, updated_at = ? WHERE id = ?")
@@ -391,5 +407,7 @@ mod tests {
         assert_eq!(store.add_snapshot(&r.id, &serde_json::json!({"s": 1})).await.unwrap(), 1);
         assert_eq!(store.snapshots(&r.id).await.unwrap().len(), 1);
         assert_eq!(store.list_resources().await.unwrap().len(), 1);
+        store.set_accepted(&r.id, &["terraform_data.x replace".to_string()]).await.unwrap();
+        assert_eq!(store.resource(&r.id).await.unwrap().unwrap().accepted, ["terraform_data.x replace"]);
     }
 }

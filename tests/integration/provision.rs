@@ -177,3 +177,106 @@ fn a_file_made_through_an_mcp_server_is_checked_for_drift() {
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert!(audit.contains("fs.write_file") && audit.contains("fs.read_text_file"), "{audit}");
 }
+
+/// Edits the marker's message in the state outside merlya, as another writer would (a new serial).
+fn edit_state(dir: &std::path::Path, message: &str) {
+    let path = dir.join("terraform.tfstate");
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    state["serial"] = Value::from(state["serial"].as_i64().unwrap() + 1);
+    state["resources"][0]["instances"][0]["attributes"]["input"]["value"]["message"] = Value::from(message);
+    std::fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
+}
+
+/// `state accept` records what is there as expected through the change path (a refresh-only plan,
+/// approved, applied, audited): nothing without approval; with it the drift shown is accepted and
+/// reported as such, until the state is written again.
+#[test]
+fn accept_records_what_is_there_through_approval_until_it_changes_again() {
+    let env = TestEnv::new();
+    env.ok(&["provision", "create", "data-marker", "--var", "message=hello", "--name", "m4", "--yes"]);
+    let dir = env.merlya_home().join("resources/m4");
+    edit_state(&dir, "edited by hand");
+    assert_eq!(json(&env, &["state", "check", "m4", "--format", "json"])[0]["drift"], "drifted");
+    let runs_before = json(&env, &["pipeline", "list", "--format", "json"]).as_array().unwrap().len();
+
+    // No terminal and no --yes: it stops before the apply; nothing is accepted.
+    let out = env.run(&["state", "accept", "m4"]);
+    assert!(!out.status.success(), "{}", support::text(&out.stderr));
+    let shown = json(&env, &["state", "show", "m4", "--format", "json"]);
+    assert_eq!(shown["resource"]["drift"], "drifted", "{shown}");
+    assert_eq!(shown["resource"]["accepted"], serde_json::json!([]), "{shown}");
+
+    let out = env.run(&["state", "accept", "m4", "--yes"]);
+    assert!(out.status.success(), "{}", support::text(&out.stderr));
+    let shown = json(&env, &["state", "show", "m4", "--format", "json"]);
+    let r = &shown["resource"];
+    assert_eq!((r["status"].as_str(), r["drift"].as_str()), (Some("active"), Some("no_drift")), "{shown}");
+    assert!(r["drift_detail"].as_str().unwrap().contains("accepted as it is"), "{shown}");
+    assert_eq!(r["expected"]["terraform_data.marker"]["input"]["value"]["message"], "edited by hand", "{shown}");
+    assert_eq!(json(&env, &["state", "check", "m4", "--format", "json"])[0]["drift"], "no_drift");
+    // The accept is a pipeline run of its own, its refresh-only apply audited.
+    let runs = json(&env, &["pipeline", "list", "--format", "json"]);
+    assert!(runs.as_array().unwrap().len() > runs_before, "{runs}");
+    assert!(runs.to_string().contains("accept what is there"), "{runs}");
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    assert!(audit.matches("terraform apply").count() >= 2, "{audit}");
+
+    // Written again outside merlya: the acceptance no longer covers it.
+    edit_state(&dir, "edited again");
+    assert_eq!(json(&env, &["state", "check", "m4", "--format", "json"])[0]["drift"], "drifted");
+}
+
+/// merlya killed (SIGKILL, its tools with it) while Terraform applies: the operation recorded
+/// before it started stays, and the next check makes the resource `unknown`, never `active`.
+#[test]
+fn merlya_killed_mid_apply_leaves_the_resource_unknown() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    // A user template whose apply runs long enough to be killed in (a local-exec, named in the approval).
+    let template = env.merlya_home().join("templates/slow-marker");
+    std::fs::create_dir_all(&template).unwrap();
+    std::fs::write(
+        template.join("template.yaml"),
+        "name: slow-marker\nversion: 1.0.0\ncategory: storage\ndescription: A marker whose apply takes a while.\n\
+         providers: [local]\nbackends:\n  - backend: terraform\n    entry: main.tf.j2\n\
+         variables:\n  - name: started\n    type: string\n    required: true\n    description: A file touched when the apply starts.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        template.join("main.tf.j2"),
+        "resource \"terraform_data\" \"slow\" {\n  input = \"x\"\n  provisioner \"local-exec\" {\n    \
+         command = \"touch {{ started }} && sleep 120\"\n  }\n}\n",
+    )
+    .unwrap();
+    let started = env.home().join("apply-started");
+    let var = format!("started={}", started.display());
+    let mut child = env
+        .merlya(&["provision", "create", "slow-marker", "--var", &var, "--name", "s1", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the apply never started");
+        assert!(child.try_wait().unwrap().is_none(), "merlya ended before its apply started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(state_of(&env, "s1").0, "creating", "the operation is recorded before it starts");
+    // A crash: merlya and the tool groups it started (Terraform runs in a group of its own), at once.
+    let home = env.merlya_home().display().to_string();
+    let groups = support::process_groups_mentioning(&home);
+    // SAFETY: kill(2) on process groups this test started (merlya's, and the ones its tools run in).
+    unsafe {
+        libc::kill(-(child.id() as i32), libc::SIGKILL);
+        for group in groups {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(state_of(&env, "s1").0, "creating");
+    let checked = json(&env, &["state", "check", "s1", "--format", "json"]);
+    assert_eq!(checked[0]["crashed"], true, "{checked}");
+    assert_eq!(state_of(&env, "s1").0, "unknown");
+}

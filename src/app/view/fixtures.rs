@@ -418,6 +418,7 @@ pub fn fixture_drift() -> Model {
         workdir: String::new(),
         operation: String::new(),
         observe_only: false,
+        accepted: Vec::new(),
         updated_at: "2026-11-26T03:00:00Z".into(),
     };
     m.dashboard.drift.resources = vec![

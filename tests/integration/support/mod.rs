@@ -385,3 +385,28 @@ pub fn repo_with_a_stale_index(parent: &Path) -> (PathBuf, PathBuf, impl Fn() ->
     };
     (repo, index, stale)
 }
+
+/// The process groups of every process whose command line mentions `text` (a test's home), not
+/// this test's own group: what a test simulating a crash kills with merlya.
+pub fn process_groups_mentioning(text: &str) -> Vec<i32> {
+    // SAFETY: getpgrp(2) has no preconditions.
+    let own = unsafe { libc::getpgrp() };
+    let mut groups = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if !String::from_utf8_lossy(&cmdline).contains(text) {
+            continue;
+        }
+        // `pid (comm) state ppid pgrp …`: the group is the third field after the command's `)`.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        if let Some(group) = fields.get(2).and_then(|g| g.parse::<i32>().ok())
+            && group != own
+            && group > 1
+        {
+            groups.insert(group);
+        }
+    }
+    groups.into_iter().collect()
+}
