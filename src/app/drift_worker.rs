@@ -7,9 +7,11 @@ use std::collections::BTreeSet;
 
 use super::msg::Msg;
 use super::workers::Services;
-use crate::baseline::check::{Against, check, filter_for, plan_of};
+use crate::baseline::check::{Against, check, filter_of, plan_of};
+use crate::baseline::decide::{Decided, HostDecision, Who, decide};
 use crate::pipeline::Env;
-use crate::store::resources::Drift;
+use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::store::resources::{Drift, Lifecycle, Resource};
 
 /// Checks every resource and every host with a baseline, then says what it found.
 pub(super) fn check_all(services: &Services) {
@@ -67,7 +69,7 @@ async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::
     }
     let everyone = ctx.store.list_hosts().await?;
     let hosts: Vec<_> = everyone.iter().filter(|h| names.contains(&h.name)).cloned().collect();
-    let filter = filter_for(&ctx.config.drift, &everyone);
+    let filter = filter_of(&ctx.store, &ctx.config.drift, &everyone).await?;
     let checked =
         check(&env.door(), &hosts, &plan_of(&ctx.config.drift), Against::Baseline, filter, &crate::exec::no_events())
             .await?;
@@ -77,12 +79,52 @@ async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::
 }
 
 /// Reconciles a resource from the Drift pane: its folder rendered again from its stored answers and
-/// applied through the change path, whose approval is the console's modal; the Pipeline pane follows
-/// the record; the operation is recorded before it starts and how it ended after.
+/// applied through the change path, whose approval is the console's modal.
 pub(super) fn reconcile(services: &Services, name: String) {
+    change_resource(services, name, "reconcile", |ctx, _env, resource| {
+        Box::pin(async move {
+            let renderer = crate::provision::ops::Renderer {
+                templates: ctx.home.templates_dir(),
+                secrets: ctx.config.secrets.backend,
+            };
+            renderer.rerender(&resource, &resource.answers)?;
+            let dir = std::path::PathBuf::from(&resource.workdir);
+            let change = TerraformChange::new(TerraformSpec { dir, ..Default::default() });
+            Ok((change, Vec::new()))
+        })
+    });
+}
+
+/// Accepts a resource as it is now from the Drift pane: a refresh-only change whose approval (the
+/// console's modal) names each finding it accepts; once applied, they are recorded as accepted.
+pub(super) fn accept(services: &Services, name: String) {
+    change_resource(services, name, "accept", |_ctx, env, resource| {
+        Box::pin(async move {
+            let accept = crate::provision::ops::prepare_accept(&env, &resource).await?;
+            Ok((accept.change, accept.planned))
+        })
+    });
+}
+
+/// What a resource change from the pane is built from: the change, and for an accept the changes
+/// its approval shows.
+type Prepared = color_eyre::Result<(TerraformChange, Vec<String>)>;
+
+/// Changes a resource from the Drift pane through the change path (the Pipeline pane follows the
+/// record): the operation recorded before it starts and how it ended after, then a toast.
+fn change_resource(
+    services: &Services,
+    name: String,
+    verb: &'static str,
+    prepare: impl FnOnce(
+        std::sync::Arc<crate::context::Context>,
+        Env,
+        Resource,
+    ) -> futures::future::BoxFuture<'static, Prepared>
+    + Send
+    + 'static,
+) {
     use crate::pipeline::runner;
-    use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
-    use crate::store::resources::Lifecycle;
     let (ctx, executor, sender, gate) =
         (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
     let cancel = services.control.shutdown_token();
@@ -95,28 +137,45 @@ pub(super) fn reconcile(services: &Services, name: String) {
             Ok(None) => return sender.send(Msg::Error(format!("no resource {name}"))),
             Err(e) => return sender.send(Msg::Error(e.to_string())),
         };
-        let renderer = crate::provision::ops::Renderer {
-            templates: ctx.home.templates_dir(),
-            secrets: ctx.config.secrets.backend,
-        };
+        let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
         let done = async {
-            renderer.rerender(&resource, &resource.answers)?;
+            let (mut change, planned) = prepare(ctx.clone(), env.clone(), resource.clone()).await?;
             crate::provision::ops::begin(&ctx.store, &resource, Lifecycle::Updating).await?;
-            let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
-            let dir = std::path::PathBuf::from(&resource.workdir);
-            let mut change = TerraformChange::new(TerraformSpec { dir, ..Default::default() });
             let record = runner::record_of(&env, &change);
             let progress = |r: &crate::pipeline::PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
             let run = runner::run(&env, &mut change, record, &progress).await?;
-            crate::provision::ops::end(&ctx.store, &resource, Lifecycle::Updating, &run).await
+            if verb == "accept" {
+                crate::provision::ops::finish_accept(&env, &ctx.store, &resource, &run, &planned).await
+            } else {
+                crate::provision::ops::end(&ctx.store, &resource, Lifecycle::Updating, &run).await
+            }
         };
         match done.await {
-            Ok(status) => sender.send(Msg::Toast {
-                level: super::model::ToastLevel::Info,
-                text: format!("{}: reconcile ended, {}", resource.name, status.as_str()),
-            }),
-            Err(e) => sender.send(Msg::Error(format!("{}: reconcile: {e:#}", resource.name))),
+            Ok(status) => {
+                sender.send(Msg::Toast {
+                    level: super::model::ToastLevel::Info,
+                    text: format!("{}: {verb} ended, {}", resource.name, status.as_str()),
+                });
+                sender.send(Msg::DriftChanged);
+            }
+            Err(e) => sender.send(Msg::Error(format!("{}: {verb}: {e:#}", resource.name))),
         }
+    });
+}
+
+/// A decision about a host's drift from the Drift pane, asked through the console's modal.
+pub(super) fn decide_host(services: &Services, decision: HostDecision) {
+    let (ctx, sender, gate) = (services.ctx.clone(), services.sender.clone(), services.gate.clone());
+    services.control.spawn(async move {
+        let who = Who { session_id: ctx.session_id.clone(), requested_by: crate::ssh::target::local_user() };
+        let (level, text) = match decide(&ctx.store, &gate, &who, &decision).await {
+            Ok(Decided::Done(what)) => (super::model::ToastLevel::Success, what),
+            Ok(Decided::Nothing(why)) => (super::model::ToastLevel::Error, why),
+            Ok(Decided::Denied(by)) => (super::model::ToastLevel::Info, format!("not done: denied by {by}")),
+            Err(e) => (super::model::ToastLevel::Error, format!("{e:#}")),
+        };
+        sender.send(Msg::Toast { level, text });
+        sender.send(Msg::DriftChanged);
     });
 }
 

@@ -129,6 +129,8 @@ actions! {
     Tags = "tags", "filter by tag", "tags";
     Check = "check", "check reachability of the selection (Drift: check for drift now)", "check";
     Reconcile = "reconcile", "apply the selected resource's expected configuration again (asks first)", "reconcile";
+    Accept = "accept", "accept the selected row as it is now (asks first)", "accept";
+    Ignore = "ignore", "ignore the selected host finding from now on (asks first)", "ignore";
     Add = "add", "add a host", "add";
     Edit = "edit", "edit the host", "edit";
     Delete = "delete", "delete the selection (asks first)", "";

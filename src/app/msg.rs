@@ -55,6 +55,8 @@ pub enum Msg {
     DriftChecked { resources: usize, findings: usize, failed: Vec<String> },
     /// `drift.interval_secs` passed: check again unless a check runs.
     DriftTick,
+    /// A resource or a host's drift was changed from the pane (accepted, ignored, reconciled): reload it.
+    DriftChanged,
     /// A key press.
     Key(KeyEvent),
     /// A mouse event.
@@ -140,6 +142,10 @@ pub enum Effect {
     CheckDrift,
     /// Apply a resource's expected configuration again, through the approval modal (the Drift pane's `r`).
     Reconcile(String),
+    /// Accept a resource as it is now (a refresh-only change through the approval modal).
+    AcceptResource(String),
+    /// A decision about a host's drift (accept its last check, ignore a finding), asked first.
+    DecideHost(crate::baseline::decide::HostDecision),
     /// Save one setting to config.yaml (`ui.language`, ...).
     SaveSetting { key: String, value: String },
     /// Give the terminal back to the shell until `fg`.

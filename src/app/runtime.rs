@@ -280,6 +280,8 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Refresh => refresh_dashboard(services),
         Effect::CheckDrift => super::drift_worker::check_all(services),
         Effect::Reconcile(name) => super::drift_worker::reconcile(services, name),
+        Effect::AcceptResource(name) => super::drift_worker::accept(services, name),
+        Effect::DecideHost(decision) => super::drift_worker::decide_host(services, decision),
         Effect::SaveSetting { key, value } => {
             // File writes happen on a worker, never on the loop thread.
             let (path, sender, locale) = (ctx.home.config_file(), sender.clone(), services.locale());

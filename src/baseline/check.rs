@@ -5,11 +5,12 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::config::drift::DriftConfig;
+use crate::config::drift::{DriftConfig, IgnoreRule};
 use crate::door::Door;
 use crate::exec::EventSender;
 use crate::inventory::Host;
 use crate::store::Store;
+use crate::store::baselines::StoredIgnore;
 
 use super::capture::{CapturePlan, capture};
 use super::compare::{Report, against_baselines, against_group};
@@ -32,29 +33,37 @@ pub fn plan_of(config: &DriftConfig) -> CapturePlan {
     CapturePlan { paths: config.paths.clone(), contents: config.contents.clone() }
 }
 
-/// The filter of a check: the volatile rules, then the config's ignore rules, their target
-/// expressions resolved against `inventory`.
-pub fn filter_for(config: &DriftConfig, inventory: &[Host]) -> Filter {
+/// The filter of a check: the volatile rules, then the config's ignore rules and those operators
+/// decided (`stored`), their target expressions resolved against `inventory`.
+pub fn filter_for(config: &DriftConfig, stored: &[StoredIgnore], inventory: &[Host]) -> Filter {
     let hosts_of = |expr: &str| -> BTreeSet<String> {
         crate::inventory::resolve_targets(expr, inventory, &[])
             .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
             .unwrap_or_default()
     };
-    Filter::new(ignore_rules(config, hosts_of))
+    let decided = stored.iter().map(|r| IgnoreRule {
+        name: r.name.clone(),
+        section: r.section.clone(),
+        key: r.key.clone(),
+        hosts: r.hosts.clone(),
+    });
+    let rules: Vec<IgnoreRule> = config.ignore.iter().cloned().chain(decided).collect();
+    Filter::new(rules.iter().map(|r| rule_of(r, hosts_of)).collect())
 }
 
-/// The config's ignore rules; `hosts_of` resolves a target expression to host names.
-pub fn ignore_rules(config: &DriftConfig, hosts_of: impl Fn(&str) -> BTreeSet<String>) -> Vec<Rule> {
-    config
-        .ignore
-        .iter()
-        .map(|r| Rule {
-            name: format!("ignore: {}", r.name),
-            section: r.section.as_deref().and_then(Section::named),
-            key: r.key.clone(),
-            hosts: r.hosts.as_deref().map(&hosts_of),
-        })
-        .collect()
+/// The filter of a check of this store's hosts: the config's rules and the stored ones.
+pub async fn filter_of(store: &Store, config: &DriftConfig, inventory: &[Host]) -> color_eyre::Result<Filter> {
+    Ok(filter_for(config, &store.ignore_rules().await?, inventory))
+}
+
+/// An ignore rule as the filter applies it; `hosts_of` resolves a target expression to host names.
+pub fn rule_of(r: &IgnoreRule, hosts_of: impl Fn(&str) -> BTreeSet<String>) -> Rule {
+    Rule {
+        name: format!("ignore: {}", r.name),
+        section: r.section.as_deref().and_then(Section::named),
+        key: r.key.clone(),
+        hosts: r.hosts.as_deref().map(hosts_of),
+    }
 }
 
 /// What a capture of many hosts gave.

@@ -13,6 +13,7 @@
 pub mod capture;
 pub mod check;
 pub mod compare;
+pub mod decide;
 pub mod rules;
 
 use std::collections::BTreeMap;

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::{EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, ListFormat};
 use crate::baseline::Facts;
-use crate::baseline::check::{Against, Captured, capture_and_record, check, filter_for, plan_of};
+use crate::baseline::check::{Against, Captured, capture_and_record, check, filter_of, plan_of};
 use crate::baseline::compare::Row;
+use crate::baseline::decide::{Decided, HostDecision, Who, decide};
 use crate::context::Context;
 use crate::door::Door;
 use crate::exec::Executor;
@@ -20,8 +21,33 @@ use crate::inventory::Host;
 pub enum BaselineCommand {
     /// Record each host's facts now as its baseline (the state you accept; first use: everything current).
     Capture(TargetArgs),
-    /// Make each host's last drift check its baseline (rebase on what it is now).
-    Accept(TargetArgs),
+    /// Make each host's last drift check its baseline (rebase on what it is now; asks first).
+    Accept {
+        #[command(flatten)]
+        targets: TargetArgs,
+        /// Approve without asking (recorded as such in the audit log).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Hide findings from every drift check from now on, counted under NAME (asks first; the
+    /// config's `drift.ignore` holds rules kept with the config).
+    Ignore {
+        /// Shown with the count of what it hides.
+        #[arg(long)]
+        name: String,
+        /// The keys it hides (`*` any run of characters, `?` one): `/etc/ssl/certs/*`, `nginx`.
+        #[arg(long)]
+        key: String,
+        /// Only this section (`files`, `packages`, `sysctl`…); every section when omitted.
+        #[arg(long)]
+        section: Option<String>,
+        /// Only these hosts (a target expression: `@web`, `db*`); every host when omitted.
+        #[arg(long)]
+        hosts: Option<String>,
+        /// Approve without asking (recorded as such in the audit log).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// A host's baseline: facts per section, or every fact with --format json.
     Show {
         /// The host.
@@ -51,6 +77,27 @@ pub struct DriftArgs {
     pub exit_code: bool,
     #[arg(long, value_enum, default_value_t)]
     pub format: ListFormat,
+}
+
+/// Asks about `decision` (a terminal prompt, or `--yes`), applies it and says how it ended.
+async fn decided(ctx: &Context, yes: bool, decision: &HostDecision) -> Result<u8> {
+    let approver = super::Asking::detect(yes).approver;
+    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let who = Who { session_id: ctx.session_id.clone(), requested_by: crate::ssh::target::local_user() };
+    Ok(match decide(&ctx.store, &gate, &who, decision).await? {
+        Decided::Done(what) => {
+            println!("{what}");
+            EXIT_OK
+        }
+        Decided::Nothing(why) => {
+            eprintln!("{why}");
+            EXIT_ERROR
+        }
+        Decided::Denied(by) => {
+            eprintln!("not done: denied by {by} (approve with --yes, or run it at a terminal)");
+            super::EXIT_REFUSED
+        }
+    })
 }
 
 /// Hosts of `targets`, with an executor over them.
@@ -83,21 +130,19 @@ pub async fn run(ctx: &Context, command: BaselineCommand) -> Result<u8> {
             print_captured(&captured, args.format)?;
             Ok(if captured.failed.is_empty() { EXIT_OK } else { EXIT_HOST_FAILED })
         }
-        BaselineCommand::Accept(args) => {
+        BaselineCommand::Accept { targets: args, yes } => {
             let inventory = ctx.inventory_for(&args.targets).await?;
             let hosts = ctx.resolve_targets(&args.targets, &inventory, &[]).await?;
-            let mut missing = Vec::new();
+            let mut code = EXIT_OK;
             for host in &hosts {
-                if ctx.store.accept_last_check(&host.name).await? {
-                    println!("{}: the last drift check is now its baseline", host.name);
-                } else {
-                    missing.push(host.name.clone());
-                }
+                let decision = HostDecision::Accept { host: host.name.clone() };
+                code = code.max(decided(ctx, yes, &decision).await?);
             }
-            for host in &missing {
-                eprintln!("{host}: no drift check to accept (run `merlya drift {host}` first)");
-            }
-            Ok(if missing.is_empty() { EXIT_OK } else { EXIT_ERROR })
+            Ok(code)
+        }
+        BaselineCommand::Ignore { name, key, section, hosts, yes } => {
+            let decision = HostDecision::Ignore(crate::config::drift::IgnoreRule { name, section, key, hosts });
+            decided(ctx, yes, &decision).await
         }
         BaselineCommand::Show { host, format } => {
             let stored = ctx
@@ -147,7 +192,7 @@ fn print_captured(captured: &Captured, format: ListFormat) -> Result<()> {
 pub async fn drift(ctx: &Context, args: DriftArgs) -> Result<u8> {
     let (hosts, executor) = hosts_and_executor(ctx, &args.targets).await?;
     let everyone = ctx.store.list_hosts().await?;
-    let filter = filter_for(&ctx.config.drift, &everyone);
+    let filter = filter_of(&ctx.store, &ctx.config.drift, &everyone).await?;
     let cancel = super::cancel_on_signals();
     let door = door(ctx, &executor, &cancel);
     let plan = plan_of(&ctx.config.drift);

@@ -83,6 +83,9 @@ pub struct TerraformChange {
     planned: Option<PlannedCopy>,
     /// Further lines for the approval, from whoever drives the change (what an accept records).
     reasons: Vec<String>,
+    /// An accept whose refresh found nothing: Terraform will not apply such a plan, so the apply
+    /// stage has nothing to run (its driver still records the approved result).
+    nothing_to_refresh: bool,
 }
 
 /// `terraform init`, started before merlya's own setup (logging, the store, the record) by
@@ -109,6 +112,7 @@ impl TerraformChange {
             controller: Vec::new(),
             planned: None,
             reasons: Vec::new(),
+            nothing_to_refresh: false,
         }
     }
 
@@ -634,7 +638,7 @@ impl Change for TerraformChange {
         Some(match self.plan_into(env, &self.planned_dir(), &file, self.mode_args()).await {
             // An accept with nothing refreshed is still asked about: its driver records the result.
             Ok(None) if self.spec.refresh_only => {
-                self.plan_hash = sha256_file(&file);
+                self.nothing_to_refresh = true;
                 self.plan = Some(PlanSummary::default());
                 DryRun {
                     outcome: StageOutcome::ok("no object changed outside Terraform: the state stays as it is", ""),
@@ -710,6 +714,9 @@ impl Change for TerraformChange {
     }
 
     async fn apply(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> StageOutcome {
+        if self.nothing_to_refresh {
+            return StageOutcome::ok("nothing to refresh: the state is kept as it is", "");
+        }
         let file = self.plan_file("change.tfplan");
         // Exactly the approved plan: a file changed since the dry run is not applied.
         if self.plan_hash.is_none() || sha256_file(&file) != self.plan_hash {
@@ -739,6 +746,9 @@ impl Change for TerraformChange {
         let args = [&["plan", "-input=false", "-no-color", "-detailed-exitcode"][..], self.mode_args()].concat();
         let out = self.run(env, &self.call(&args, &self.planned_dir()), None).await;
         Some(match out.code {
+            Some(0) if self.spec.refresh_only => {
+                StageOutcome::ok("nothing left to refresh: the state matches the real objects", out.text())
+            }
             Some(0) => StageOutcome::ok("no changes left: the infrastructure matches the configuration", out.text()),
             Some(2) => StageOutcome::failed("terraform still plans changes after apply", out.text()),
             _ => failed("terraform plan (post-check) failed", &out),

@@ -118,12 +118,17 @@ pub async fn finish_accept(
     run: &PipelineRun,
     planned: &[String],
 ) -> Result<Lifecycle> {
-    let status = end(store, resource, Lifecycle::Updating, run).await?;
-    if run.status == PipelineStatus::Succeeded {
-        store.set_accepted(&resource.id, planned).await?;
-        let now = store.resource(&resource.id).await?.into_iter().collect::<Vec<_>>();
-        super::check::check_resources(env, None, store, &now).await?;
+    if run.status != PipelineStatus::Succeeded {
+        // Nothing outside changed, whatever stopped it: the resource is where it was.
+        let kept =
+            Applied { status: resource.status, expected: None, outputs: None, tf_serial: None, tf_lineage: None };
+        store.finish_operation(&resource.id, &kept).await?;
+        return Ok(resource.status);
     }
+    let status = end(store, resource, Lifecycle::Updating, run).await?;
+    store.set_accepted(&resource.id, planned).await?;
+    let now = store.resource(&resource.id).await?.into_iter().collect::<Vec<_>>();
+    super::check::check_resources(env, None, store, &now).await?;
     Ok(status)
 }
 

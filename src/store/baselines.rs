@@ -20,6 +20,22 @@ pub struct StoredCapture {
 
 type Row = (i64, String, bool, String, String);
 
+/// An ignore rule an operator decided (`merlya baseline ignore`, `i` in the Drift pane), beside
+/// the config's `drift.ignore` (the same fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredIgnore {
+    /// Shown with the count of what it hid.
+    pub name: String,
+    /// The section, or every section.
+    pub section: Option<String>,
+    /// The keys it hides (`*`, `?`).
+    pub key: String,
+    /// A target expression, or every host.
+    pub hosts: Option<String>,
+    /// Who approved it.
+    pub created_by: String,
+}
+
 fn capture_of((id, host, accepted, captured_at, facts): Row) -> StoredCapture {
     StoredCapture { id, host, accepted, captured_at, facts }
 }
@@ -107,6 +123,37 @@ impl Store {
             .ctx("cannot read host drift")
     }
 
+    /// Keeps an approved ignore rule.
+    pub async fn add_ignore_rule(&self, rule: &StoredIgnore) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO drift_ignores (name, section, key, hosts, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&rule.name)
+        .bind(&rule.section)
+        .bind(&rule.key)
+        .bind(&rule.hosts)
+        .bind(&rule.created_by)
+        .bind(now_rfc3339())
+        .execute(self.pool())
+        .await
+        .map_err(self.write_error("keep an ignore rule"))?;
+        Ok(())
+    }
+
+    /// The ignore rules operators decided, oldest first.
+    pub async fn ignore_rules(&self) -> Result<Vec<StoredIgnore>, StoreError> {
+        type IgnoreRow = (String, Option<String>, String, Option<String>, String);
+        let rows: Vec<IgnoreRow> =
+            sqlx::query_as("SELECT name, section, key, hosts, created_by FROM drift_ignores ORDER BY id")
+                .fetch_all(self.pool())
+                .await
+                .ctx("cannot read ignore rules")?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, section, key, hosts, created_by)| StoredIgnore { name, section, key, hosts, created_by })
+            .collect())
+    }
+
     /// Every host with a baseline, by name.
     pub async fn hosts_with_baselines(&self) -> Result<Vec<String>, StoreError> {
         sqlx::query_scalar("SELECT DISTINCT host FROM baselines WHERE accepted = 1 ORDER BY host")
@@ -136,5 +183,14 @@ mod tests {
         // Old rows are pruned: one baseline and one check per host at most.
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM baselines").fetch_one(store.pool()).await.unwrap();
         assert_eq!(count, 2);
+        let rule = StoredIgnore {
+            name: "web certs".into(),
+            section: Some("files".into()),
+            key: "/etc/ssl/*".into(),
+            hosts: Some("@web".into()),
+            created_by: "alice".into(),
+        };
+        store.add_ignore_rule(&rule).await.unwrap();
+        assert_eq!(store.ignore_rules().await.unwrap(), [rule]);
     }
 }

@@ -118,14 +118,43 @@ fn package_and_file_changes_are_reported_the_odd_host_is_named_and_rules_are_cou
     assert!(rows(&ignored).iter().all(|(section, ..)| section != "files"), "{ignored}");
     assert_eq!(ignored["hidden"]["ignore: banners"], 1, "{ignored}");
 
-    // Accept rebases web2: its changes are no longer drift.
-    env.ok(&["baseline", "accept", "web2"]);
+    // An ignore rule decided at the command line: asked first (no terminal, no --yes: refused),
+    // then kept, and counted under its name like the config's.
+    let refused = env.run(&["baseline", "ignore", "--name", "ssh", "--section", "packages", "--key", "openssh-*"]);
+    assert!(!refused.status.success(), "{}", support::text(&refused.stdout));
+    env.ok(&[
+        "baseline",
+        "ignore",
+        "--name",
+        "ssh",
+        "--section",
+        "packages",
+        "--key",
+        "openssh-*",
+        "--hosts",
+        "web2",
+        "--yes",
+    ]);
+    let decided = drift(&env, &["@web"]);
+    assert!(rows(&decided).iter().all(|(section, ..)| section != "packages"), "{decided}");
+    assert_eq!(decided["hidden"]["ignore: ssh"], 1, "{decided}");
+
+    // Accept rebases web2 (asked first too): its changes are no longer drift.
+    let baseline = || env.ok(&["baseline", "show", "web2", "--format", "json"]);
+    let before = baseline();
+    assert!(!env.run(&["baseline", "accept", "web2"]).status.success(), "accepted without approval");
+    assert_eq!(baseline(), before, "a refused accept keeps the baseline");
+    env.ok(&["baseline", "accept", "web2", "--yes"]);
     let accepted = drift(&env, &["@web"]);
     assert_eq!(rows(&accepted), [], "{accepted}");
 
     // The capture ran as audited reads, as merlya's rendering.
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert!(audit.contains("dpkg-query -W"), "{audit}");
+    assert!(
+        audit.contains("merlya baseline accept web2") && audit.contains("merlya baseline ignore --name ssh"),
+        "{audit}"
+    );
 }
 
 #[test]

@@ -450,4 +450,13 @@ fn the_drift_worker_shows_a_missing_resource_without_a_key_press() {
     tmux.wait_for("reconcile ended");
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert!(audit.contains("denied"), "the denial is audited: {audit}");
+    // `a` accepts it as it is: the approval names what it accepts; approved, the row is no longer drift.
+    tmux.keys(&["a"]);
+    let asked =
+        tmux.wait_until("the accept's approval", |s| s.contains("Approve") && s.contains("accept what is there"));
+    assert!(asked.contains("missing from the state"), "{asked}");
+    tmux.keys(&["y"]);
+    tmux.wait_until("the accepted row", |s| s.contains("active") && s.contains("no_drift"));
+    let shown = env.ok(&["state", "show", "m1"]);
+    assert!(shown.contains("accepted as it is"), "{shown}");
 }

@@ -158,6 +158,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::DriftChecked { resources, findings, failed } => {
             panes::on_drift_checked(model, resources, findings, failed)
         }
+        Msg::DriftChanged => vec![Effect::Refresh],
         Msg::DriftTick if model.drift_checking => Vec::new(),
         Msg::DriftTick => {
             model.drift_checking = true;

@@ -9,6 +9,7 @@ use crate::app::keymap::Action;
 use crate::app::model::{ChatRole, HostForm, KEPT_RUNS, Model, OnYes, OutputMode, Pane, PendingPrompt};
 use crate::app::msg::{Effect, PromptKind, PromptRequest};
 use crate::app::output_buffer::LineKind;
+use crate::baseline::decide::HostDecision;
 use crate::exec::runs::Run;
 use crate::i18n::Text;
 use crate::inventory::Host;
@@ -421,6 +422,33 @@ pub(super) fn on_drift_action(model: &mut Model, action: Action) -> Vec<Effect> 
         Action::Reconcile => {
             if let Some(r) = model.dashboard.drift.resources.get(model.drift_cursor) {
                 return vec![Effect::Reconcile(r.name.clone())];
+            }
+        }
+        Action::Accept => {
+            let board = &model.dashboard.drift;
+            return match model.drift_cursor.checked_sub(board.resources.len()) {
+                None => board.resources.get(model.drift_cursor).map(|r| Effect::AcceptResource(r.name.clone())),
+                Some(i) => board
+                    .hosts
+                    .get(i)
+                    .map(|(host, _, _)| Effect::DecideHost(HostDecision::Accept { host: host.clone() })),
+            }
+            .into_iter()
+            .collect();
+        }
+        Action::Ignore => {
+            let board = &model.dashboard.drift;
+            match model.drift_cursor.checked_sub(board.resources.len()) {
+                Some(i) => {
+                    if let Some((host, _, row)) = board.hosts.get(i) {
+                        return vec![Effect::DecideHost(HostDecision::ignore_row(host, row))];
+                    }
+                }
+                None if !board.resources.is_empty() => {
+                    let text = model.locale.t("drift.ignore_resource").to_string();
+                    model.toast(crate::app::model::ToastLevel::Info, text);
+                }
+                None => {}
             }
         }
         _ => {}

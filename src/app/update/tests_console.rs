@@ -410,3 +410,37 @@ fn drift_checks_one_at_a_time_and_their_end_is_a_toast_and_a_reload() {
     update(&mut m, super::tests::key(crossterm::event::KeyCode::Char('j')));
     assert_eq!(m.drift_cursor, 0, "no rows: the cursor stays");
 }
+
+/// The Drift pane's `a` and `i`: a resource row is accepted through its change (asked in the modal),
+/// a host row accepted or one finding ignored (asked too); `i` on a resource says what does that.
+#[test]
+fn drift_rows_are_accepted_or_ignored_by_what_they_are() {
+    use crate::app::model::Pane;
+    use crate::app::msg::Effect;
+    use crate::baseline::decide::HostDecision;
+    use crossterm::event::KeyCode;
+    let mut m = crate::app::view::fixtures::fixture_drift();
+    m.set_focus(Pane::Drift);
+    m.drift_cursor = 1;
+    let effects = update(&mut m, super::tests::key(KeyCode::Char('a')));
+    assert!(matches!(effects.as_slice(), [Effect::AcceptResource(name)] if name == "db-pair"), "{effects:?}");
+    assert!(update(&mut m, super::tests::key(KeyCode::Char('i'))).is_empty());
+    assert!(
+        m.toasts.iter().any(|t| t.text.contains("a (")),
+        "{:?}",
+        m.toasts.iter().map(|t| &t.text).collect::<Vec<_>>()
+    );
+    // The first host finding.
+    m.drift_cursor = m.dashboard.drift.resources.len();
+    let (host, _, row) = m.dashboard.drift.hosts[0].clone();
+    let effects = update(&mut m, super::tests::key(KeyCode::Char('a')));
+    assert!(
+        matches!(effects.as_slice(), [Effect::DecideHost(HostDecision::Accept { host: h })] if *h == host),
+        "{effects:?}"
+    );
+    let effects = update(&mut m, super::tests::key(KeyCode::Char('i')));
+    let [Effect::DecideHost(HostDecision::Ignore(rule))] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!((rule.key.as_str(), rule.hosts.as_deref()), (row.key.as_str(), Some(host.as_str())));
+    // A change made from the pane reloads it.
+    assert!(matches!(update(&mut m, Msg::DriftChanged).as_slice(), [Effect::Refresh]));
+}

@@ -90,7 +90,7 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 }
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod svg;
 #[cfg(test)]
