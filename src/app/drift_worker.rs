@@ -9,6 +9,7 @@ use super::msg::Msg;
 use super::workers::Services;
 use crate::baseline::check::{Against, check, filter_of, plan_of};
 use crate::baseline::decide::{Decided, HostDecision, Who, decide};
+use crate::pipeline::Change;
 use crate::pipeline::Env;
 use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
 use crate::store::resources::{Drift, Lifecycle, Resource};
@@ -81,7 +82,8 @@ async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::
 /// Reconciles a resource from the Drift pane: its folder rendered again from its stored answers and
 /// applied through the change path, whose approval is the console's modal.
 pub(super) fn reconcile(services: &Services, name: String) {
-    change_resource(services, name, "reconcile", |ctx, _env, resource| {
+    let clients = services.mcp.clone();
+    change_resource(services, name, "reconcile", move |ctx, _env, resource| {
         Box::pin(async move {
             let renderer = crate::provision::ops::Renderer {
                 templates: ctx.home.templates_dir(),
@@ -89,7 +91,17 @@ pub(super) fn reconcile(services: &Services, name: String) {
             };
             renderer.rerender(&resource, &resource.answers)?;
             let dir = std::path::PathBuf::from(&resource.workdir);
-            let change = TerraformChange::new(TerraformSpec { dir, ..Default::default() });
+            let change: Box<dyn Change> = if resource.backend == "mcp" {
+                use crate::provision::mcp_backend::{McpCaller, McpChange, McpSpec};
+                let caller = McpCaller {
+                    clients,
+                    session_id: ctx.session_id.clone(),
+                    requested_by: crate::ssh::target::local_user(),
+                };
+                Box::new(McpChange::new(McpSpec { dir, delete: false }, caller))
+            } else {
+                Box::new(TerraformChange::new(TerraformSpec { dir, ..Default::default() }))
+            };
             Ok((change, Vec::new()))
         })
     });
@@ -101,14 +113,14 @@ pub(super) fn accept(services: &Services, name: String) {
     change_resource(services, name, "accept", |_ctx, env, resource| {
         Box::pin(async move {
             let accept = crate::provision::ops::prepare_accept(&env, &resource).await?;
-            Ok((accept.change, accept.planned))
+            Ok((Box::new(accept.change) as Box<dyn Change>, accept.planned))
         })
     });
 }
 
 /// What a resource change from the pane is built from: the change, and for an accept the changes
 /// its approval shows.
-type Prepared = color_eyre::Result<(TerraformChange, Vec<String>)>;
+type Prepared = color_eyre::Result<(Box<dyn Change>, Vec<String>)>;
 
 /// Changes a resource from the Drift pane through the change path (the Pipeline pane follows the
 /// record): the operation recorded before it starts and how it ended after, then a toast.
@@ -141,9 +153,9 @@ fn change_resource(
         let done = async {
             let (mut change, planned) = prepare(ctx.clone(), env.clone(), resource.clone()).await?;
             crate::provision::ops::begin(&ctx.store, &resource, Lifecycle::Updating).await?;
-            let record = runner::record_of(&env, &change);
+            let record = runner::record_of(&env, change.as_ref());
             let progress = |r: &crate::pipeline::PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
-            let run = runner::run(&env, &mut change, record, &progress).await?;
+            let run = runner::run(&env, change.as_mut(), record, &progress).await?;
             if verb == "accept" {
                 crate::provision::ops::finish_accept(&env, &ctx.store, &resource, &run, &planned).await
             } else {

@@ -116,6 +116,10 @@ pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts:
             Kind::Kubernetes => {
                 Box::new(KubernetesChange::new(KubernetesSpec { path, context: None, namespace: None }))
             }
+            Kind::Mcp => {
+                let why = "an MCP resource is changed from the Drift pane or `merlya provision`, not `:pipeline`";
+                return sender.send(Msg::Error(why.into()));
+            }
             Kind::Ansible | Kind::Bash => {
                 let names = hosts.iter().map(|h| h.name.clone()).collect();
                 let spec = AnsibleSpec { playbook: path, hosts: names, rollback: None, extra_vars: Vars::default() };

@@ -113,73 +113,42 @@ pub struct CheckArgs {
     pub format: ListFormat,
 }
 
-/// Applies a resource's folder through the change path; the operation is recorded before it starts
-/// and how it ended after.
+/// Applies a resource's folder through the change path (Terraform, or the MCP backend's calls);
+/// the operation is recorded before it starts and how it ended after.
 async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &ChangeOpts) -> Result<u8> {
-    if resource.backend == "mcp" {
-        return apply_mcp(ctx, resource, operation, opts).await;
-    }
+    let dir = PathBuf::from(&resource.workdir);
+    let mcp = (resource.backend == "mcp").then(|| {
+        std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()))
+    });
+    let change: Box<dyn crate::pipeline::Change> = match &mcp {
+        Some(clients) => {
+            use crate::provision::mcp_backend::{McpCaller, McpChange, McpSpec};
+            let caller = McpCaller {
+                clients: clients.clone(),
+                session_id: ctx.session_id.clone(),
+                requested_by: crate::ssh::target::local_user(),
+            };
+            Box::new(McpChange::new(McpSpec { dir, delete: operation == Lifecycle::Deleting }, caller))
+        }
+        None => Box::new(TerraformChange::new(TerraformSpec { dir, ..Default::default() })),
+    };
     ops::begin(&ctx.store, resource, operation).await?;
-    let change = TerraformChange::new(TerraformSpec { dir: PathBuf::from(&resource.workdir), ..Default::default() });
-    let (code, run) = drive_change(ctx, Box::new(change), opts).await?;
+    let driven = drive_change(ctx, change, opts).await;
+    if let Some(clients) = mcp {
+        clients.shutdown().await;
+    }
+    let (code, run) = driven?;
     let status = ops::end(&ctx.store, resource, operation, &run).await?;
     eprintln!("resource {}: {}", resource.name, status.as_str());
     Ok(code)
 }
 
-/// The MCP calls a resource of the MCP backend is made with (the change asks, like any MCP change).
-fn mcp_env(
-    ctx: &Context,
-    clients: &std::sync::Arc<crate::mcp::client::McpClients>,
-    yes: bool,
-    read_only: bool,
-) -> crate::mcp::call::CallEnv {
-    let approver = if read_only {
-        std::sync::Arc::new(crate::approval::DenyAll) as std::sync::Arc<dyn crate::approval::Approver>
-    } else {
-        super::Asking::detect(yes).approver
-    };
-    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+/// The MCP calls a check reads resources of the MCP backend with (read-only, approving nothing).
+fn mcp_reads(ctx: &Context, clients: &std::sync::Arc<crate::mcp::client::McpClients>) -> crate::mcp::call::CallEnv {
+    let deny = std::sync::Arc::new(crate::approval::DenyAll);
+    let gate = crate::approval::ApprovalGate::with_policy(deny, ctx.store.clone(), &ctx.config.policy);
     let (user, cancel) = (crate::ssh::target::local_user(), super::cancel_on_signals());
-    crate::mcp::call::CallEnv::of_context(ctx, clients.clone(), gate, user, read_only, cancel)
-}
-
-/// Makes or removes a resource of the MCP backend through the gated, audited MCP path.
-async fn apply_mcp(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &ChangeOpts) -> Result<u8> {
-    use crate::provision::mcp_backend;
-    let request = mcp_backend::load(std::path::Path::new(&resource.workdir)).map_err(|e| eyre!(e))?;
-    let clients =
-        std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
-    let env = mcp_env(ctx, &clients, opts.yes, false);
-    ops::begin(&ctx.store, resource, operation).await?;
-    let outcome = if operation == Lifecycle::Deleting {
-        mcp_backend::delete(&env, &request).await.map(|()| (serde_json::Value::Null, serde_json::Value::Null))
-    } else {
-        mcp_backend::apply(&env, &request).await
-    };
-    clients.shutdown().await;
-    let (status, expected, outputs, code) = match outcome {
-        Ok((expected, outputs)) if operation == Lifecycle::Deleting => {
-            (Lifecycle::Deleted, Some(expected), Some(outputs), EXIT_OK)
-        }
-        Ok((expected, outputs)) => (Lifecycle::Active, Some(expected), Some(outputs), EXIT_OK),
-        Err(e) => {
-            eprintln!("{}: {}", resource.name, crate::term_safe::visible(&e));
-            let status = if resource.status == Lifecycle::Pending { Lifecycle::Pending } else { Lifecycle::Failed };
-            (status, None, None, super::EXIT_REFUSED)
-        }
-    };
-    let done =
-        Applied { status, expected: expected.clone(), outputs: outputs.clone(), tf_serial: None, tf_lineage: None };
-    ctx.store.finish_operation(&resource.id, &done).await?;
-    if code == EXIT_OK {
-        let answers = ctx.store.resource(&resource.id).await?.map(|r| r.answers).unwrap_or_default();
-        ctx.store
-            .add_snapshot(&resource.id, &json!({"answers": answers, "expected": expected, "outputs": outputs}))
-            .await?;
-    }
-    eprintln!("resource {}: {}", resource.name, status.as_str());
-    Ok(code)
+    crate::mcp::call::CallEnv::of_context(ctx, clients.clone(), gate, user, true, cancel)
 }
 
 fn renderer(ctx: &Context) -> ops::Renderer {
@@ -238,11 +207,14 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
         ProvisionCommand::Delete { resource, opts } => {
             let resource = changeable(ctx, &resource).await?;
             let dir = std::path::Path::new(&resource.workdir);
-            ops::clear_configuration(dir)?;
-            // A configuration with nothing in it: its plan destroys everything the state holds.
-            let empty = "# Emptied by `merlya provision delete`: applying it destroys what the state holds.\n";
-            crate::home::write_private(&dir.join("main.tf"), empty.as_bytes())
-                .map_err(|e| eyre!("cannot write {}: {e}", dir.display()))?;
+            // A Terraform configuration with nothing in it: its plan destroys everything the state
+            // holds. An MCP resource keeps its request: its delete tool is named there.
+            if resource.backend != "mcp" {
+                ops::clear_configuration(dir)?;
+                let empty = "# Emptied by `merlya provision delete`: applying it destroys what the state holds.\n";
+                crate::home::write_private(&dir.join("main.tf"), empty.as_bytes())
+                    .map_err(|e| eyre!("cannot write {}: {e}", dir.display()))?;
+            }
             apply(ctx, &resource, Lifecycle::Deleting, &opts).await
         }
     }
@@ -397,7 +369,7 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
     let env = read_env(ctx).await?;
     let clients =
         std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
-    let mcp = mcp_env(ctx, &clients, false, true);
+    let mcp = mcp_reads(ctx, &clients);
     let checks = crate::provision::check::check_resources(&env, Some(&mcp), &ctx.store, &resources).await;
     clients.shutdown().await;
     let checks = checks?;

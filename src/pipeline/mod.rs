@@ -283,6 +283,19 @@ pub enum Spec {
     Ansible(ansible::AnsibleSpec),
     /// Kubernetes manifests or a kustomize folder.
     Kubernetes(kubernetes::KubernetesSpec),
+    /// A resource of the MCP backend (its calls need the console's or the CLI's servers).
+    Mcp(McpSpec),
+}
+
+/// What a change of an MCP-backend resource is asked for, kept with its pipeline run (the change
+/// itself is `provision::mcp_backend::McpChange`: it needs the servers of whoever drives it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpSpec {
+    /// The resource's folder (its rendered `request.json`).
+    pub dir: std::path::PathBuf,
+    /// Remove the resource (its server's delete tool) instead of making it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete: bool,
 }
 
 impl Spec {
@@ -306,6 +319,11 @@ pub fn build(spec: Spec, hosts: &[crate::inventory::Host]) -> Result<Box<dyn Cha
         Spec::Terraform(spec) => Box::new(terraform::TerraformChange::new(spec)),
         Spec::Ansible(spec) => Box::new(ansible::AnsibleChange::from_spec(spec, hosts)?),
         Spec::Kubernetes(spec) => Box::new(kubernetes::KubernetesChange::new(spec)),
+        Spec::Mcp(_) => {
+            return Err(PipelineError::Invalid(
+                "an MCP resource's change is not resumed: run it again (`merlya state reconcile`)".into(),
+            ));
+        }
     })
 }
 

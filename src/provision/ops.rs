@@ -135,7 +135,19 @@ pub async fn finish_accept(
 /// Records how `operation` ended with `run`: the lifecycle, and after an apply what is expected, the
 /// outputs and a snapshot. Returns the lifecycle.
 pub async fn end(store: &Store, resource: &Resource, operation: Lifecycle, run: &PipelineRun) -> Result<Lifecycle> {
-    let state = read_state(Path::new(&resource.workdir)).map_err(|e| eyre!(e))?;
+    let dir = Path::new(&resource.workdir);
+    // What is expected after an apply: Terraform's state, or what the MCP request writes.
+    let state = if resource.backend == "mcp" {
+        let request = super::mcp_backend::load(dir).map_err(|e| eyre!(e))?;
+        let written = operation != Lifecycle::Deleting;
+        super::tracker::StateReading {
+            resources: if written { json!({ "content": request.expected }) } else { serde_json::Value::Null },
+            outputs: if written { request.outputs } else { serde_json::Value::Null },
+            ..Default::default()
+        }
+    } else {
+        read_state(dir).map_err(|e| eyre!(e))?
+    };
     let status = match run.status {
         PipelineStatus::Succeeded if operation == Lifecycle::Deleting => Lifecycle::Deleted,
         PipelineStatus::Succeeded => Lifecycle::Active,

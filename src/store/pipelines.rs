@@ -20,6 +20,8 @@ pub enum Kind {
     Terraform,
     /// Kubernetes manifests or a kustomize folder.
     Kubernetes,
+    /// A provisioned resource made through an MCP server's tools.
+    Mcp,
 }
 
 impl Kind {
@@ -30,6 +32,7 @@ impl Kind {
             Kind::Ansible => "ansible",
             Kind::Terraform => "terraform",
             Kind::Kubernetes => "kubernetes",
+            Kind::Mcp => "mcp",
         }
     }
 }

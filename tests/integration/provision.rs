@@ -176,6 +176,17 @@ fn a_file_made_through_an_mcp_server_is_checked_for_drift() {
     // The calls are in the audit log, the write approved.
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     assert!(audit.contains("fs.write_file") && audit.contains("fs.read_text_file"), "{audit}");
+    // Each change is a pipeline run of its own: the denied one stopped, the approved one with its
+    // diff and its read back.
+    let runs = json(&env, &["pipeline", "list", "--format", "json"]);
+    let mcp: Vec<&Value> = runs.as_array().unwrap().iter().filter(|r| r["kind"] == "mcp").collect();
+    assert_eq!(mcp.len(), 2, "{runs}");
+    assert!(mcp.iter().any(|r| r["status"] == "succeeded") && mcp.iter().any(|r| r["status"] != "succeeded"), "{runs}");
+    // Reconcile writes what is expected again, through the same path.
+    let out = env.run(&["state", "reconcile", "f1", "--yes"]);
+    assert!(out.status.success(), "{}", support::text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello");
+    assert_eq!(check(&env), "no_drift");
 }
 
 /// Edits the marker's message in the state outside merlya, as another writer would (a new serial).
