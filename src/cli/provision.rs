@@ -339,6 +339,7 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
                 outputs: Some(state.outputs),
                 tf_serial: state.serial,
                 tf_lineage: state.lineage,
+                config_digest: None,
             };
             ctx.store.finish_operation(&resource.id, &observed).await?;
             println!("{name}: observed (drift only; merlya never changes it)");

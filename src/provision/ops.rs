@@ -120,8 +120,14 @@ pub async fn finish_accept(
 ) -> Result<Lifecycle> {
     if run.status != PipelineStatus::Succeeded {
         // Nothing outside changed, whatever stopped it: the resource is where it was.
-        let kept =
-            Applied { status: resource.status, expected: None, outputs: None, tf_serial: None, tf_lineage: None };
+        let kept = Applied {
+            status: resource.status,
+            expected: None,
+            outputs: None,
+            tf_serial: None,
+            tf_lineage: None,
+            config_digest: None,
+        };
         store.finish_operation(&resource.id, &kept).await?;
         return Ok(resource.status);
     }
@@ -162,6 +168,7 @@ pub async fn end(store: &Store, resource: &Resource, operation: Lifecycle, run: 
         outputs: applied.then(|| state.outputs.clone()),
         tf_serial: state.serial,
         tf_lineage: state.lineage.clone(),
+        config_digest: applied.then(|| super::tracker::config_digest(dir)).flatten(),
     };
     store.finish_operation(&resource.id, &done).await?;
     if applied {

@@ -148,6 +148,29 @@ fn mask_values(value: &mut Value, secrets: &std::collections::BTreeSet<String>) 
     }
 }
 
+/// A digest of `dir`'s configuration files (`*.tf`, `*.tf.json`, `*.tfvars`, by name): what a check
+/// compares with the one recorded at the last apply. `None` when the folder cannot be read.
+pub fn config_digest(dir: &Path) -> Option<String> {
+    use sha2::Digest;
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let config = [".tf", ".tf.json", ".tfvars", ".tfvars.json"].iter().any(|s| name.ends_with(s));
+        if config && entry.path().is_file() {
+            files.push((name, std::fs::read(entry.path()).ok()?));
+        }
+    }
+    files.sort();
+    let mut hash = sha2::Sha256::new();
+    for (name, content) in &files {
+        hash.update((name.len() as u64).to_le_bytes());
+        hash.update(name.as_bytes());
+        hash.update((content.len() as u64).to_le_bytes());
+        hash.update(content);
+    }
+    Some(hex::encode(hash.finalize()))
+}
+
 /// What the two plans found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriftReading {

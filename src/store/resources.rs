@@ -116,12 +116,14 @@ pub struct Resource {
     /// The normal plan's changes an operator accepted (`address action`), in force while the state
     /// still holds what `expected` recorded then.
     pub accepted: Vec<String>,
+    /// A digest of the configuration files merlya last applied (Terraform backend).
+    pub config_digest: Option<String>,
     /// When it last changed.
     pub updated_at: String,
 }
 
 const COLUMNS: &str = "id, name, template, provider, backend, answers, expected, actual, previous, outputs, tags, \
-     status, drift_status, drift_detail, last_checked_at, tf_serial, tf_lineage, workdir, operation, observe_only, accepted, updated_at";
+     status, drift_status, drift_detail, last_checked_at, tf_serial, tf_lineage, workdir, operation, observe_only, accepted, config_digest, updated_at";
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
@@ -152,6 +154,7 @@ fn resource_of(row: &sqlx::sqlite::SqliteRow) -> Resource {
         operation: text("operation"),
         observe_only: row.try_get("observe_only").unwrap_or(false),
         accepted: serde_json::from_str(&text("accepted")).unwrap_or_default(),
+        config_digest: row.try_get("config_digest").ok().flatten(),
         updated_at: text("updated_at"),
     }
 }
@@ -190,6 +193,8 @@ pub struct Applied {
     pub tf_serial: Option<i64>,
     /// See `tf_serial`.
     pub tf_lineage: Option<String>,
+    /// The digest of the configuration applied (unchanged when `None`).
+    pub config_digest: Option<String>,
 }
 
 impl Store {
@@ -269,7 +274,8 @@ impl Store {
         sqlx::query(
             "UPDATE resources SET status = ?, operation = '',
                  expected = COALESCE(?, expected), previous = COALESCE(?, previous), outputs = COALESCE(?, outputs),
-                 tf_serial = COALESCE(?, tf_serial), tf_lineage = COALESCE(?, tf_lineage), updated_at = ?
+                 tf_serial = COALESCE(?, tf_serial), tf_lineage = COALESCE(?, tf_lineage),
+                 config_digest = COALESCE(?, config_digest), updated_at = ?
              WHERE id = ?",
         )
         .bind(applied.status.as_str())
@@ -278,6 +284,7 @@ impl Store {
         .bind(applied.outputs.as_ref().map(|v| v.to_string()))
         .bind(applied.tf_serial)
         .bind(&applied.tf_lineage)
+        .bind(&applied.config_digest)
         .bind(now_rfc3339())
         .bind(id)
         .execute(self.pool())
@@ -384,6 +391,7 @@ mod tests {
             outputs: Some(serde_json::json!({"o": "x"})),
             tf_serial: Some(1),
             tf_lineage: Some("l".into()),
+            config_digest: None,
         };
         store.finish_operation(&r.id, &applied).await.unwrap();
         store

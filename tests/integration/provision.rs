@@ -72,6 +72,15 @@ fn create_check_drift_update_and_delete_a_terraform_data_resource() {
     assert!(reconciled.status.success(), "{}", support::text(&reconciled.stderr));
     assert_eq!(json(&env, &["state", "check", "m1", "--format", "json"])[0]["drift"], "no_drift");
 
+    // The configuration edited by hand (the state untouched): a normal plan is run and says so.
+    let main = dir.join("main.tf");
+    let rendered = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, rendered.replace("\"bye\"", "\"by hand\"")).unwrap();
+    let checked = json(&env, &["state", "check", "m1", "--format", "json"]);
+    assert_eq!(checked[0]["drift"], "drifted", "{checked}");
+    assert!(checked[0]["detail"].to_string().contains("differs from what merlya applied"), "{checked}");
+    std::fs::write(&main, rendered).unwrap();
+
     // Rollback goes back to the answers before the update.
     let rolled = env.run(&["state", "rollback", "m1", "--yes"]);
     assert!(rolled.status.success(), "{}", support::text(&rolled.stderr));

@@ -419,6 +419,7 @@ pub fn fixture_drift() -> Model {
         operation: String::new(),
         observe_only: false,
         accepted: Vec::new(),
+        config_digest: None,
         updated_at: "2026-11-26T03:00:00Z".into(),
     };
     m.dashboard.drift.resources = vec![
