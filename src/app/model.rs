@@ -49,6 +49,29 @@ impl DriftBoard {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Row `cursor`'s expected and found values as a diff (a resource's attributes as JSON, a host
+    /// fact's value); `None` when they are the same or there is no such row.
+    pub fn diff(&self, cursor: usize) -> Option<super::diff_view::Diff> {
+        let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+        let (name, expected, found) = match cursor.checked_sub(self.resources.len()) {
+            None => {
+                let r = self.resources.get(cursor)?;
+                (r.name.clone(), pretty(&r.expected), pretty(&r.actual))
+            }
+            Some(i) => {
+                let (host, _, row) = self.hosts.get(i)?;
+                let text = |v: &Option<String>| v.clone().map(|v| v + "\n").unwrap_or_default();
+                (format!("{host} {} {}", row.section, row.key), text(&row.expected), text(&row.found))
+            }
+        };
+        if expected == found {
+            return None;
+        }
+        let unified = similar::TextDiff::from_lines(&expected, &found).unified_diff().to_string();
+        let unified = crate::term_safe::visible(&unified).into_owned();
+        Some(super::diff_view::Diff::parse(&format!("--- {name} (expected)\n+++ {name} (found)\n{unified}")))
+    }
 }
 
 /// The metrics over time, one sample per dashboard refresh (the Metrics pane's sparklines).
@@ -435,6 +458,8 @@ pub struct Model {
     pub drift_cursor: usize,
     /// A drift check is running (the pane says so; another is not started).
     pub drift_checking: bool,
+    /// The selected row's diff fills the Drift pane (Enter), scrolled by `diff_view`.
+    pub drift_diff_open: bool,
     pub input: InputLine,
     /// Diff viewer state of the pipeline pane.
     pub diff_view: DiffView,
@@ -514,6 +539,7 @@ impl Model {
             dashboard_seen: false,
             drift_cursor: 0,
             drift_checking: false,
+            drift_diff_open: false,
             pipeline_cursor: 0,
             input: InputLine::default(),
             diff_view: DiffView::default(),

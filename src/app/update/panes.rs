@@ -410,7 +410,34 @@ pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
 /// The Drift pane's keys: move through its rows, `c` checks everything now.
 pub(super) fn on_drift_action(model: &mut Model, action: Action) -> Vec<Effect> {
     let last = model.dashboard.drift.len().saturating_sub(1);
+    let before = model.drift_cursor;
+    let effects = drift_action(model, action, last);
+    if model.drift_cursor != before {
+        model.diff_view.scroll = 0;
+    }
+    effects
+}
+
+fn drift_action(model: &mut Model, action: Action, last: usize) -> Vec<Effect> {
     match action {
+        Action::Details => match model.dashboard.drift.diff(model.drift_cursor) {
+            Some(_) => {
+                model.drift_diff_open = !model.drift_diff_open;
+                model.diff_view.scroll = 0;
+            }
+            None => {
+                model.drift_diff_open = false;
+                model.flash = Some(model.locale.t("drift.no_diff").to_string());
+            }
+        },
+        Action::ScrollDiffDown | Action::PageDown => {
+            let rows = model.dashboard.drift.diff(model.drift_cursor).map_or(0, |d| d.rows.len());
+            model.diff_view.scroll = (model.diff_view.scroll + page(model)).min(rows.saturating_sub(1));
+        }
+        Action::ScrollDiffUp | Action::PageUp => {
+            model.diff_view.scroll = model.diff_view.scroll.saturating_sub(page(model));
+        }
+        Action::SideBySide => model.diff_view.side_by_side = !model.diff_view.side_by_side,
         Action::Down => model.drift_cursor = (model.drift_cursor + 1).min(last),
         Action::Up => model.drift_cursor = model.drift_cursor.saturating_sub(1),
         Action::Top => model.drift_cursor = 0,

@@ -444,3 +444,29 @@ fn drift_rows_are_accepted_or_ignored_by_what_they_are() {
     // A change made from the pane reloads it.
     assert!(matches!(update(&mut m, Msg::DriftChanged).as_slice(), [Effect::Refresh]));
 }
+
+/// Enter opens the selected row's diff over the whole Drift pane (scrolled, side by side with `s`);
+/// a row without a difference says so; moving to another row starts its diff at the top.
+#[test]
+fn enter_opens_the_selected_rows_diff_and_a_row_without_one_says_so() {
+    use crate::app::model::Pane;
+    use crossterm::event::KeyCode;
+    let mut m = crate::app::view::fixtures::fixture_drift();
+    m.set_focus(Pane::Drift);
+    // The first resource has no drift: nothing to open.
+    m.drift_cursor = 0;
+    update(&mut m, super::tests::key(KeyCode::Enter));
+    assert!(!m.drift_diff_open);
+    assert!(m.flash.is_some());
+    m.drift_cursor = 1;
+    update(&mut m, super::tests::key(KeyCode::Enter));
+    assert!(m.drift_diff_open);
+    update(&mut m, super::tests::key(KeyCode::Char('J')));
+    assert!(m.diff_view.scroll > 0);
+    update(&mut m, super::tests::key(KeyCode::Char('s')));
+    assert!(m.diff_view.side_by_side);
+    update(&mut m, super::tests::key(KeyCode::Char('k')));
+    assert_eq!((m.drift_cursor, m.diff_view.scroll), (0, 0));
+    update(&mut m, super::tests::key(KeyCode::Enter));
+    assert!(!m.drift_diff_open, "a row without a difference closes it");
+}

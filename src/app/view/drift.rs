@@ -93,8 +93,16 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let block = view_block(model, &status);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    // The list above, the field-level diff of the selected row below (when there is room).
+    // Enter: the selected row's diff fills the pane, scrolled like the Pipeline pane's.
     let diff = selected_diff(model, inner.width);
+    if model.drift_diff_open
+        && let Some(diff) = diff
+    {
+        let scroll = model.diff_view.scroll.min(diff.len().saturating_sub(1)) as u16;
+        frame.render_widget(Paragraph::new(diff).scroll((scroll, 0)), inner);
+        return;
+    }
+    // The list above, the field-level diff of the selected row below (when there is room).
     // The list takes what it needs, but at least half when a diff is long; the diff the rest.
     let list_height = match &diff {
         Some(d) if inner.height >= 12 => {
@@ -115,27 +123,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     }
 }
 
-/// The selected row's expected and found values as a unified diff (a resource's attributes as
-/// JSON, a host fact's value), drawn like the Pipeline pane's diffs.
+/// The selected row's expected and found values as a diff, drawn like the Pipeline pane's.
 fn selected_diff(model: &Model, width: u16) -> Option<Vec<Line<'static>>> {
-    let board = &model.dashboard.drift;
-    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
-    let (name, expected, found) = match model.drift_cursor.checked_sub(board.resources.len()) {
-        None => {
-            let r = board.resources.get(model.drift_cursor)?;
-            (r.name.clone(), pretty(&r.expected), pretty(&r.actual))
-        }
-        Some(i) => {
-            let (host, _, row) = board.hosts.get(i)?;
-            let text = |v: &Option<String>| v.clone().map(|v| v + "\n").unwrap_or_default();
-            (format!("{host} {} {}", row.section, row.key), text(&row.expected), text(&row.found))
-        }
-    };
-    if expected == found {
-        return None;
-    }
-    let unified = similar::TextDiff::from_lines(&expected, &found).unified_diff().to_string();
-    let unified = crate::term_safe::visible(&unified).into_owned();
-    let diff = crate::app::diff_view::Diff::parse(&format!("--- {name} (expected)\n+++ {name} (found)\n{unified}"));
-    Some(super::diff::lines(&diff, false, width, &model.theme))
+    let diff = model.dashboard.drift.diff(model.drift_cursor)?;
+    Some(super::diff::lines(&diff, model.drift_diff_open && model.diff_view.side_by_side, width, &model.theme))
 }

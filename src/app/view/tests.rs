@@ -111,6 +111,11 @@ fn drift_pane_with_resources_and_host_findings() {
     m.drift_checking = true;
     m.drift_cursor = 4;
     insta::assert_snapshot!("drift_pane_checking", render(&m, 120, 34).backend());
+    // Enter: the selected resource's field-level diff fills the pane.
+    m.drift_checking = false;
+    m.drift_cursor = 1;
+    m.drift_diff_open = true;
+    insta::assert_snapshot!("drift_pane_diff_open", render(&m, 120, 34).backend());
 }
 
 #[test]
