@@ -393,18 +393,21 @@ fn write_screenshots() {
     let mut split = fixture_pipelines();
     split.diff_view.side_by_side = true;
     let drift = crate::app::view::fixtures::fixture_drift();
+    let mut drift_diff = crate::app::view::fixtures::fixture_drift();
+    drift_diff.drift_diff_open = true;
     let mut grouped = fixture_fleet_run();
     grouped.output_view.mode = crate::app::model::OutputMode::Grouped;
     let mut failed = fixture_fleet_run();
     failed.output_view.mode = crate::app::model::OutputMode::Failed;
     let mut quitting = fixture_fleet_run();
     update(&mut quitting, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('q'))));
-    let shots: [(&str, Model); 21] = [
+    let shots: [(&str, Model); 22] = [
         ("run-in-flight", fixture_fleet_run()),
         ("output-grouped", grouped),
         ("output-failed-hosts", failed),
         ("quit-with-runs", quitting),
         ("drift", drift),
+        ("drift-diff", drift_diff),
         ("inventory-details", fixture_detailed_inventory()),
         ("command-palette", palette),
         ("pipeline-side-by-side", split),
