@@ -24,8 +24,10 @@ pub enum KeyContext {
     Output,
     /// Chat pane focused.
     Chat,
-    /// Pipeline or metrics pane focused.
+    /// Pipeline pane focused.
     Pipeline,
+    /// Metrics pane focused (no keys of its own: the global ones).
+    Metrics,
     /// Drift pane focused.
     Drift,
     /// A prompt is on screen.
@@ -34,12 +36,13 @@ pub enum KeyContext {
 
 impl KeyContext {
     /// All contexts, in help order.
-    pub const ALL: [KeyContext; 7] = [
+    pub const ALL: [KeyContext; 8] = [
         KeyContext::Global,
         KeyContext::Inventory,
         KeyContext::Output,
         KeyContext::Chat,
         KeyContext::Pipeline,
+        KeyContext::Metrics,
         KeyContext::Drift,
         KeyContext::Modal,
     ];
@@ -52,6 +55,7 @@ impl KeyContext {
             KeyContext::Output => "output",
             KeyContext::Chat => "chat",
             KeyContext::Pipeline => "pipeline",
+            KeyContext::Metrics => "metrics",
             KeyContext::Drift => "drift",
             KeyContext::Modal => "modal",
         }
@@ -63,7 +67,8 @@ impl KeyContext {
             Pane::Inventory => KeyContext::Inventory,
             Pane::Output => KeyContext::Output,
             Pane::Chat => KeyContext::Chat,
-            Pane::Pipeline | Pane::Metrics => KeyContext::Pipeline,
+            Pane::Pipeline => KeyContext::Pipeline,
+            Pane::Metrics => KeyContext::Metrics,
             Pane::Drift => KeyContext::Drift,
         }
     }
@@ -142,6 +147,7 @@ actions! {
     NextMatch = "next_match", "next (older) match", "";
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";
+    Slash = "slash", "a chat command (/setup, /conv, /new…)", "/cmd";
     Expand = "expand", "expand or collapse the selected tool call's output", "expand";
     ScrollDiffDown = "scroll_diff_down", "scroll the diff down", "";
     ScrollDiffUp = "scroll_diff_up", "scroll the diff up", "";
@@ -303,9 +309,8 @@ impl Keymap {
             .map_err(|e| err(format!("line {}: {}; expected CONTEXT: {{ ACTION: [KEYS] }}", e.line(), e.message())))?;
         for (context_name, actions) in parsed {
             let context = KeyContext::ALL.iter().copied().find(|c| c.name() == context_name).ok_or_else(|| {
-                err(format!(
-                    "unknown context {context_name:?}; expected global, inventory, output, chat, pipeline or modal"
-                ))
+                let names: Vec<&str> = KeyContext::ALL.iter().map(|c| c.name()).collect();
+                err(format!("unknown context {context_name:?}; expected one of {}", names.join(", ")))
             })?;
             for (action_name, keys) in actions {
                 let action = Action::from_name(&action_name).ok_or_else(|| {

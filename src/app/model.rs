@@ -234,6 +234,16 @@ pub struct ChatView {
     pub scroll: usize,
     /// Index (in `Model::chat`) of the selected tool cell.
     pub selected: Option<usize>,
+    /// Entries added while the person was not following the bottom (scrolled up or on a cell):
+    /// shown as "↓ N new" until they go back down.
+    pub unseen: usize,
+}
+
+impl ChatView {
+    /// Whether the pane shows the newest line as entries arrive.
+    pub fn following(&self) -> bool {
+        self.scroll == 0 && self.selected.is_none()
+    }
 }
 
 /// How a toast looks.
@@ -508,6 +518,14 @@ pub struct Model {
 }
 
 impl Model {
+    /// Adds an entry to the chat; counted as unseen when the person is not following the bottom.
+    pub fn push_chat(&mut self, entry: ChatEntry) {
+        self.chat.push(entry);
+        if !self.chat_view.following() {
+            self.chat_view.unseen += 1;
+        }
+    }
+
     /// A model showing `hosts`, keeping `scrollback` output lines.
     pub fn new(hosts: Vec<Host>, model_configured: bool, scrollback: usize, theme: Theme) -> Self {
         let mut chat = Vec::new();

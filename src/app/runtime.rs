@@ -78,7 +78,7 @@ pub fn run_console(
         model.set_locale(locale);
         if let Some(problem) = config_problem {
             let text = model.locale.tf("banner.config_broken", &[("error", &problem)]);
-            model.chat.push(ChatEntry::new(ChatRole::System, text));
+            model.push_chat(ChatEntry::new(ChatRole::System, text));
             model.toast(super::model::ToastLevel::Error, model.locale.t("toast.config_broken").to_string());
         }
         let llm = if ctx.config.has_model() {
@@ -87,7 +87,7 @@ pub fn run_console(
                 Err(e) => {
                     model.model_configured = false;
                     let text = crate::i18n::Locale::default().tf("banner.model_unusable", &[("error", &e.to_string())]);
-                    model.chat.push(ChatEntry::new(ChatRole::System, text));
+                    model.push_chat(ChatEntry::new(ChatRole::System, text));
                     None
                 }
             }

@@ -91,7 +91,7 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
         AgentEvent::Delta { agent, text } if agent == "main" => {
             match model.chat.last_mut() {
                 Some(entry) if entry.role == ChatRole::Assistant => entry.text.push_str(&visible(&text)),
-                _ => model.chat.push(ChatEntry::new(ChatRole::Assistant, text)),
+                _ => model.push_chat(ChatEntry::new(ChatRole::Assistant, text)),
             }
             if let Some(entry) = model.chat.last_mut() {
                 entry.render_markdown(&model.theme);
@@ -101,7 +101,7 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
         AgentEvent::Delta { .. } => Vec::new(),
         AgentEvent::Pipeline(run) => on_pipeline(model, *run),
         AgentEvent::Tool { agent, name, .. } if name.starts_with("delegate_") => {
-            model.chat.push(ChatEntry::new(ChatRole::Tool, format!("{agent} → {name}")));
+            model.push_chat(ChatEntry::new(ChatRole::Tool, format!("{agent} → {name}")));
             Vec::new()
         }
         AgentEvent::Tool { .. } => Vec::new(),
@@ -116,11 +116,11 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
             };
             let mut entry = ChatEntry::new(ChatRole::Tool, text);
             entry.detail = model.agent_output.remove(&c.host).unwrap_or_default();
-            model.chat.push(entry);
+            model.push_chat(entry);
             Vec::new()
         }
         AgentEvent::Notice(text) => {
-            model.chat.push(ChatEntry::new(ChatRole::System, text));
+            model.push_chat(ChatEntry::new(ChatRole::System, text));
             Vec::new()
         }
         // Agent commands share the output pane with the operator's (run 0 tracks no progress).

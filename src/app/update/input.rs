@@ -146,18 +146,18 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {
             model.chat.retain(|e| e.role == ChatRole::System && e.text == model.locale.t("banner.no_model"));
-            model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("chat.new")));
+            model.push_chat(ChatEntry::new(ChatRole::System, model.locale.t("chat.new")));
             model.chat_view = Default::default();
             effects.push(Effect::NewConversation);
         }
         Ok(CommandLine::Language(code)) if code.is_empty() => {
             let note = model.locale.tf("language.list", &[("codes", &crate::i18n::languages().join(", "))]);
-            model.chat.push(ChatEntry::new(ChatRole::System, note));
+            model.push_chat(ChatEntry::new(ChatRole::System, note));
         }
         Ok(CommandLine::Language(code)) => match crate::i18n::Locale::new(&code) {
             Ok(locale) => {
                 model.set_locale(locale);
-                model.chat.push(ChatEntry::new(ChatRole::System, model.locale.t("language.switched")));
+                model.push_chat(ChatEntry::new(ChatRole::System, model.locale.t("language.switched")));
                 effects.push(Effect::SaveSetting { key: "ui.language".into(), value: code });
             }
             Err(_) => model.flash = Some(model.locale.tf("language.unknown", &[("code", &code)])),
@@ -195,8 +195,9 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
             Err(e) => model.flash = Some(e.to_string()),
         },
         Ok(CommandLine::Chat(text)) => {
-            model.chat.push(ChatEntry::new(ChatRole::User, text.clone()));
-            model.chat_view.scroll = 0;
+            // A new question: back to the bottom, whatever was scrolled or selected.
+            model.chat_view = Default::default();
+            model.push_chat(ChatEntry::new(ChatRole::User, text.clone()));
             if model.model_configured && model.agent_busy {
                 model.flash = Some(model.locale.t("flash.agent_busy").to_string());
             } else if model.model_configured {

@@ -123,9 +123,9 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.agent_busy = false;
             runs::finish_agent_run(model);
             match error {
-                Some(e) if model.focus == Pane::Chat => model.chat.push(ChatEntry::new(ChatRole::System, e)),
+                Some(e) if model.focus == Pane::Chat => model.push_chat(ChatEntry::new(ChatRole::System, e)),
                 Some(e) => {
-                    model.chat.push(ChatEntry::new(ChatRole::System, e.clone()));
+                    model.push_chat(ChatEntry::new(ChatRole::System, e.clone()));
                     model.toast(ToastLevel::Error, e);
                 }
                 None => model.flash = Some(summary),
@@ -147,7 +147,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         }
         Msg::Typed(line) => input::typed(model, &line),
         Msg::Note(text) => {
-            model.chat.push(ChatEntry::new(ChatRole::System, text));
+            model.push_chat(ChatEntry::new(ChatRole::System, text));
             model.chat_view.scroll = 0;
             Vec::new()
         }
@@ -260,6 +260,7 @@ fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::RunOnSelection | Action::Open => open_input(model, "!"),
         Action::CommandLine => open_input(model, ":"),
         Action::Write => open_input(model, ""),
+        Action::Slash => open_input(model, "/"),
         other => {
             return match model.focus {
                 Pane::Inventory => panes::on_inventory_action(model, other),

@@ -239,6 +239,10 @@ pub(super) fn on_chat_action(model: &mut Model, action: Action) -> Vec<Effect> {
         }
         _ => {}
     }
+    // Back at the bottom: nothing is unseen any more.
+    if model.chat_view.following() {
+        model.chat_view.unseen = 0;
+    }
     Vec::new()
 }
 

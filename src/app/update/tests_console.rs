@@ -470,3 +470,37 @@ fn enter_opens_the_selected_rows_diff_and_a_row_without_one_says_so() {
     update(&mut m, super::tests::key(KeyCode::Enter));
     assert!(!m.drift_diff_open, "a row without a difference closes it");
 }
+
+/// The chat follows the bottom unless the person scrolled up or sits on a tool cell; what arrives
+/// then is counted ("↓ N new") until they go back down; a new question always goes back down.
+#[test]
+fn the_chat_follows_the_bottom_unless_the_person_looks_elsewhere() {
+    use crate::agent::AgentEvent;
+    use crate::app::model::{ChatEntry, ChatRole, Pane};
+    use crossterm::event::KeyCode;
+    let mut m = super::tests::model();
+    m.set_focus(Pane::Chat);
+    m.push_chat(ChatEntry::new(ChatRole::Tool, "⚙ diagnostic@web01 $ uptime → exit 0"));
+    assert_eq!(m.chat_view.unseen, 0, "following: nothing is unseen");
+    // On a tool cell, what arrives is counted.
+    update(&mut m, super::tests::key(KeyCode::Up));
+    assert_eq!(m.chat_view.selected, Some(m.chat.len() - 1));
+    let delta = |text: &str| Msg::Agent(AgentEvent::Delta { agent: "main".into(), text: text.into() });
+    update(&mut m, delta("the disk is full"));
+    update(&mut m, delta(" on /var"));
+    assert_eq!(m.chat_view.unseen, 1, "one new entry, however many chunks");
+    // G goes back down and forgets it.
+    update(&mut m, super::tests::key(KeyCode::Char('G')));
+    assert!(m.chat_view.following());
+    assert_eq!(m.chat_view.unseen, 0);
+    // Scrolled up, then a new question: back to the bottom, selection dropped.
+    update(&mut m, super::tests::key(KeyCode::Up));
+    update(&mut m, super::tests::key(KeyCode::PageUp));
+    assert!(!m.chat_view.following());
+    update(&mut m, Msg::Typed("and now?".into()));
+    assert!(m.chat_view.following(), "{:?}", m.chat_view);
+    assert_eq!(m.chat_view.unseen, 0);
+    // `/` in the chat starts a chat command at once.
+    update(&mut m, super::tests::key(KeyCode::Char('/')));
+    assert_eq!(m.input.text(), "/");
+}

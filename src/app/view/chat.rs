@@ -27,6 +27,11 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     if model.focus == Pane::Chat && model.chat.iter().any(|e| e.role == ChatRole::Tool) {
         block = block.title_bottom(Line::styled(format!(" {} ", model.locale.t("chat.tool_hint")), theme.dim));
     }
+    if model.chat_view.unseen > 0 {
+        let count = model.chat_view.unseen.to_string();
+        let text = format!(" {} ", model.locale.tf("chat.unseen", &[("count", &count)]));
+        block = block.title_bottom(Line::styled(text, theme.accent).right_aligned());
+    }
     let mut lines: Vec<Line> = Vec::new();
     let mut selected_row = None;
     for (i, entry) in model.chat.iter().enumerate() {
@@ -44,10 +49,11 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
                 vec![Span::styled(format!("  {marker}"), theme.dim), Span::styled(entry.text.clone(), theme.dim)];
             if !entry.detail.is_empty() && !entry.expanded {
                 let count = entry.detail.len().to_string();
-                spans.push(Span::styled(
-                    format!("  ({})", model.locale.tf("chat.output_lines", &[("count", &count)])),
-                    theme.dim,
-                ));
+                let said = match entry.detail.len() {
+                    1 => model.locale.t("chat.output_line").to_string(),
+                    _ => model.locale.tf("chat.output_lines", &[("count", &count)]),
+                };
+                spans.push(Span::styled(format!("  ({said})"), theme.dim));
             }
             let line = Line::from(spans);
             lines.push(if selected { line.style(theme.selected) } else { line });

@@ -306,6 +306,18 @@ fn chat_tool_cell_expanded() {
 }
 
 #[test]
+fn chat_counts_what_arrives_while_the_person_looks_elsewhere() {
+    let mut m = fixture_agent_turn();
+    let cell = m.chat.iter().position(|e| e.text.starts_with("⚙")).unwrap();
+    m.chat_view.selected = Some(cell);
+    m.push_chat(crate::app::model::ChatEntry::new(crate::app::model::ChatRole::Assistant, "The disk is full."));
+    m.push_chat(crate::app::model::ChatEntry::new(crate::app::model::ChatRole::System, "run finished"));
+    let screen = render(&m, 110, 40);
+    assert!(format!("{:?}", screen.backend()).contains("↓ 2 new"));
+    insta::assert_snapshot!(screen.backend());
+}
+
+#[test]
 fn code_in_chat_and_diffs_is_coloured() {
     // Colours are not in text snapshots: check the cells of a highlighted code block and diff.
     let m = fixture_with_diff_approval();
