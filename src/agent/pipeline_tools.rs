@@ -173,7 +173,7 @@ fn build(host: &Host, name: &str, value: Value) -> Result<Box<dyn Change>, Strin
             Box::new(TerraformChange::new(TerraformSpec {
                 dir: absolute(&a.dir)?,
                 vars: Vars::new(a.vars.into_iter().collect()),
-                refresh_only: false,
+                ..Default::default()
             }))
         }
         _ => {

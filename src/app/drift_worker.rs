@@ -11,7 +11,8 @@ use crate::baseline::check::{Against, check, filter_of, plan_of};
 use crate::baseline::decide::{Decided, HostDecision, Who, decide};
 use crate::pipeline::Change;
 use crate::pipeline::Env;
-use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::pipeline::terraform::TerraformChange;
+use crate::provision::credentials::Credentials;
 use crate::store::resources::{Drift, Lifecycle, Resource};
 
 /// Checks every resource and every host with a baseline, then says what it found.
@@ -31,12 +32,21 @@ pub(super) fn check_all(services: &Services) {
             cancel.clone(),
         );
         let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
+        let credentials = Credentials::of(&ctx);
         let mut failed = Vec::new();
         let resources = match ctx.store.list_resources().await {
             Ok(resources) => resources,
             Err(e) => return sender.send(Msg::Error(format!("drift check: {e}"))),
         };
-        let drifted = match crate::provision::check::check_resources(&env, Some(&mcp), &ctx.store, &resources).await {
+        let drifted = match crate::provision::check::check_resources(
+            &env,
+            Some(&mcp),
+            &credentials,
+            &ctx.store,
+            &resources,
+        )
+        .await
+        {
             Ok(checks) => {
                 failed.extend(
                     checks.iter().filter(|c| c.failed).map(|c| format!("{}: {}", c.resource, c.detail.join("; "))),
@@ -100,7 +110,10 @@ pub(super) fn reconcile(services: &Services, name: String) {
                 };
                 Box::new(McpChange::new(McpSpec { dir, delete: false }, caller))
             } else {
-                Box::new(TerraformChange::new(TerraformSpec { dir, ..Default::default() }))
+                Box::new(TerraformChange::new(crate::provision::ops::terraform_spec(
+                    &resource,
+                    &Credentials::of(&ctx),
+                )?))
             };
             Ok((change, Vec::new()))
         })
@@ -110,9 +123,9 @@ pub(super) fn reconcile(services: &Services, name: String) {
 /// Accepts a resource as it is now from the Drift pane: a refresh-only change whose approval (the
 /// console's modal) names each finding it accepts; once applied, they are recorded as accepted.
 pub(super) fn accept(services: &Services, name: String) {
-    change_resource(services, name, "accept", |_ctx, env, resource| {
+    change_resource(services, name, "accept", |ctx, env, resource| {
         Box::pin(async move {
-            let accept = crate::provision::ops::prepare_accept(&env, &resource).await?;
+            let accept = crate::provision::ops::prepare_accept(&env, &Credentials::of(&ctx), &resource).await?;
             Ok((Box::new(accept.change) as Box<dyn Change>, accept.planned))
         })
     });
@@ -157,7 +170,8 @@ fn change_resource(
             let progress = |r: &crate::pipeline::PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
             let run = runner::run(&env, change.as_mut(), record, &progress).await?;
             if verb == "accept" {
-                crate::provision::ops::finish_accept(&env, &ctx.store, &resource, &run, &planned).await
+                let credentials = Credentials::of(&ctx);
+                crate::provision::ops::finish_accept(&env, &credentials, &ctx.store, &resource, &run, &planned).await
             } else {
                 crate::provision::ops::end(&ctx.store, &resource, Lifecycle::Updating, &run).await
             }

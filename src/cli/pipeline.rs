@@ -201,7 +201,7 @@ pub fn start_early(cmd: &PipelineCommand, config: &crate::config::Config) -> Opt
 
 fn terraform_spec(dir: &std::path::Path, vars: &[(String, String)]) -> Result<TerraformSpec> {
     let dir = std::path::absolute(dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
-    Ok(TerraformSpec { dir, vars: Vars::new(vars.to_vec()), refresh_only: false })
+    Ok(TerraformSpec { dir, vars: Vars::new(vars.to_vec()), ..Default::default() })
 }
 
 /// Bound of each stage that runs something: `--timeout`, else the policy's command timeout.

@@ -13,7 +13,8 @@ use super::pipeline::{ChangeOpts, drive_change, key_value};
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
 use crate::context::Context;
 use crate::pipeline::Env;
-use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
+use crate::pipeline::terraform::TerraformChange;
+use crate::provision::credentials::Credentials;
 use crate::provision::ops;
 use crate::provision::template::value::parse_text;
 use crate::provision::template::{Answers, Registry, TemplateRef};
@@ -130,7 +131,7 @@ async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &
             };
             Box::new(McpChange::new(McpSpec { dir, delete: operation == Lifecycle::Deleting }, caller))
         }
-        None => Box::new(TerraformChange::new(TerraformSpec { dir, ..Default::default() })),
+        None => Box::new(TerraformChange::new(ops::terraform_spec(resource, &Credentials::of(ctx))?)),
     };
     ops::begin(&ctx.store, resource, operation).await?;
     let driven = drive_change(ctx, change, opts).await;
@@ -292,10 +293,11 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
         StateCommand::Accept { resource, opts } => {
             let r = changeable(ctx, &resource).await?;
             let env = read_env(ctx).await?;
-            let accept = ops::prepare_accept(&env, &r).await?;
+            let credentials = Credentials::of(ctx);
+            let accept = ops::prepare_accept(&env, &credentials, &r).await?;
             ops::begin(&ctx.store, &r, Lifecycle::Updating).await?;
             let (code, run) = drive_change(ctx, Box::new(accept.change), &opts).await?;
-            let status = ops::finish_accept(&env, &ctx.store, &r, &run, &accept.planned).await?;
+            let status = ops::finish_accept(&env, &credentials, &ctx.store, &r, &run, &accept.planned).await?;
             let now = ctx.store.resource(&r.id).await?.map_or(status.as_str(), |r| r.drift.as_str());
             eprintln!("resource {}: {}, drift {now}", r.name, status.as_str());
             Ok(code)
@@ -371,7 +373,8 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
     let clients =
         std::sync::Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets()));
     let mcp = mcp_reads(ctx, &clients);
-    let checks = crate::provision::check::check_resources(&env, Some(&mcp), &ctx.store, &resources).await;
+    let credentials = Credentials::of(ctx);
+    let checks = crate::provision::check::check_resources(&env, Some(&mcp), &credentials, &ctx.store, &resources).await;
     clients.shutdown().await;
     let checks = checks?;
     let failed = checks.iter().any(|c| c.failed);

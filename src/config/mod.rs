@@ -9,6 +9,7 @@ pub mod drift;
 mod env_override;
 mod expand;
 pub mod mcp;
+pub mod provision;
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,8 @@ pub struct Config {
     pub output: OutputConfig,
     /// Host baselines and drift checks.
     pub drift: drift::DriftConfig,
+    /// Where provider credentials come from.
+    pub provision: provision::ProvisionConfig,
 }
 
 /// Command output spilled to `MERLYA_HOME/logs/output` (what a result does not keep in memory).
@@ -443,7 +446,16 @@ impl Config {
                 && !r.key.is_empty()
                 && !r.name.trim().is_empty()
         });
-        let checks: [(&str, bool, &str); 26] = [
+        let credentials_ok = self.provision.credentials.values().flatten().all(|(name, source)| {
+            provision::is_variable_name(name) && provision::CredentialSource::parse(source).is_ok()
+        });
+        let checks: [(&str, bool, &str); 27] = [
+            (
+                "provision.credentials",
+                credentials_ok,
+                "expected PROVIDER: {VARIABLE: SOURCE}, each variable a name like AWS_ACCESS_KEY_ID or TF_VAR_token, \
+                 each source @service:host:field, env:NAME or file:/PATH",
+            ),
             (
                 "drift.interval_secs",
                 d.interval_secs.is_none_or(|s| s >= 10),

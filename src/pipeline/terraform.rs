@@ -43,6 +43,11 @@ pub struct TerraformSpec {
     /// drives it records the result as expected (`merlya state accept`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub refresh_only: bool,
+    /// Environment variables of Terraform itself (a provider's credentials, read by the
+    /// provisioner's resolver): every value masked in its output, and never stored — not even
+    /// by name with the run.
+    #[serde(skip)]
+    pub env: Vars,
 }
 
 /// A configuration's files (relative path → content): what rollback goes back to.
@@ -223,6 +228,10 @@ impl TerraformChange {
             call.env.insert(format!("TF_VAR_{name}"), value.to_string());
         }
         call.secrets = self.spec.vars.secret_values();
+        for (name, value) in self.spec.env.iter() {
+            call.env.insert(name.to_string(), value.to_string());
+            call.secrets.push(value.to_string());
+        }
         call
     }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::credentials::Credentials;
 use super::tracker::{DriftReading, accepted_in_force, judge, read_state};
 use crate::pipeline::Env;
 use crate::store::Store;
@@ -33,6 +34,7 @@ pub struct ResourceCheck {
 pub async fn check_resources(
     env: &Env,
     mcp: Option<&crate::mcp::call::CallEnv>,
+    credentials: &Credentials,
     store: &Store,
     resources: &[Resource],
 ) -> Result<Vec<ResourceCheck>, crate::store::StoreError> {
@@ -40,7 +42,7 @@ pub async fn check_resources(
     let live: Vec<&Resource> = resources.iter().filter(|r| r.status != Lifecycle::Deleted).collect();
     let mut readings = Vec::new();
     for chunk in live.chunks(PARALLEL) {
-        let batch = futures::future::join_all(chunk.iter().map(|r| read_any(env, mcp, r))).await;
+        let batch = futures::future::join_all(chunk.iter().map(|r| read_any(env, mcp, credentials, r))).await;
         readings.extend(chunk.iter().copied().zip(batch));
     }
     let mut checks = Vec::new();
@@ -87,10 +89,11 @@ fn settled(r: &Resource, state: &super::tracker::StateReading, dir: &std::path::
 async fn read_any(
     env: &Env,
     mcp: Option<&crate::mcp::call::CallEnv>,
+    credentials: &Credentials,
     r: &Resource,
 ) -> Result<(Drift, Vec<String>, serde_json::Value), String> {
     if r.backend != "mcp" {
-        return read_drift(env, r).await.map(|(reading, actual)| (reading.drift, reading.detail, actual));
+        return read_drift(env, credentials, r).await.map(|(reading, actual)| (reading.drift, reading.detail, actual));
     }
     let Some(mcp) = mcp else { return Err("no MCP servers to read it back with".into()) };
     let request = super::mcp_backend::load(std::path::Path::new(&r.workdir))?;
@@ -99,12 +102,21 @@ async fn read_any(
 
 /// A Terraform resource's drift (two plans, the state's serial and lineage) and its state's
 /// resources; nothing is recorded.
-pub async fn read_drift(env: &Env, r: &Resource) -> Result<(DriftReading, serde_json::Value), String> {
+pub async fn read_drift(
+    env: &Env,
+    credentials: &Credentials,
+    r: &Resource,
+) -> Result<(DriftReading, serde_json::Value), String> {
     use crate::pipeline::tool::{ToolCall, run};
     let dir = PathBuf::from(&r.workdir);
+    let provider = credentials.for_provider(&r.provider)?;
     let call = |args: &[&str]| {
         let mut call = ToolCall::new("terraform", args, &dir);
         call.env.insert("TF_IN_AUTOMATION".into(), "1".into());
+        for (name, value) in provider.iter() {
+            call.env.insert(name.to_string(), value.to_string());
+            call.secrets.push(value.to_string());
+        }
         call.live_stdout = false;
         call
     };

@@ -7,6 +7,7 @@
 //! the state tracker (what was made from which answers, and its drift) join here as siblings.
 
 pub mod check;
+pub mod credentials;
 pub mod mcp_backend;
 pub mod ops;
 pub mod template;

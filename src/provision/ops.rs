@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use color_eyre::eyre::{Result, eyre};
 use serde_json::json;
 
+use super::credentials::Credentials;
 use super::template::{Answers, Registry, TemplateRef, render};
 use super::tracker::read_state;
 use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
@@ -70,6 +71,12 @@ pub fn snapshot_of(r: &Resource) -> serde_json::Value {
     json!({"answers": r.answers, "expected": r.expected, "actual": r.actual, "outputs": r.outputs})
 }
 
+/// The Terraform change of a resource's folder, its provider's credentials read now.
+pub fn terraform_spec(resource: &Resource, credentials: &Credentials) -> Result<TerraformSpec> {
+    let env = credentials.for_provider(&resource.provider).map_err(|e| eyre!(e))?;
+    Ok(TerraformSpec { dir: PathBuf::from(&resource.workdir), env, ..Default::default() })
+}
+
 /// Records `operation` before its change starts.
 pub async fn begin(store: &Store, resource: &Resource, operation: Lifecycle) -> Result<()> {
     let verb = match operation {
@@ -92,20 +99,21 @@ pub struct Accept {
 
 /// Reads `resource` (two plans, nothing recorded) and builds its accept. Only a Terraform resource
 /// has a state to record; an MCP resource is made as expected again with reconcile.
-pub async fn prepare_accept(env: &Env, resource: &Resource) -> Result<Accept> {
+pub async fn prepare_accept(env: &Env, credentials: &Credentials, resource: &Resource) -> Result<Accept> {
     if resource.backend == "mcp" {
         return Err(eyre!(
             "{}: accept records a Terraform state; an MCP resource is put back with `merlya state reconcile` or changed with `merlya provision update`",
             resource.name
         ));
     }
-    let (reading, _) = super::check::read_drift(env, resource).await.map_err(|e| eyre!("{}: {e}", resource.name))?;
+    let (reading, _) =
+        super::check::read_drift(env, credentials, resource).await.map_err(|e| eyre!("{}: {e}", resource.name))?;
     let mut reasons: Vec<String> = reading.detail.iter().map(|d| format!("accepts {d}")).collect();
     if reasons.is_empty() {
         reasons.push("nothing has drifted: the state as it is becomes what merlya expects".into());
     }
     reasons.push(format!("merlya records {} as it is now and stops reporting what it accepts", resource.name));
-    let spec = TerraformSpec { dir: PathBuf::from(&resource.workdir), vars: Default::default(), refresh_only: true };
+    let spec = TerraformSpec { refresh_only: true, ..terraform_spec(resource, credentials)? };
     Ok(Accept { change: TerraformChange::new(spec).with_reasons(reasons), planned: reading.planned })
 }
 
@@ -113,6 +121,7 @@ pub async fn prepare_accept(env: &Env, resource: &Resource) -> Result<Accept> {
 /// shown as accepted, and a check's verdict.
 pub async fn finish_accept(
     env: &Env,
+    credentials: &Credentials,
     store: &Store,
     resource: &Resource,
     run: &PipelineRun,
@@ -134,7 +143,7 @@ pub async fn finish_accept(
     let status = end(store, resource, Lifecycle::Updating, run).await?;
     store.set_accepted(&resource.id, planned).await?;
     let now = store.resource(&resource.id).await?.into_iter().collect::<Vec<_>>();
-    super::check::check_resources(env, None, store, &now).await?;
+    super::check::check_resources(env, None, credentials, store, &now).await?;
     Ok(status)
 }
 

@@ -300,3 +300,67 @@ fn merlya_killed_mid_apply_leaves_the_resource_unknown() {
     assert_eq!(checked[0]["crashed"], true, "{checked}");
     assert_eq!(state_of(&env, "s1").0, "unknown");
 }
+
+/// Provider credentials come from `provision.credentials` (here merlya's environment and a file):
+/// Terraform gets them for the apply and for every check's plans, and they reach nothing else —
+/// not the database, the audit log, the pipeline record or the screen. A missing one names its
+/// config field.
+#[test]
+fn provider_credentials_reach_terraform_and_nothing_else() {
+    let env = TestEnv::new();
+    let token = "tok-Cr3d-provision-77";
+    let template = env.merlya_home().join("templates/cred-marker");
+    std::fs::create_dir_all(&template).unwrap();
+    std::fs::write(
+        template.join("template.yaml"),
+        "name: cred-marker\nversion: 1.0.0\ncategory: security\ndescription: A marker made with a provider credential.\n\
+         providers: [local]\nbackends:\n  - backend: terraform\n    entry: main.tf.j2\n\
+         variables:\n  - name: message\n    type: string\n    required: true\n    description: What it holds.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        template.join("main.tf.j2"),
+        "variable \"token\" {\n  type      = string\n  sensitive = true\n}\n\
+         resource \"terraform_data\" \"cred\" {\n  input = { message = \"{{ message }}\", token = var.token }\n}\n\
+         output \"token_length\" {\n  value = nonsensitive(length(var.token))\n}\n",
+    )
+    .unwrap();
+    let file = env.home().join("token-file");
+    std::fs::write(&file, "from-a-file\n").unwrap();
+    std::fs::write(
+        env.merlya_home().join("config.yaml"),
+        format!(
+            "provision:\n  credentials:\n    local:\n      TF_VAR_token: \"env:CRED_TEST_TOKEN\"\n      FILE_CRED: \"file:{}\"\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    // Unset: the error names the field, nothing is applied.
+    let out = env.run(&["provision", "create", "cred-marker", "--var", "message=hi", "--name", "c0", "--yes"]);
+    let stderr = support::text(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("provision.credentials.local.TF_VAR_token"), "{stderr}");
+
+    let run = |args: &[&str]| env.merlya(args).env("CRED_TEST_TOKEN", token).output().unwrap();
+    let out = run(&["provision", "create", "cred-marker", "--var", "message=hi", "--name", "c1", "--yes"]);
+    let (stdout, stderr) = (support::text(&out.stdout), support::text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let shown = json(&env, &["state", "show", "c1", "--format", "json"]);
+    assert_eq!(shown["resource"]["outputs"]["token_length"], token.len(), "Terraform got it: {shown}");
+    // The check's plans get it too (without it a plan fails: no value for the variable).
+    let checked = run(&["state", "check", "c1", "--format", "json"]);
+    let checked_out = support::text(&checked.stdout);
+    assert!(checked.status.success() && checked_out.contains("no_drift"), "{checked_out}");
+    let audit = env.ok(&["audit", "list", "--format", "json"]);
+    let runs = env.ok(&["pipeline", "list", "--format", "json"]);
+    for (what, text) in [
+        ("stdout", &stdout),
+        ("stderr", &stderr),
+        ("the check", &checked_out),
+        ("the audit log", &audit),
+        ("the pipeline record", &runs),
+        ("the state shown", &shown.to_string()),
+        ("the database", &env.database_text()),
+    ] {
+        assert!(!text.contains(token) && !text.contains("from-a-file"), "{what} holds a credential: {text}");
+    }
+}
