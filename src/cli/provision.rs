@@ -73,7 +73,11 @@ pub enum StateCommand {
     /// Check for drift: every resource, or one.
     Check(CheckArgs),
     /// Keep a snapshot of a resource: its answers, what is expected and found, its outputs.
-    Snapshot { resource: String },
+    Snapshot {
+        resource: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: ListFormat,
+    },
     /// Apply a resource's configuration again from its stored answers, undoing drift (through approval).
     Reconcile {
         resource: String,
@@ -279,10 +283,13 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
             Ok(EXIT_OK)
         }
         StateCommand::Check(args) => check(ctx, args).await,
-        StateCommand::Snapshot { resource } => {
+        StateCommand::Snapshot { resource, format } => {
             let r = ctx.store.resource(&resource).await?.ok_or_else(|| eyre!("no resource {resource}"))?;
             let id = ctx.store.add_snapshot(&r.id, &ops::snapshot_of(&r)).await?;
-            println!("{}: snapshot {id}", r.name);
+            match format {
+                ListFormat::Json => println!("{}", json!({"resource": r.name, "snapshot": id})),
+                ListFormat::Table => println!("{}: snapshot {id}", r.name),
+            }
             Ok(EXIT_OK)
         }
         StateCommand::Reconcile { resource, opts } => {

@@ -39,13 +39,27 @@ pub async fn check_resources(
     resources: &[Resource],
 ) -> Result<Vec<ResourceCheck>, crate::store::StoreError> {
     // A few resources at once: each check is two Terraform processes, mostly waiting on providers.
-    let live: Vec<&Resource> = resources.iter().filter(|r| r.status != Lifecycle::Deleted).collect();
+    // A resource whose operation is still being run (here or by another merlya) is not checked:
+    // its plans would race the apply, and its verdict would be the apply's half-way state.
+    let (busy, live): (Vec<&Resource>, Vec<&Resource>) = resources
+        .iter()
+        .filter(|r| r.status != Lifecycle::Deleted)
+        .partition(|r| r.status.in_progress() && super::ops::in_flight(&r.operation));
     let mut readings = Vec::new();
     for chunk in live.chunks(PARALLEL) {
         let batch = futures::future::join_all(chunk.iter().map(|r| read_any(env, mcp, credentials, r))).await;
         readings.extend(chunk.iter().copied().zip(batch));
     }
-    let mut checks = Vec::new();
+    let mut checks: Vec<ResourceCheck> = busy
+        .iter()
+        .map(|r| ResourceCheck {
+            resource: r.name.clone(),
+            drift: r.drift,
+            detail: vec![format!("not checked: an operation is under way ({})", r.operation)],
+            crashed: false,
+            failed: false,
+        })
+        .collect();
     for (r, reading) in readings {
         let crashed = r.status.in_progress();
         let check = match reading {

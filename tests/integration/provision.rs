@@ -85,7 +85,8 @@ fn create_check_drift_update_and_delete_a_terraform_data_resource() {
     let rolled = env.run(&["state", "rollback", "m1", "--yes"]);
     assert!(rolled.status.success(), "{}", support::text(&rolled.stderr));
     assert_eq!(json(&env, &["state", "show", "m1", "--format", "json"])["resource"]["outputs"]["message"], "hello");
-    env.ok(&["state", "snapshot", "m1"]);
+    let kept = json(&env, &["state", "snapshot", "m1", "--format", "json"]);
+    assert!(kept["snapshot"].as_i64().is_some_and(|id| id > 0), "{kept}");
     assert!(json(&env, &["state", "show", "m1", "--format", "json"])["snapshots"].as_u64().unwrap() >= 4);
 
     // Delete destroys it through the change path.
@@ -284,6 +285,11 @@ fn merlya_killed_mid_apply_leaves_the_resource_unknown() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(state_of(&env, "s1").0, "creating", "the operation is recorded before it starts");
+    // A check while it runs leaves it alone: a run in flight is not a crash.
+    let busy = json(&env, &["state", "check", "s1", "--format", "json"]);
+    assert_eq!(busy[0]["crashed"], false, "{busy}");
+    assert!(busy[0]["detail"].to_string().contains("under way"), "{busy}");
+    assert_eq!(state_of(&env, "s1").0, "creating");
     // A crash: merlya and the tool groups it started (Terraform runs in a group of its own), at once.
     let home = env.merlya_home().display().to_string();
     let groups = support::process_groups_mentioning(&home);
