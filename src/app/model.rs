@@ -50,6 +50,48 @@ impl DriftBoard {
         self.len() == 0
     }
 
+    /// The rows whose words hold every word of `query` (case ignored): a resource's name, template,
+    /// lifecycle, drift and detail; a host finding's host, section, key and values.
+    pub fn filtered(&self, query: &str) -> DriftBoard {
+        let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+        let matches = |text: String| {
+            let text = text.to_lowercase();
+            words.iter().all(|w| text.contains(w.as_str()))
+        };
+        DriftBoard {
+            resources: self
+                .resources
+                .iter()
+                .filter(|r| {
+                    matches(format!(
+                        "{} {} {} {} {}",
+                        r.name,
+                        r.template,
+                        r.status.as_str(),
+                        r.drift.as_str(),
+                        r.drift_detail
+                    ))
+                })
+                .cloned()
+                .collect(),
+            hosts: self
+                .hosts
+                .iter()
+                .filter(|(host, _, row)| {
+                    matches(format!(
+                        "{host} {} {} {} {}",
+                        row.section.name(),
+                        row.key,
+                        row.expected.as_deref().unwrap_or_default(),
+                        row.found.as_deref().unwrap_or_default()
+                    ))
+                })
+                .cloned()
+                .collect(),
+            checked_hosts: self.checked_hosts,
+        }
+    }
+
     /// Row `cursor`'s expected and found values as a diff (a resource's attributes as JSON, a host
     /// fact's value); `None` when they are the same or there is no such row.
     pub fn diff(&self, cursor: usize) -> Option<super::diff_view::Diff> {
@@ -410,6 +452,8 @@ pub enum InputMode {
     Filter,
     /// The output pane's search text.
     Search,
+    /// Typing the Drift pane's filter.
+    DriftFilter,
     /// Key bindings of the focused pane, then the global ones.
     Panes,
 }
@@ -470,6 +514,10 @@ pub struct Model {
     pub drift_checking: bool,
     /// The selected row's diff fills the Drift pane (Enter), scrolled by `diff_view`.
     pub drift_diff_open: bool,
+    /// The Drift pane's filter (`/`): rows holding every word.
+    pub drift_filter: String,
+    /// The filter is being typed.
+    pub drift_filtering: bool,
     pub input: InputLine,
     /// Diff viewer state of the pipeline pane.
     pub diff_view: DiffView,
@@ -518,6 +566,15 @@ pub struct Model {
 }
 
 impl Model {
+    /// What the Drift pane lists: every row, or those its filter keeps.
+    pub fn drift_board(&self) -> std::borrow::Cow<'_, DriftBoard> {
+        if self.drift_filter.trim().is_empty() {
+            std::borrow::Cow::Borrowed(&self.dashboard.drift)
+        } else {
+            std::borrow::Cow::Owned(self.dashboard.drift.filtered(&self.drift_filter))
+        }
+    }
+
     /// Adds an entry to the chat; counted as unseen when the person is not following the bottom.
     pub fn push_chat(&mut self, entry: ChatEntry) {
         self.chat.push(entry);
@@ -558,6 +615,8 @@ impl Model {
             drift_cursor: 0,
             drift_checking: false,
             drift_diff_open: false,
+            drift_filter: String::new(),
+            drift_filtering: false,
             pipeline_cursor: 0,
             input: InputLine::default(),
             diff_view: DiffView::default(),
@@ -689,6 +748,8 @@ impl Model {
             InputMode::Filter
         } else if self.output_view.searching {
             InputMode::Search
+        } else if self.drift_filtering {
+            InputMode::DriftFilter
         } else {
             InputMode::Panes
         }

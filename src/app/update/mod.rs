@@ -205,6 +205,10 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
             panes::on_search_key(model, key);
             Vec::new()
         }
+        InputMode::DriftFilter => {
+            panes::on_drift_filter_key(model, key);
+            Vec::new()
+        }
         InputMode::Panes => {
             // The focused pane's bindings win over the global ones.
             let context = KeyContext::of(model.focus);

@@ -411,9 +411,26 @@ pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
     }
 }
 
+/// A key while the Drift pane's filter is typed: Enter keeps it, Esc clears it.
+pub(super) fn on_drift_filter_key(model: &mut Model, key: KeyEvent) {
+    match key.code {
+        KeyCode::Enter => model.drift_filtering = false,
+        KeyCode::Esc => {
+            model.drift_filtering = false;
+            model.drift_filter.clear();
+        }
+        KeyCode::Backspace => {
+            model.drift_filter.pop();
+        }
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => model.drift_filter.push(c),
+        _ => {}
+    }
+    model.drift_cursor = model.drift_cursor.min(model.drift_board().len().saturating_sub(1));
+}
+
 /// The Drift pane's keys: move through its rows, `c` checks everything now.
 pub(super) fn on_drift_action(model: &mut Model, action: Action) -> Vec<Effect> {
-    let last = model.dashboard.drift.len().saturating_sub(1);
+    let last = model.drift_board().len().saturating_sub(1);
     let before = model.drift_cursor;
     let effects = drift_action(model, action, last);
     if model.drift_cursor != before {
@@ -424,7 +441,7 @@ pub(super) fn on_drift_action(model: &mut Model, action: Action) -> Vec<Effect> 
 
 fn drift_action(model: &mut Model, action: Action, last: usize) -> Vec<Effect> {
     match action {
-        Action::Details => match model.dashboard.drift.diff(model.drift_cursor) {
+        Action::Details => match model.drift_board().diff(model.drift_cursor) {
             Some(_) => {
                 model.drift_diff_open = !model.drift_diff_open;
                 model.diff_view.scroll = 0;
@@ -435,13 +452,14 @@ fn drift_action(model: &mut Model, action: Action, last: usize) -> Vec<Effect> {
             }
         },
         Action::ScrollDiffDown | Action::PageDown => {
-            let rows = model.dashboard.drift.diff(model.drift_cursor).map_or(0, |d| d.rows.len());
+            let rows = model.drift_board().diff(model.drift_cursor).map_or(0, |d| d.rows.len());
             model.diff_view.scroll = (model.diff_view.scroll + page(model)).min(rows.saturating_sub(1));
         }
         Action::ScrollDiffUp | Action::PageUp => {
             model.diff_view.scroll = model.diff_view.scroll.saturating_sub(page(model));
         }
         Action::SideBySide => model.diff_view.side_by_side = !model.diff_view.side_by_side,
+        Action::Filter => model.drift_filtering = true,
         Action::Down => model.drift_cursor = (model.drift_cursor + 1).min(last),
         Action::Up => model.drift_cursor = model.drift_cursor.saturating_sub(1),
         Action::Top => model.drift_cursor = 0,
@@ -451,12 +469,12 @@ fn drift_action(model: &mut Model, action: Action, last: usize) -> Vec<Effect> {
             return vec![Effect::CheckDrift];
         }
         Action::Reconcile => {
-            if let Some(r) = model.dashboard.drift.resources.get(model.drift_cursor) {
+            if let Some(r) = model.drift_board().resources.get(model.drift_cursor) {
                 return vec![Effect::Reconcile(r.name.clone())];
             }
         }
         Action::Accept => {
-            let board = &model.dashboard.drift;
+            let board = model.drift_board().into_owned();
             return match model.drift_cursor.checked_sub(board.resources.len()) {
                 None => board.resources.get(model.drift_cursor).map(|r| Effect::AcceptResource(r.name.clone())),
                 Some(i) => board
@@ -468,7 +486,7 @@ fn drift_action(model: &mut Model, action: Action, last: usize) -> Vec<Effect> {
             .collect();
         }
         Action::Ignore => {
-            let board = &model.dashboard.drift;
+            let board = model.drift_board().into_owned();
             match model.drift_cursor.checked_sub(board.resources.len()) {
                 Some(i) => {
                     if let Some((host, _, row)) = board.hosts.get(i) {

@@ -504,3 +504,32 @@ fn the_chat_follows_the_bottom_unless_the_person_looks_elsewhere() {
     update(&mut m, super::tests::key(KeyCode::Char('/')));
     assert_eq!(m.input.text(), "/");
 }
+
+/// `/` in the Drift pane filters its rows by words (Enter keeps the filter, Esc clears it); the
+/// actions then act on the rows shown.
+#[test]
+fn the_drift_filter_keeps_rows_holding_every_word() {
+    use crate::app::model::Pane;
+    use crate::app::msg::Effect;
+    use crossterm::event::KeyCode;
+    let mut m = crate::app::view::fixtures::fixture_drift();
+    m.set_focus(Pane::Drift);
+    let all = m.drift_board().len();
+    update(&mut m, super::tests::key(KeyCode::Char('/')));
+    assert!(m.drift_filtering);
+    for c in "web07 NGINX".chars() {
+        update(&mut m, super::tests::key(KeyCode::Char(c)));
+    }
+    update(&mut m, super::tests::key(KeyCode::Enter));
+    assert!(!m.drift_filtering);
+    let shown = m.drift_board().into_owned();
+    assert!(shown.resources.is_empty() && shown.hosts.len() == 2, "{shown:?}");
+    assert!(m.drift_cursor < shown.len());
+    // `a` acts on the row shown under the cursor.
+    m.drift_cursor = 0;
+    let effects = update(&mut m, super::tests::key(KeyCode::Char('a')));
+    assert!(matches!(effects.as_slice(), [Effect::DecideHost(_)]), "{effects:?}");
+    update(&mut m, super::tests::key(KeyCode::Char('/')));
+    update(&mut m, super::tests::key(KeyCode::Esc));
+    assert_eq!(m.drift_board().len(), all);
+}

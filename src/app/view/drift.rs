@@ -28,9 +28,20 @@ fn short(text: Option<&str>) -> String {
 
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
-    let board = &model.dashboard.drift;
+    let board = model.drift_board();
     let theme = &model.theme;
-    let status = if model.drift_checking { model.locale.t("drift.checking").to_string() } else { String::new() };
+    let mut status = if model.drift_checking { model.locale.t("drift.checking").to_string() } else { String::new() };
+    if model.drift_filtering || !model.drift_filter.is_empty() {
+        let cursor = if model.drift_filtering { "▏" } else { "" };
+        let filter = crate::term_safe::visible(&model.drift_filter);
+        status =
+            if status.is_empty() { format!("/{filter}{cursor} ") } else { format!("/{filter}{cursor} · {status}") };
+    }
+    if board.is_empty() && !model.dashboard.drift.is_empty() {
+        let line = Line::styled(model.locale.t("drift.no_match").to_string(), theme.dim);
+        frame.render_widget(Paragraph::new(vec![line]).block(view_block(model, &status)), area);
+        return;
+    }
     if board.is_empty() {
         let mut lines = vec![
             Line::styled(model.locale.t("drift.empty").to_string(), theme.dim),
@@ -46,6 +57,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let selected = |i: usize, style: Style| if i == model.drift_cursor { style.patch(theme.selected) } else { style };
     let mut lines = Vec::new();
     let mut row = 0usize;
+    let mut selected_line = None;
     let heading = |text: String| Line::styled(text, theme.accent.add_modifier(Modifier::BOLD));
     lines.push(heading(model.locale.tf("drift.resources", &[("count", &board.resources.len().to_string())])));
     for r in &board.resources {
@@ -56,6 +68,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             Drift::Unknown => ("?", theme.dim),
         };
         let detail = r.drift_detail.lines().next().unwrap_or_default();
+        if row == model.drift_cursor {
+            selected_line = Some(lines.len());
+        }
         lines.push(Line::from(vec![
             Span::styled(format!(" {glyph} "), selected(row, style)),
             Span::styled(format!("{:<18}", short(Some(&r.name))), selected(row, theme.host)),
@@ -70,16 +85,29 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         .locale
         .tf("drift.hosts", &[("count", &board.hosts.len().to_string()), ("checked", &board.checked_hosts.to_string())]);
     lines.push(heading(hosts));
-    for (host, _, finding) in &board.hosts {
+    let mut last_host: Option<&str> = None;
+    for (host, checked_at, finding) in &board.hosts {
+        // A tree: each host's findings under it.
+        if last_host != Some(host.as_str()) {
+            let count = board.hosts.iter().filter(|(h, _, _)| h == host).count();
+            let said = model.locale.tf("drift.host_heading", &[("count", &count.to_string()), ("checked", checked_at)]);
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {}", short(Some(host))), theme.host.add_modifier(Modifier::BOLD)),
+                Span::styled(format!("  {said}"), theme.dim),
+            ]));
+            last_host = Some(host.as_str());
+        }
+        if row == model.drift_cursor {
+            selected_line = Some(lines.len());
+        }
         let style = match finding.kind {
             Kind::Changed => theme.warn,
             Kind::Missing => theme.removed,
             Kind::Added => theme.added,
         };
         lines.push(Line::from(vec![
-            Span::styled(format!(" {} ", finding.kind.glyph()), selected(row, style)),
-            Span::styled(format!("{:<14}", short(Some(host))), selected(row, theme.host)),
-            Span::styled(format!(" {:<13}", finding.section.name()), selected(row, theme.dim)),
+            Span::styled(format!("   {} ", finding.kind.glyph()), selected(row, style)),
+            Span::styled(format!("{:<13}", finding.section.name()), selected(row, theme.dim)),
             Span::styled(format!(" {:<30}", short(Some(&finding.key))), selected(row, Style::default())),
             Span::styled(
                 format!(" {} → {}", short(finding.expected.as_deref()), short(finding.found.as_deref())),
@@ -116,7 +144,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         ratatui::layout::Constraint::Min(0),
     ])
     .areas(inner);
-    let scroll = model.drift_cursor.saturating_sub(usize::from(top.height.saturating_sub(6))) as u16;
+    // The selected row stays on screen, with a few lines of room below it.
+    let scroll = selected_line.unwrap_or(0).saturating_sub(usize::from(top.height.saturating_sub(4))) as u16;
     frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), top);
     if let Some(diff) = diff.filter(|_| bottom.height > 0) {
         frame.render_widget(Paragraph::new(diff), bottom);
@@ -125,6 +154,6 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
 
 /// The selected row's expected and found values as a diff, drawn like the Pipeline pane's.
 fn selected_diff(model: &Model, width: u16) -> Option<Vec<Line<'static>>> {
-    let diff = model.dashboard.drift.diff(model.drift_cursor)?;
+    let diff = model.drift_board().diff(model.drift_cursor)?;
     Some(super::diff::lines(&diff, model.drift_diff_open && model.diff_view.side_by_side, width, &model.theme))
 }

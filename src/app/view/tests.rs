@@ -116,6 +116,11 @@ fn drift_pane_with_resources_and_host_findings() {
     m.drift_cursor = 1;
     m.drift_diff_open = true;
     insta::assert_snapshot!("drift_pane_diff_open", render(&m, 120, 34).backend());
+    // `/nginx`: only the rows holding it, the filter in the title.
+    m.drift_diff_open = false;
+    m.drift_filter = "nginx".into();
+    m.drift_cursor = 0;
+    insta::assert_snapshot!("drift_pane_filtered", render(&m, 120, 34).backend());
 }
 
 #[test]
