@@ -45,7 +45,6 @@ pub fn view(model: &Model, frame: &mut Frame) {
     if let Some(form) = &model.form {
         form::draw(model, form, frame, area);
     }
-    toast::draw(model, frame, area);
     if model.help_open {
         help::draw(model, frame, area);
     }

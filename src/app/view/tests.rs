@@ -255,12 +255,19 @@ fn delete_asks_for_confirmation() {
 }
 
 #[test]
-fn toasts_in_the_corner() {
+fn notifications_on_the_input_line_hide_no_pane_text() {
     use crate::app::model::ToastLevel;
     let mut m = fixture_metrics();
+    let before = format!("{:?}", render(&m, 120, 34).backend());
     m.toast(ToastLevel::Success, "uptime: 3/3 hosts succeeded");
     m.toast(ToastLevel::Error, "db01 is unreachable: cannot reach 10.20.1.21:22: Connection refused");
-    insta::assert_snapshot!(render(&m, 120, 34).backend());
+    let screen = render(&m, 120, 34);
+    let after = format!("{:?}", screen.backend());
+    // Every pane line is what it was: only the input line says something new.
+    let panes = |text: &str| text.lines().take(30).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(panes(&before), panes(&after));
+    assert!(after.contains("✗ db01 is unreachable") && after.contains("(1 more)"), "{after}");
+    insta::assert_snapshot!(screen.backend());
 }
 
 #[test]

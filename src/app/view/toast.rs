@@ -1,35 +1,26 @@
-//! Toasts: background events (a run finished, a pipeline ended, a host did
-//! not answer) stacked in the top-right corner until they fade.
+//! Notifications (a run finished, a pipeline ended, a drift check found something): the newest is
+//! shown on the input line while it lives — a place that hides no pane's text — with how many
+//! others are waiting; they fade on their own.
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
-use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::text::{Line, Span};
 
 use crate::app::model::{Model, ToastLevel};
 
-/// Draws it into `area` (the whole screen for overlays).
-pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
+/// The newest notification as one line, with the count of the others; `None` when there is none.
+pub fn line(model: &Model) -> Option<Line<'static>> {
     let theme = &model.theme;
-    let width = 44u16.min(area.width.saturating_sub(2));
-    let mut y = area.y + 1;
-    for toast in model.toasts.iter().rev() {
-        let (mark, style) = match toast.level {
-            ToastLevel::Info => ("•", theme.accent),
-            ToastLevel::Success => ("✓", theme.ok),
-            ToastLevel::Error => ("✗", theme.error),
-        };
-        let paragraph = Paragraph::new(Line::raw(format!("{mark} {}", toast.text)))
-            .style(style)
-            .block(Block::default().borders(Borders::ALL).border_style(style))
-            .wrap(Wrap { trim: true });
-        let height = u16::try_from(paragraph.line_count(width)).unwrap_or(3).min(6);
-        if y + height > area.bottom().saturating_sub(2) {
-            break;
-        }
-        let rect = Rect { x: area.right().saturating_sub(width + 1), y, width, height };
-        frame.render_widget(Clear, rect);
-        frame.render_widget(paragraph, rect);
-        y += height;
+    let toast = model.toasts.back()?;
+    let (mark, style) = match toast.level {
+        ToastLevel::Info => ("•", theme.accent),
+        ToastLevel::Success => ("✓", theme.ok),
+        ToastLevel::Error => ("✗", theme.error),
+    };
+    let text = crate::term_safe::visible(&toast.text).replace('\n', " ");
+    let mut spans = vec![Span::styled(format!("{mark} {text}"), style)];
+    let others = model.toasts.len() - 1;
+    if others > 0 {
+        let more = model.locale.tf("toast.more", &[("count", &others.to_string())]);
+        spans.push(Span::styled(format!("  ({more})"), theme.dim));
     }
+    Some(Line::from(spans))
 }
