@@ -445,6 +445,9 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
                     // `@SERVER#PORT`
                     let server = server.split_once('#').map_or(server, |(s, _)| s);
                     out.push(Destination::word(Use::Resolver, server, known));
+                } else if let Some(domain) = dig_domain(text) {
+                    // `+domain=D` (or an abbreviation) appends D to the names queried with `+search`.
+                    out.push(Destination::word(Use::Lookup, domain, known));
                 } else if !text.starts_with('+') && !dns_keyword(text) {
                     out.push(Destination::word(Use::Lookup, text, known));
                 }
@@ -506,6 +509,13 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
         "resolvectl" | "systemd-resolve" if inv.path.first().is_some_and(|p| p == "query") => {
             out.extend(operands().map(|(t, k)| Destination::word(Use::Lookup, t, k)));
         }
+        // A CRI or containerd endpoint is a Unix socket, or a host over TCP.
+        "crictl" | "ctr" => {
+            let endpoints = values(&["-r", "--runtime-endpoint", "-i", "--image-endpoint", "-a", "--address"]);
+            for endpoint in endpoints.iter().filter(|e| !e.starts_with('/') && !e.starts_with("unix://")) {
+                out.push(Destination::url(Use::Connect, endpoint, true));
+            }
+        }
         "ipmitool" => out.extend(values(&["-H"]).into_iter().map(|h| Destination::host(Use::Connect, h))),
         // Both send their stored token with every request.
         "consul" | "vault" => {
@@ -532,6 +542,13 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
         _ => {}
     }
     out
+}
+
+/// The value of dig's `+domain=D` (`+dom=D`, any abbreviation dig accepts), if `text` is one.
+fn dig_domain(text: &str) -> Option<&str> {
+    let (key, value) = text.strip_prefix('+')?.split_once('=')?;
+    let key = key.strip_prefix("no").unwrap_or(key).to_ascii_lowercase();
+    (key.len() >= 3 && "domain".starts_with(&key)).then_some(value)
 }
 
 /// DNS record types and classes, which dig reads as such rather than as names.
@@ -625,17 +642,18 @@ pub fn split_url(url: &str) -> Option<(String, &str)> {
         1 => authority.split_once('@')?.1,
         _ => return None,
     };
-    let host = if host_port.starts_with('[') {
+    let (host, port) = if host_port.starts_with('[') {
         let close = host_port.find(']')?;
-        &host_port[..=close]
+        (&host_port[..=close], &host_port[close + 1..])
     } else {
-        match host_port.split_once(':') {
-            Some((host, port)) if !port.contains(':') => host,
-            Some(_) => return None,
-            None => host_port,
+        match host_port.find(':') {
+            Some(colon) => host_port.split_at(colon),
+            None => (host_port, ""),
         }
     };
-    Some((host.to_string(), rest))
+    // A port is digits after one `:` (`http:\\evil.com` is not host `http` on port `\\evil.com`).
+    let plain_port = port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    plain_port.then(|| (host.to_string(), rest))
 }
 
 /// The host of `HOST[:PORT]` (`[IPv6]:PORT`); an IPv6 address without brackets is read both ways

