@@ -345,8 +345,10 @@ struct Destination {
 }
 
 impl Destination {
+    /// From an option's value (an expansion left in it is only known at run time).
     fn host(used: Use, host: impl Into<String>) -> Self {
-        Self { host: Host::Known(host.into()), used }
+        let host: String = host.into();
+        Self::word(used, &host, true)
     }
 
     /// From a word's text (`known`: the program sees exactly this text).
