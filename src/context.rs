@@ -79,6 +79,10 @@ impl Context {
     pub async fn open_with(home: MerlyaHome, kind: &str, config: Config) -> Result<Self> {
         // A proven read never opens merlya's own files (its audit key, database, output).
         crate::safety::set_private_home(home.root());
+        // Where a proven read may send something without an approval (ADR 0030).
+        crate::safety::egress::configure(
+            crate::safety::egress::EgressAllow::parse(&config.policy.egress_allow).unwrap_or_default(),
+        );
         // Spilled output follows the raw logs' retention.
         let retention = Duration::from_secs(u64::from(config.policy.raw_log_retention_days) * 86_400);
         crate::exec::spill::prune(&home.output_dir(), retention);

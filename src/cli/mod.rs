@@ -225,7 +225,7 @@ pub fn run(cli: Cli) -> Result<u8> {
     let command = match cli.command {
         None => return crate::app::run_console(&runtime, home, cli.metrics_addr, cli.resume),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
-        Some(Command::Policy(cmd)) => return policy::run(cmd),
+        Some(Command::Policy(cmd)) => return policy::run(&home, cmd),
         Some(Command::Template(cmd)) => return template::run(&home, cmd),
         Some(Command::Doctor(args)) => return doctor::run(&runtime, home, args),
         Some(Command::Mcp(cmd)) if cmd.edits_config() => return mcp::edit(&home, cmd),

@@ -27,8 +27,13 @@ pub enum PolicyCommand {
     },
 }
 
-pub fn run(cmd: PolicyCommand) -> Result<u8> {
+pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
     let PolicyCommand::Check { specialist, host, format, command } = cmd;
+    // The home's `policy.egress_allow` decides where a read may send something, as in a session.
+    let config = crate::config::Config::load(&home.config_file())?;
+    crate::safety::egress::configure(
+        crate::safety::egress::EgressAllow::parse(&config.policy.egress_allow).unwrap_or_default(),
+    );
     let command = command.join(" ");
     let decision = decide(specialist, &command, false);
     // What would run for a proven read: merlya's rendering, never the text as typed (ADR 0026).

@@ -302,6 +302,11 @@ pub struct PolicyConfig {
     pub blocked_commands: Vec<String>,
     /// Proven reads run in a read-only mount namespace: require, prefer (default) or off.
     pub readonly_sandbox: SandboxMode,
+    /// The operator's own public domains (`example.com` covers every name under it) and networks
+    /// (`203.0.113.0/24`): a read may send requests, lookups and probes there without an approval.
+    /// Private, loopback and link-local addresses, single-label names and internal suffixes
+    /// (`.internal`, `.local`, `.svc`…) are always inside (ADR 0030).
+    pub egress_allow: Vec<String>,
 }
 
 /// How much of a conversation the model sees (ADR 0022).
@@ -336,6 +341,7 @@ impl Default for PolicyConfig {
             audit_logging: true,
             blocked_commands: Vec::new(),
             readonly_sandbox: SandboxMode::Prefer,
+            egress_allow: Vec::new(),
         }
     }
 }
@@ -432,6 +438,17 @@ impl Config {
                 var: None,
                 field,
                 message: message.to_string(),
+            });
+        }
+        if let Err(message) = crate::safety::egress::EgressAllow::parse(&self.policy.egress_allow) {
+            let var = "MERLYA_POLICY_EGRESS_ALLOW";
+            let from_env = env.iter().any(|(k, _)| k == var);
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: if from_env { None } else { line_of(text, "policy", "egress_allow") },
+                var: from_env.then(|| var.to_string()),
+                field: "policy.egress_allow".into(),
+                message,
             });
         }
         const COUNT: &str = "expected a whole number of at least 1";

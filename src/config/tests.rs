@@ -139,6 +139,20 @@ fn the_policy_section_is_validated_with_file_and_line() {
 }
 
 #[test]
+fn the_egress_allow_list_names_its_bad_entry_with_file_and_line() {
+    let e = parse("policy:\n  max_parallel: 4\n  egress_allow: [example.com, com]\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:3: policy.egress_allow: `com`: a top-level name"), "{e}");
+    let e = parse("policy:\n  egress_allow: [0.0.0.0/0]\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("policy.egress_allow: `0.0.0.0/0`"), "{e}");
+    let e = parse("", &[("MERLYA_POLICY_EGRESS_ALLOW", "[evil.com/x]")]).unwrap_err().to_string();
+    assert!(e.starts_with("environment variable MERLYA_POLICY_EGRESS_ALLOW"), "{e}");
+    let ok = parse("policy:\n  egress_allow: [example.com, 203.0.113.0/24]\n", &[]).unwrap();
+    assert_eq!(ok.policy.egress_allow, ["example.com", "203.0.113.0/24"]);
+    let env = parse("", &[("MERLYA_POLICY_EGRESS_ALLOW", "[example.net]")]).unwrap();
+    assert_eq!(env.policy.egress_allow, ["example.net"]);
+}
+
+#[test]
 fn the_audit_witness_is_a_file_journald_or_syslog() {
     let c = parse("audit:\n  witness: file:/var/log/merlya-witness.log\n", &[]).unwrap();
     assert_eq!(c.audit.witness.as_deref(), Some("file:/var/log/merlya-witness.log"));

@@ -58,7 +58,7 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
         Check::Grep => grep(inv),
         Check::Kubectl => match inv.values("-f").chain(inv.values("--filename")).find(|f| f.contains("://")) {
             Some(url) => Err(format!("kubectl -f {url} fetches a URL from this host")),
-            None => kubectl_secret_values(inv),
+            None => kubectl_files(inv).and_then(|()| kubectl_secret_values(inv)),
         },
         Check::Psql => sql(inv, super::sql::Dialect::Postgres, &["-c", "--command"], &["-d", "--dbname"]),
         Check::Mysql => sql(inv, super::sql::Dialect::Mysql, &["-e", "--execute"], &["-D", "--database"]),
@@ -82,6 +82,25 @@ pub(super) fn operand_texts(inv: &Invocation) -> Vec<&str> {
 fn words_with_new_line(inv: &Invocation) -> impl Iterator<Item = &str> {
     let values = inv.options.iter().filter_map(|(_, v)| v.as_deref());
     operand_texts(inv).into_iter().chain(values).filter(|w| w.contains('\n'))
+}
+
+/// `kubectl -f FILE|DIR` reads the files it names (a folder's, recursively with `-R`), and an error
+/// prints the text it could not parse: a credential among them would reach the model.
+fn kubectl_files(inv: &Invocation) -> Result<(), String> {
+    let recursive = inv.has("-R") || inv.has("--recursive");
+    for file in inv.values("-f").chain(inv.values("--filename")) {
+        let word = Word::literal(file);
+        if let Some(why) = super::credentials::credential_read(&word, true) {
+            return Err(format!("kubectl -f {file} {why}"));
+        }
+        if super::credentials::folder_holds_credentials(file, recursive) {
+            return Err(format!(
+                "kubectl -f {file}{} reads a folder that holds credentials, whose text an error prints (approve it to run it)",
+                if recursive { " -R" } else { "" }
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `kubectl get secret … -o yaml|json|jsonpath…` prints the secrets' values (to the model); the
@@ -212,9 +231,23 @@ pub fn sed_script(script: &str) -> Result<(), String> {
                 }
             }
             // A comment or a file name ends at the new line, backslash or not.
-            '#' | 'r' | 'R' => {
+            '#' => {
                 while i < c.len() && c[i] != '\n' {
                     i += 1;
+                }
+            }
+            // `r FILE` / `R FILE` print FILE's text: the path rules apply to it as to an operand.
+            'r' | 'R' => {
+                let start = i;
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
+                let file = Word::literal(c[start..i].iter().collect::<String>().trim_start());
+                let why = super::paths::side_effect_path(&file, true)
+                    .or_else(|| super::credentials::credential_read(&file, true))
+                    .or_else(|| super::credentials::raw_disk_read("sed", &file, false));
+                if let Some(why) = why {
+                    return Err(format!("`{cmd}` {why}"));
                 }
             }
             // Text to print: to the end of the line, `\` continuing it.
@@ -430,7 +463,14 @@ fn curl(inv: &Invocation) -> Result<(), String> {
         if url.starts_with('@') {
             return Err(format!("curl reads `{url}` as a file of URLs and saves each download"));
         }
-        if globbing && url.contains(['{', '}', '[', ']']) {
+        // curl reads a bracketed IPv6 host as an address, not a glob (`http://[::1]:8080/`).
+        let unglobbed = match super::egress::split_url(url) {
+            Some((host, _)) if host.starts_with('[') && super::egress::ipv6_in_brackets(&host) => {
+                url.replacen(&host, "", 1)
+            }
+            _ => url.to_string(),
+        };
+        if globbing && unglobbed.contains(['{', '}', '[', ']']) {
             return Err(format!("`{url}` uses URL globbing, which can change the scheme curl picks (add -g)"));
         }
         http_url(url)

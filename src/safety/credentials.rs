@@ -39,6 +39,8 @@ const PATTERNS: &[&str] = &[
     "/etc/letsencrypt/live/*/privkey*.pem",
     "/etc/letsencrypt/archive/*/privkey*.pem",
     "/etc/ceph/*.keyring",
+    "/etc/rancher/k3s/k3s.yaml",
+    "/etc/rancher/rke2/rke2.yaml",
 ];
 
 /// One concrete path for each pattern: what a glob is tried against.
@@ -72,6 +74,8 @@ const EXAMPLES: &[&str] = &[
     "/etc/letsencrypt/live/example/privkey.pem",
     "/etc/letsencrypt/archive/example/privkey1.pem",
     "/etc/ceph/ceph.client.admin.keyring",
+    "/etc/rancher/k3s/k3s.yaml",
+    "/etc/rancher/rke2/rke2.yaml",
 ];
 
 /// Programs that read a file's metadata or name, never its contents.
@@ -120,6 +124,135 @@ pub fn credential_read(word: &Word, bare_names: bool) -> Option<String> {
     };
     hit.then(|| {
         format!("reads `{text}`, a credential: its contents would reach the model (approve it to run it, or read it yourself)")
+    })
+}
+
+/// Disks and partitions under `/dev` (as `paths` allows them): read raw, they hold every file of
+/// their filesystems, `/etc/shadow` and private keys included.
+const DISK_PREFIXES: &[&str] = &["sd", "vd", "xvd", "hd", "nvme", "mmcblk", "dm-", "md", "loop", "nbd"];
+
+/// What a glob of a disk is tried against.
+const DISK_EXAMPLES: &[&str] = &[
+    "/dev/sda",
+    "/dev/sda1",
+    "/dev/vda1",
+    "/dev/xvda1",
+    "/dev/hda1",
+    "/dev/nvme0n1",
+    "/dev/nvme0n1p1",
+    "/dev/mmcblk0p1",
+    "/dev/dm-0",
+    "/dev/md0",
+    "/dev/loop0",
+    "/dev/nbd0",
+    "/dev/mapper/root",
+    "/dev/disk/by-uuid/0",
+];
+
+/// Programs that read a disk's partition table, superblock, signatures or health, never the files
+/// on it (their output is metadata), or only a digest of it.
+pub const DISK_METADATA: &[&str] = &[
+    "blkid",
+    "fdisk",
+    "sfdisk",
+    "parted",
+    "smartctl",
+    "hdparm",
+    "tune2fs",
+    "dumpe2fs",
+    "xfs_info",
+    "lsblk",
+    "udevadm",
+    "nvme",
+    "mdadm",
+    "findmnt",
+    "mount",
+    "df",
+    "btrfs",
+    "multipath",
+    "iostat",
+    "lvs",
+    "pvs",
+    "vgs",
+    "lvdisplay",
+    "pvdisplay",
+    "vgdisplay",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "sum",
+    "lsof",
+    "fuser",
+];
+
+/// Why `program` reading `word` hands a raw disk's contents to the model, if it does (`dd`'s
+/// `if=DISK` too; with `bare_names`, a disk's name after a `cd`).
+pub fn raw_disk_read(program: &str, word: &Word, bare_names: bool) -> Option<String> {
+    if word.dynamic || METADATA_ONLY.contains(&program) || DISK_METADATA.contains(&program) {
+        return None;
+    }
+    let text = if program == "dd" { word.text.strip_prefix("if=").unwrap_or(&word.text) } else { &word.text };
+    let path = if text.starts_with('/') {
+        normal_path(text)
+    } else if bare_names && !text.contains('/') {
+        format!("/dev/{text}")
+    } else {
+        return None;
+    };
+    let hit = if word.glob { DISK_EXAMPLES.iter().any(|e| glob_may_match(&path, e)) } else { is_disk(&path) };
+    hit.then(|| {
+        format!(
+            "reads the disk `{text}` raw: every file on it (password hashes, private keys) would reach the model \
+             (approve it to run it; blkid, fdisk -l, smartctl read only its metadata)"
+        )
+    })
+}
+
+fn is_disk(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/dev/") else { return false };
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        ["mapper", name] => *name != "control",
+        ["disk", kind, _] => kind.starts_with("by-"),
+        [name] => DISK_PREFIXES.iter().any(|d| {
+            name.strip_prefix(d)
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        }),
+        _ => false,
+    }
+}
+
+/// Whether the folder `text` (kubectl's `-f DIR`, which reads the files in it) holds a
+/// credential: directly, or anywhere under it when `recursive`. A home folder (`~`, `~/.kube`) is
+/// tried as root's and a user's; a relative one (`.kube`, `.`) against the ends of the examples,
+/// `.` being the home folder commands start in.
+pub fn folder_holds_credentials(text: &str, recursive: bool) -> bool {
+    let text = text.trim_end_matches('/');
+    let text = text.strip_prefix("./").unwrap_or(text);
+    let folders: Vec<String> = if let Some(rest) = text.strip_prefix('~') {
+        let rest = rest.split_once('/').map_or("", |(_, r)| r);
+        ["/root", "/home/user"]
+            .iter()
+            .map(|h| if rest.is_empty() { h.to_string() } else { format!("{h}/{rest}") })
+            .collect()
+    } else if text.starts_with('/') {
+        vec![normal_path(text).trim_end_matches('/').to_string()]
+    } else if text.is_empty() || text == "." {
+        vec!["/root".into(), "/home/user".into()]
+    } else {
+        return EXAMPLES.iter().any(|e| {
+            let parent = e.rsplit_once('/').map_or("", |(p, _)| p);
+            if recursive { e.contains(&format!("/{text}/")) } else { parent.ends_with(&format!("/{text}")) }
+        });
+    };
+    EXAMPLES.iter().any(|e| {
+        let parent = e.rsplit_once('/').map_or("", |(p, _)| p);
+        folders.iter().any(|f| if recursive { e.starts_with(&format!("{f}/")) } else { parent == f })
     })
 }
 

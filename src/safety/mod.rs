@@ -12,6 +12,7 @@ pub mod checks;
 pub mod clearance;
 pub mod credentials;
 pub mod danger;
+pub mod egress;
 pub mod invocation;
 pub mod leaks;
 pub mod parse;
@@ -21,6 +22,7 @@ pub mod spec;
 pub mod sql;
 pub mod table;
 pub mod tool_checks;
+pub mod web_actions;
 pub mod words;
 
 use std::collections::HashMap;
@@ -134,18 +136,21 @@ impl Rewrites {
 /// then no command is read-only (fail closed).
 fn examples_hold() -> &'static Result<(), String> {
     static CHECKED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    CHECKED.get_or_init(|| {
-        let programs = table::programs().map_err(str::to_string)?;
-        for program in programs {
-            if let Some(cmd) = program.allow.iter().find(|c| !analyze_depth(c, 0).0.is_read_only()) {
-                return Err(format!("{}: `{cmd}` should be read-only", program.names[0]));
-            }
-            if let Some(cmd) = program.refuse.iter().find(|c| analyze_depth(c, 0).0.is_read_only()) {
-                return Err(format!("{}: `{cmd}` should be refused", program.names[0]));
-            }
+    // The table's examples hold whatever the operator's `policy.egress_allow` says.
+    CHECKED.get_or_init(|| egress::with_allow(egress::EgressAllow::default(), check_examples))
+}
+
+fn check_examples() -> Result<(), String> {
+    let programs = table::programs().map_err(str::to_string)?;
+    for program in programs {
+        if let Some(cmd) = program.allow.iter().find(|c| !analyze_depth(c, 0).0.is_read_only()) {
+            return Err(format!("{}: `{cmd}` should be read-only", program.names[0]));
         }
-        Ok(())
-    })
+        if let Some(cmd) = program.refuse.iter().find(|c| analyze_depth(c, 0).0.is_read_only()) {
+            return Err(format!("{}: `{cmd}` should be refused", program.names[0]));
+        }
+    }
+    Ok(())
 }
 
 /// The programs `command` runs: the first word of every simple command the parser finds (a skill's
@@ -257,7 +262,10 @@ impl Analysis {
 fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
     for r in &cmd.redirects {
         let Some(target) = &r.target else { continue };
-        if let Some(reason) = side_effect_path(target, true).or_else(|| credentials::credential_read(target, true)) {
+        let raw_disk = || (r.op == "<").then(|| credentials::raw_disk_read("<", target, true)).flatten();
+        if let Some(reason) =
+            side_effect_path(target, true).or_else(|| credentials::credential_read(target, true)).or_else(raw_disk)
+        {
             analysis.raise(Class::Mutating, reason);
             continue;
         }
@@ -409,6 +417,12 @@ fn check_level(
         Ok(None) => return refuse(levels, format!("`{name}` is not a program merlya knows to be read-only")),
         Err(broken) => return refuse(levels, format!("the read-only table could not be loaded ({broken})")),
     };
+    // A wrapper's words are its program's: the program that reads them is judged at its level.
+    if spec.wraps_after.is_none()
+        && let Some(reason) = args.iter().find_map(|a| credentials::raw_disk_read(&name, a, levels.after_cd))
+    {
+        levels.refusals.push(reason);
+    }
     if spec.check == Some(Check::Test) {
         levels.keys.push(exact_key(words));
         if let Err(reason) = checks::test_expression(&name, args) {
@@ -453,6 +467,14 @@ fn check_level(
     let inv = reading.invocation;
     levels.sends_input = inv.sends_stdin;
     if reading.complete && reading.refusals.is_empty() {
+        // Where it sends something, and whether a GET may act (ADR 0030): approved one command at
+        // a time, so an "always" rule covers this exact line, never another destination or URL.
+        if let Some(reason) = egress::check(&inv).and_then(|()| web_actions::check(&inv)).err() {
+            levels.refusals.push(reason);
+            if let Some(key) = levels.keys.last_mut() {
+                *key = exact_key(words);
+            }
+        }
         match inv.check {
             Some(Check::Shell) => {
                 check_shell(&name, &inv, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites);

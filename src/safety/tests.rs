@@ -4,7 +4,7 @@ use super::*;
 
 const READ_ONLY: &[&str] = &[
     "for h in a b; do ping -c1 $h; done",
-    "for h in web1 web2.example db-3; do ping -c1 -W1 \"$h\"; dig +short ${h}; done",
+    "for h in web1 web2.internal db-3; do ping -c1 -W1 \"$h\"; dig +short ${h}; done",
     "for i in 1 2; do for h in web1 web2; do ping -c1 $h; done; done",
     "df -h",
     "df -h /var",
@@ -62,17 +62,17 @@ const READ_ONLY: &[&str] = &[
     "docker stats --no-stream",
     "docker inspect web",
     "curl -s http://localhost:8080/health",
-    "curl -sI https://example.org",
+    "curl -sI https://api.internal",
     "curl -fsS -X GET http://localhost/status",
     "wget -qO- http://localhost/health",
     "wget --spider http://localhost",
-    "dig example.org +short",
-    "nslookup example.org",
+    "dig db.internal +short",
+    "nslookup db01.internal",
     "ping -c 3 10.0.0.1",
     "traceroute 10.0.0.1",
     "nc -zv db01 5432",
     "openssl x509 -in /etc/ssl/certs/server.pem -noout -dates",
-    "echo | openssl s_client -connect example.org:443",
+    "echo | openssl s_client -connect web.internal:443",
     "sudo cat /var/log/secure",
     "sudo -u postgres ls /var/lib/postgresql || true",
     "sudo -n journalctl -u sshd",
@@ -141,7 +141,7 @@ const READ_ONLY: &[&str] = &[
     "jq .status /tmp/health.json",
     "command -v nginx",
     "ethtool eth0",
-    "dd if=/dev/sda bs=512 count=1 | od -An -tx1 | head",
+    "dd if=/var/lib/app/blob bs=512 count=1 | od -An -tx1 | head",
 ];
 
 const MUTATING: &[&str] = &[
@@ -500,7 +500,10 @@ fn adversarial_corpus_is_refused() {
 
 #[test]
 fn diagnostic_corpus_is_allowed() {
-    let (total, wrong) = run_corpus(include_str!("corpus/allow.txt"), true);
+    // As for an operator whose public site is example.org (`policy.egress_allow`, ADR 0030);
+    // refuse-egress.txt holds the same forms for a site the list does not name.
+    let allow = super::egress::EgressAllow::parse(&["example.org".to_string()]).unwrap_or_default();
+    let (total, wrong) = super::egress::with_allow(allow, || run_corpus(include_str!("corpus/allow.txt"), true));
     assert!(total >= 150, "the corpus has {total} commands");
     assert!(wrong.is_empty(), "{} of {total} diagnostics refused:\n{}", wrong.len(), wrong.join("\n"));
 }
@@ -520,7 +523,8 @@ fn red_team_corpora_are_refused() {
     let mut text = include_str!("corpus/refuse-redteam.txt").to_string();
     text.push_str(include_str!("corpus/refuse-redteam3.txt"));
     text.push_str(include_str!("corpus/refuse-redteam5.txt"));
-    let (total, wrong) = run_corpus(&text, false);
+    text.push_str(include_str!("corpus/refuse-egress.txt"));
+    let (total, wrong) = super::egress::with_allow(Default::default(), || run_corpus(&text, false));
     assert!(wrong.is_empty(), "{} of {total} red-team commands classed read-only:\n{}", wrong.len(), wrong.join("\n"));
 }
 
@@ -530,6 +534,31 @@ fn open_holes_are_tracked() {
     let (total, refused) = run_corpus(include_str!("corpus/open.txt"), true);
     assert!(total > 0);
     assert!(refused.is_empty(), "now refused, move these to refuse-redteam.txt:\n{}", refused.join("\n"));
+}
+
+#[test]
+fn git_run_by_find_gets_the_hardening_of_a_top_level_git() {
+    // Red team 6 §F/issue 24: what find runs is rendered with the spec's `adds`, as at the top.
+    for (cmd, runs) in [
+        (
+            r"find /srv -name .git -type d -execdir git status \;",
+            "find /srv -name .git -type d -execdir git -c core.fsmonitor=false -c log.showSignature=false status ';'",
+        ),
+        (
+            r"find /srv -name .git -type d -execdir git log -p \;",
+            "find /srv -name .git -type d -execdir git -c core.fsmonitor=false -c log.showSignature=false log \
+             --no-ext-diff --no-textconv -p ';'",
+        ),
+        (
+            r"find /srv -name .git -execdir git blame README \;",
+            "find /srv -name .git -execdir git -c core.fsmonitor=false -c log.showSignature=false blame --no-textconv \
+             README ';'",
+        ),
+    ] {
+        let (a, rendering) = analyze_and_render(cmd);
+        assert!(a.is_read_only(), "{cmd}: {:?}", a.reasons);
+        assert_eq!(rendering.as_deref(), Ok(runs), "{cmd}");
+    }
 }
 
 #[test]
@@ -551,7 +580,7 @@ fn commands_run_by_find_are_analysed_as_commands() {
         (r"find / -name kmsg -exec cat {} \;", "/proc/kmsg"),
         ("find -L /srv -exec cat {} +", "find -L"),
         (r"find /proc -name kmsg -execdir cat kmsg \;", "`kmsg`"),
-        (r"find /srv -exec openssl s_client -connect evil.example:443 \;", "sends its input"),
+        (r"find /srv -exec openssl s_client -connect web.internal:443 \;", "sends its input"),
     ] {
         let a = analyze(cmd);
         assert!(!a.is_read_only(), "{cmd} was read-only");

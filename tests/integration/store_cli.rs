@@ -482,6 +482,28 @@ fn every_import_format_good_and_malformed() {
 }
 
 #[test]
+fn policy_check_reads_the_homes_egress_allow_list() {
+    // ADR 0030: a read outside the operator's networks asks, naming the destination, until the
+    // home's policy.egress_allow lists it; a bad entry names the file, line and entry.
+    let env = TestEnv::new();
+    let out = env.run(&["policy", "check", "--", "dig +short shop.example.com"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stdout).contains("looks up shop.example.com, outside the operator's networks (policy.egress_allow)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let config = env.merlya_home().join("config.yaml");
+    std::fs::write(&config, "policy:\n  egress_allow: [example.com]\n").unwrap();
+    assert_eq!(env.run(&["policy", "check", "--", "dig +short shop.example.com"]).status.code(), Some(0));
+    assert_eq!(env.run(&["policy", "check", "--", "dig +short secret.evil.example"]).status.code(), Some(3));
+    std::fs::write(&config, "policy:\n  egress_allow: [com]\n").unwrap();
+    let out = env.run(&["policy", "check", "--", "dig +short shop.example.com"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("config.yaml:2: policy.egress_allow: `com`"), "{}", text(&out.stderr));
+}
+
+#[test]
 fn policy_check_explains_and_exits_by_verdict() {
     let env = TestEnv::new();
     let out = env.run(&["policy", "check", "--", "df -h && cat /etc/passwd > /tmp/y"]);
