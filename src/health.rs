@@ -62,6 +62,19 @@ impl Check {
 
 const MIB: u64 = 1024 * 1024;
 
+/// MERLYA_HOME is its owner's alone: it holds the database, the audit key and the logs.
+fn home_permissions(home: &MerlyaHome) -> Check {
+    match home.open_to_others() {
+        None => Check::ok("home", format!("{} (only its owner may enter it)", home.root().display())),
+        Some(mode) => Check::new(
+            "home",
+            Status::Warn,
+            format!("{} is {mode:o}: others may enter it", home.root().display()),
+            format!("chmod 700 {}", home.root().display()),
+        ),
+    }
+}
+
 /// Every check, in the order printed. The configuration is read here (a broken one is a FAIL, and the
 /// defaults are used for the rest).
 pub async fn run_all(home: &MerlyaHome) -> Vec<Check> {
@@ -76,6 +89,7 @@ pub async fn run_all(home: &MerlyaHome) -> Vec<Check> {
             Config::default()
         }
     };
+    checks.push(home_permissions(home));
     checks.push(disk(home.root()));
     checks.push(memory());
     checks.push(ssh_agent());
@@ -105,7 +119,7 @@ pub async fn start_up(
     store: &Store,
     clients: &McpClients,
 ) -> Vec<Check> {
-    let mut checks = vec![disk(home.root()), memory(), ssh_agent(), keyring(secrets)];
+    let mut checks = vec![home_permissions(home), disk(home.root()), memory(), ssh_agent(), keyring(secrets)];
     checks.push(match store.check_health().await {
         Ok((found, known)) if found == known => Check::ok("database", format!("writable, schema version {found}")),
         Ok((found, known)) => Check::new(

@@ -38,6 +38,14 @@ impl MerlyaHome {
         Ok(())
     }
 
+    /// The root's permission bits when others than its owner may enter or read it (a home made by
+    /// hand or an older merlya, 0755): it holds the database, the audit key and the logs.
+    pub fn open_to_others(&self) -> Option<u32> {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&self.root).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+
     /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root

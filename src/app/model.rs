@@ -565,6 +565,9 @@ pub struct Model {
     pub size: (u16, u16),
 }
 
+/// Notifications shown at once (the newest); the others wait, counted.
+pub const NOTICES: usize = 3;
+
 impl Model {
     /// What the Drift pane lists: every row, or those its filter keeps.
     pub fn drift_board(&self) -> std::borrow::Cow<'_, DriftBoard> {
@@ -787,7 +790,15 @@ impl Model {
 
     /// Rows the input line takes: one, or up to six while a multi-line message is typed.
     pub fn input_rows(&self) -> u16 {
-        if self.input.active { u16::try_from(self.input.editor.lines().len().clamp(1, 6)).unwrap_or(6) } else { 1 }
+        let editor =
+            if self.input.active { u16::try_from(self.input.editor.lines().len().clamp(1, 6)).unwrap_or(6) } else { 1 };
+        editor + self.notice_rows()
+    }
+
+    /// Notifications shown above the input line (the newest three): rows taken from the panes,
+    /// so that a notification hides nothing.
+    pub fn notice_rows(&self) -> u16 {
+        u16::try_from(self.toasts.len().min(NOTICES)).unwrap_or(0)
     }
 
     /// Moves focus; a top-right tab also becomes the one shown.

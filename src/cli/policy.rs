@@ -11,7 +11,8 @@ use crate::safety::{Specialist, decide};
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum PolicyCommand {
-    /// Classify a command as a specialist would see it (exit 0 allowed, 3 refused).
+    /// Classify a command as a specialist would see it (exit 0 runs without asking, 3 needs an
+    /// approval or is refused).
     Check {
         /// Which specialist's rule to apply.
         #[arg(long, value_enum, default_value_t = Specialist::Diagnostic)]
@@ -36,6 +37,9 @@ pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
     );
     let command = command.join(" ");
     let decision = decide(specialist, &command, false);
+    // What a person gets for it (`merlya exec`, `!cmd`): a change is asked about, not refused.
+    let person = decide(Specialist::Execution, &command, false);
+    let asked = !decision.allowed && person.allowed && person.needs_approval;
     // What would run for a proven read: merlya's rendering, never the text as typed (ADR 0026).
     let runs_as = crate::safety::prove(&command).1.map(|c| c.command().to_string());
     let leaks = find_leaks(&command, &host);
@@ -46,6 +50,7 @@ pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
                 "specialist": specialist,
                 "allowed": decision.allowed,
                 "needs_approval": decision.needs_approval,
+                "asked_when_a_person_runs_it": asked || (decision.allowed && decision.needs_approval),
                 "class": decision.analysis.class,
                 "reasons": decision.analysis.reasons,
                 "commands": decision.analysis.commands,
@@ -56,6 +61,7 @@ pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
         }
         OutputFormat::Text => {
             let verdict = match (decision.allowed, decision.needs_approval) {
+                (false, _) if asked => "NEEDS APPROVAL",
                 (false, _) => "REFUSED",
                 (true, true) => "ALLOWED after approval",
                 (true, false) => "ALLOWED",
@@ -66,6 +72,13 @@ pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
             }
             for reason in &decision.analysis.reasons {
                 println!("  - {reason}");
+            }
+            if asked {
+                let who = serde_json::to_value(specialist).ok().and_then(|v| v.as_str().map(str::to_string));
+                println!(
+                    "  = the {} specialist runs only proven reads; `merlya exec` and the execution specialist ask first",
+                    who.unwrap_or_default()
+                );
             }
             for leak in &leaks {
                 println!("  ! {}\n    safer: {}", leak.what, leak.rewrite);

@@ -41,11 +41,13 @@ fn a_fresh_home_is_ready_without_a_model_and_names_what_is_missing() {
     // A PATH without terraform, kubectl or ansible-playbook.
     let (code, checks) = doctor(&env, Some("/usr/bin:/bin"));
     assert_eq!(code, 0, "WARNs do not fail: {checks:?}");
+    assert_eq!(status(&checks, "home"), "OK", "a home merlya made is its owner's alone");
     let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
         [
             "config",
+            "home",
             "disk",
             "memory",
             "ssh-agent",
@@ -192,4 +194,20 @@ fn a_missing_or_broken_audit_key_fails_like_the_commands_that_need_it() {
     std::fs::write(&key, &kept).unwrap();
     let (_, checks) = doctor(&env, None);
     assert_eq!(status(&checks, "audit"), "OK", "restored: {checks:?}");
+}
+
+/// A home others may enter (made by hand, 0755) is said, with the command that fixes it.
+#[test]
+fn a_home_open_to_others_is_a_warning_with_its_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    env.ok(&["hosts", "list"]);
+    std::fs::set_permissions(env.merlya_home(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_, checks) = doctor(&env, None);
+    let home = checks.iter().find(|c| c["name"] == "home").unwrap();
+    assert_eq!(home["status"], "WARN", "{home}");
+    assert!(
+        home["detail"].as_str().unwrap().contains("755") && home["hint"].as_str().unwrap().contains("chmod 700"),
+        "{home}"
+    );
 }

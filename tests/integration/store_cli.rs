@@ -508,10 +508,13 @@ fn policy_check_explains_and_exits_by_verdict() {
     let env = TestEnv::new();
     let out = env.run(&["policy", "check", "--", "df -h && cat /etc/passwd > /tmp/y"]);
     assert_eq!(out.status.code(), Some(3));
+    // Not something a diagnostic may run, but a person running it is asked, not refused.
     assert_eq!(
         text(&out.stdout),
-        "REFUSED: df -h && cat /etc/passwd > /tmp/y (mutating)\n  - writes to /tmp/y with >\n"
+        "NEEDS APPROVAL: df -h && cat /etc/passwd > /tmp/y (mutating)\n  - writes to /tmp/y with >\n  \
+         = the diagnostic specialist runs only proven reads; `merlya exec` and the execution specialist ask first\n"
     );
+
     assert_eq!(env.run(&["policy", "check", "--", "journalctl -u nginx --no-pager"]).status.code(), Some(0));
     let out = env.run(&[
         "policy",

@@ -36,7 +36,15 @@ pub fn view(model: &Model, frame: &mut Frame) {
         _ => output::draw(model, frame, areas.view),
     }
     chat::draw(model, frame, areas.chat);
-    status::draw_input(model, frame, areas.input);
+    // The newest notifications above the input line, in rows of their own.
+    let notices = model.notice_rows().min(areas.input.height.saturating_sub(1));
+    let [notice_area, input_area] = ratatui::layout::Layout::vertical([
+        ratatui::layout::Constraint::Length(notices),
+        ratatui::layout::Constraint::Min(1),
+    ])
+    .areas(areas.input);
+    toast::draw(model, frame, notice_area);
+    status::draw_input(model, frame, input_area);
     status::draw_status(model, frame, areas.status);
     status::draw_popup(model, frame, areas.input);
     if model.inventory.tag_picker.is_some() {

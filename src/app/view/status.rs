@@ -23,8 +23,6 @@ pub fn draw_input(model: &Model, frame: &mut Frame, area: Rect) {
     }
     let line = if let Some(flash) = &model.flash {
         Line::from(Span::styled(flash.clone(), theme.warn))
-    } else if let Some(notice) = super::toast::line(model) {
-        notice
     } else {
         Line::styled(model.locale.t("input.placeholder").to_string(), theme.dim)
     };

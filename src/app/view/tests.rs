@@ -255,7 +255,7 @@ fn delete_asks_for_confirmation() {
 }
 
 #[test]
-fn notifications_on_the_input_line_hide_no_pane_text() {
+fn notifications_have_rows_of_their_own_and_hide_no_pane_text() {
     use crate::app::model::ToastLevel;
     let mut m = fixture_metrics();
     let before = format!("{:?}", render(&m, 120, 34).backend());
@@ -263,10 +263,15 @@ fn notifications_on_the_input_line_hide_no_pane_text() {
     m.toast(ToastLevel::Error, "db01 is unreachable: cannot reach 10.20.1.21:22: Connection refused");
     let screen = render(&m, 120, 34);
     let after = format!("{:?}", screen.backend());
-    // Every pane line is what it was: only the input line says something new.
-    let panes = |text: &str| text.lines().take(30).map(str::to_string).collect::<Vec<_>>();
-    assert_eq!(panes(&before), panes(&after));
-    assert!(after.contains("✗ db01 is unreachable") && after.contains("(1 more)"), "{after}");
+    // Each notification has a row of its own (no pane border on it), and every line of the
+    // metrics pane is still on screen: the panes gave up rows, nothing was drawn over.
+    for text in ["✓ uptime: 3/3 hosts succeeded", "✗ db01 is unreachable"] {
+        let row = after.lines().find(|l| l.contains(text)).unwrap_or_else(|| panic!("{text}: {after}"));
+        assert!(!row.contains('│') && !row.contains('┃'), "{row}");
+    }
+    for line in ["182 succeeded", "≤ 50 ms", "> 5000 ms", "gpt-4o-mini", "Circuit breaker closed", "Pipeline runs 2"] {
+        assert!(before.contains(line) && after.contains(line), "{line}: {after}");
+    }
     insta::assert_snapshot!(screen.backend());
 }
 

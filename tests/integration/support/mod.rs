@@ -25,9 +25,11 @@ pub struct TestEnv {
 
 impl TestEnv {
     pub fn new() -> Self {
+        use std::os::unix::fs::DirBuilderExt;
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
-        std::fs::create_dir_all(dir.path().join("merlya")).unwrap();
+        // As merlya makes it: its owner's alone.
+        std::fs::DirBuilder::new().mode(0o700).create(dir.path().join("merlya")).unwrap();
         Self { dir }
     }
 
