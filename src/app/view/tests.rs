@@ -269,7 +269,8 @@ fn notifications_have_rows_of_their_own_and_hide_no_pane_text() {
         let row = after.lines().find(|l| l.contains(text)).unwrap_or_else(|| panic!("{text}: {after}"));
         assert!(!row.contains('│') && !row.contains('┃'), "{row}");
     }
-    for line in ["182 succeeded", "≤ 50 ms", "> 5000 ms", "gpt-4o-mini", "Circuit breaker closed", "Pipeline runs 2"] {
+    for line in ["182 succeeded", "≤ 50 ms", "> 5000 ms", "gpt-4o-mini", "Circuit breaker closed", "Pipeline runs 2"]
+    {
         assert!(before.contains(line) && after.contains(line), "{line}: {after}");
     }
     insta::assert_snapshot!(screen.backend());
