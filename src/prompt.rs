@@ -15,6 +15,11 @@ use crate::i18n::Text;
 pub trait Prompter: Send + Sync {
     /// A yes/no decision; `false` when nobody can answer.
     async fn confirm(&self, title: &Text, body: &Text) -> bool;
+    /// Whether to trust a host key never seen (the console gathers the ones that wait into one
+    /// list that can be trusted at once); `false` when nobody can answer.
+    async fn confirm_host_key(&self, title: &Text, body: &Text) -> bool {
+        self.confirm(title, body).await
+    }
     /// A secret (passphrase, one-time code); `None` when nobody can answer.
     async fn secret(&self, title: &Text, prompt: &Text) -> Option<String>;
     /// A free-text answer (the agent's `ask_user`); `None` when nobody can answer.

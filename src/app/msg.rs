@@ -12,6 +12,8 @@ use crate::inventory::Host;
 pub enum PromptKind {
     /// Yes or no.
     Confirm,
+    /// Trust a host key never seen: yes, no, or trust every host key that waits, each listed.
+    HostKey,
     /// A hidden answer (passphrase, one-time code).
     Secret,
     /// Approve a change: once, always for its prefix on these hosts, or deny.

@@ -51,6 +51,10 @@ impl Prompter for TuiPrompter {
         self.question(title, body, PromptKind::Confirm).await == PromptAnswer::Yes
     }
 
+    async fn confirm_host_key(&self, title: &Text, body: &Text) -> bool {
+        self.question(title, body, PromptKind::HostKey).await == PromptAnswer::Yes
+    }
+
     async fn secret(&self, title: &Text, prompt: &Text) -> Option<String> {
         match self.question(title, prompt, PromptKind::Secret).await {
             PromptAnswer::Secret(s) => Some(s),

@@ -57,6 +57,8 @@ pub struct ConnectContext {
 
 /// The russh event handler: checks host keys, remembers why one was refused.
 pub struct ClientHandler {
+    /// The inventory name, for the questions a person answers.
+    name: String,
     host: String,
     port: u16,
     ctx: ConnectContext,
@@ -76,7 +78,8 @@ impl client::Handler for ClientHandler {
         };
         let key_type = key.algorithm().as_str().to_string();
         let key_b64 = key.public_key_base64();
-        match verify_host_key(&self.ctx, &self.host, self.port, &key_type, &key_b64).await {
+        let (name, host) = (self.name.as_str(), self.host.as_str());
+        match verify_host_key(&self.ctx, NamedHost { name, host, port: self.port }, &key_type, &key_b64).await {
             Ok(()) => Ok(true),
             Err(reason) => {
                 self.refuse(reason);
@@ -94,16 +97,29 @@ impl ClientHandler {
     }
 }
 
+/// A host being connected to: its inventory name, and the address and port its key is kept under.
+#[derive(Debug, Clone, Copy)]
+pub struct NamedHost<'a> {
+    /// The inventory name.
+    pub name: &'a str,
+    /// The address connected to.
+    pub host: &'a str,
+    /// The port.
+    pub port: u16,
+}
+
 /// Applies the host-key policy to one offered key.
 pub async fn verify_host_key(
     ctx: &ConnectContext,
-    host: &str,
-    port: u16,
+    target: NamedHost<'_>,
     key_type: &str,
     key_b64: &str,
 ) -> Result<(), String> {
+    let NamedHost { name, host, port } = target;
     let fp = known_hosts::fingerprint(key_type, key_b64);
     let shown = known_hosts::host_pattern(host, port);
+    // A person reads the inventory name first, then where its key is kept.
+    let asked = if name.is_empty() || name == host { shown.clone() } else { format!("{name} ({shown})") };
     match known_hosts::check(&ctx.known_hosts_files, host, port, key_type, key_b64) {
         KnownHostStatus::Known => Ok(()),
         KnownHostStatus::Changed { file, line } => Err(format!(
@@ -121,8 +137,9 @@ pub async fn verify_host_key(
                 HostKeyPolicy::AcceptNew => !other,
                 HostKeyPolicy::Ask => {
                     let body = if other { "prompt.hostkey_body_other" } else { "prompt.hostkey_body" };
-                    let args = [("host", shown.as_str()), ("type", key_type), ("fingerprint", fp.as_str())];
-                    ctx.prompter.confirm(&Text::key("prompt.hostkey_title", &[]), &Text::key(body, &args)).await
+                    let args = [("host", asked.as_str()), ("type", key_type), ("fingerprint", fp.as_str())];
+                    let title = Text::key("prompt.hostkey_title", &[]);
+                    ctx.prompter.confirm_host_key(&title, &Text::key(body, &args)).await
                 }
             };
             if !trust {
@@ -195,8 +212,13 @@ async fn connect_inner(target: &SshTarget, ctx: &ConnectContext) -> Result<Conne
 
 fn handler_for(target: &SshTarget, ctx: &ConnectContext) -> (ClientHandler, Arc<Mutex<Option<String>>>) {
     let refusal = Arc::new(Mutex::new(None));
-    let handler =
-        ClientHandler { host: target.hostname.clone(), port: target.port, ctx: ctx.clone(), refusal: refusal.clone() };
+    let handler = ClientHandler {
+        name: target.name.clone(),
+        host: target.hostname.clone(),
+        port: target.port,
+        ctx: ctx.clone(),
+        refusal: refusal.clone(),
+    };
     (handler, refusal)
 }
 

@@ -45,6 +45,7 @@ fn console_runs_commands_answers_a_host_key_prompt_and_audits() {
     tmux.command(":exec web02 -- echo second-host");
     let screen = tmux.wait_for("Unknown host key");
     assert!(screen.contains("SHA256:") && screen.contains(&format!("[127.0.0.1]:{}", untrusted.port)), "{screen}");
+    assert!(screen.contains(&format!("web02 ([127.0.0.1]:{})", untrusted.port)), "named by the inventory: {screen}");
     tmux.keys(&["y"]);
     tmux.wait_for("│ second-host");
     let recorded = std::fs::read_to_string(env.merlya_home().join("known_hosts")).unwrap();

@@ -50,6 +50,8 @@ pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         }
         (_, Some(Action::Yes)) => Some(PromptAnswer::Yes),
         (_, Some(Action::No)) => Some(PromptAnswer::No),
+        // Every host key that waits, each listed on the modal, trusted at once.
+        (PromptKind::HostKey, Some(Action::Always)) => return trust_all_host_keys(model),
         (PromptKind::Approval, Some(Action::Always))
             if front.request.approval.as_ref().is_none_or(|a| a.rule_possible()) =>
         {
@@ -69,10 +71,22 @@ pub(super) fn on_prompt_click(model: &mut Model, column: u16, row: u16) -> Vec<E
         .iter()
         .find(|(rect, _)| rect.contains(ratatui::layout::Position::new(column, row)))
         .map(|(_, answer)| answer.clone());
+    let host_key = model.prompts.front().is_some_and(|p| p.request.kind == PromptKind::HostKey);
     match hit {
+        Some(PromptAnswer::Always) if host_key => trust_all_host_keys(model),
         Some(answer) => answer_front(model, answer),
         None => Vec::new(),
     }
+}
+
+/// Trusts every host key that waits (each was listed on the modal); other questions stay queued.
+fn trust_all_host_keys(model: &mut Model) -> Vec<Effect> {
+    let (keys, others): (Vec<_>, Vec<_>) = model.prompts.drain(..).partition(|p| p.request.kind == PromptKind::HostKey);
+    model.prompts.extend(others);
+    keys.into_iter()
+        .filter_map(|mut p| p.request.reply.take())
+        .map(|reply| Effect::AnswerPrompt { reply, answer: PromptAnswer::Yes })
+        .collect()
 }
 
 /// Answers the prompt on screen with `answer`.

@@ -473,3 +473,31 @@ pub fn fixture_drift() -> Model {
     m.drift_cursor = 1;
     m
 }
+
+/// Three unknown host keys waiting (hosts connected in parallel) and an approval behind them.
+pub fn fixture_host_keys() -> (Model, Vec<oneshot::Receiver<crate::app::msg::PromptAnswer>>) {
+    let mut m = fixture_model();
+    let mut answers = Vec::new();
+    for (name, port, fp) in [
+        ("web01", 42001, "SHA256:7u2hL0Lk3c1lq6zY2m0a5b4QJ0Y2mN8x1R9rK0aFq1E"),
+        ("web02", 42002, "SHA256:Qm3y0dW2Vw8s1F4tH6jK9lZ2xC5vB7nM0pL3kJ8hG6f"),
+        ("db01", 42003, "SHA256:aB9cD8eF7gH6iJ5kL4mN3oP2qR1sT0uV9wX8yZ7a6bC"),
+    ] {
+        let (tx, rx) = oneshot::channel();
+        answers.push(rx);
+        let host = format!("{name} ([127.0.0.1]:{port})");
+        let body = crate::i18n::Text::key(
+            "prompt.hostkey_body",
+            &[("host", host.as_str()), ("type", "ssh-ed25519"), ("fingerprint", fp)],
+        );
+        let prompt = PromptRequest {
+            title: crate::i18n::Text::key("prompt.hostkey_title", &[]),
+            body,
+            kind: PromptKind::HostKey,
+            approval: None,
+            reply: Some(tx),
+        };
+        update(&mut m, Msg::Prompt(prompt));
+    }
+    (m, answers)
+}

@@ -57,7 +57,23 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
             mark(&mut choices, deny, PromptAnswer::No);
             lines.push(Line::from(choices));
         }
-        PromptKind::Confirm => {
+        PromptKind::Confirm | PromptKind::HostKey => {
+            // The other host keys that wait, each with its fingerprint: what "trust all" trusts.
+            let others: Vec<String> = model
+                .prompts
+                .iter()
+                .skip(1)
+                .filter(|p| prompt.request.kind == PromptKind::HostKey && p.request.kind == PromptKind::HostKey)
+                .map(|p| visible(&p.request.body.render(&model.locale)).replace('\n', " "))
+                .collect();
+            if !others.is_empty() {
+                lines.push(Line::styled(
+                    model.locale.tf("prompt.hostkey_others", &[("count", &others.len().to_string())]),
+                    theme.dim,
+                ));
+                lines.extend(others.iter().map(|o| Line::raw(format!("  • {o}"))));
+                lines.push(Line::raw(""));
+            }
             let mut choices: Vec<Span> = Vec::new();
             for (action, style, label, answer) in [
                 (Action::Yes, theme.ok, "prompt.yes", PromptAnswer::Yes),
@@ -68,6 +84,14 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
                 spots.push((start, start + k.chars().count() + 1 + l.chars().count(), answer));
                 choices.push(Span::styled(k, style));
                 choices.push(Span::raw(format!(" {l}   ")));
+            }
+            if !others.is_empty() {
+                let all = model.locale.tf("prompt.hostkey_all", &[("count", &(others.len() + 1).to_string())]);
+                let (start, answer) = spot(&choices, PromptAnswer::Always);
+                let k = key(Action::Always);
+                spots.push((start, start + k.chars().count() + 1 + all.chars().count(), answer));
+                choices.push(Span::styled(k, theme.warn));
+                choices.push(Span::raw(format!(" {all}   ")));
             }
             choices.push(Span::styled(key(Action::Decline), theme.dim));
             choices.push(Span::raw(format!(" {}", t("prompt.decline"))));

@@ -323,6 +323,36 @@ fn chat_tool_cell_expanded() {
     insta::assert_snapshot!(render(&m, 110, 40).backend());
 }
 
+/// Unknown host keys of hosts connected in parallel: one modal names the host by its inventory name
+/// and lists every other key waiting, each with its fingerprint, with "trust all"; `a` trusts them
+/// all (and only them).
+#[test]
+fn waiting_host_keys_are_listed_and_trusted_at_once() {
+    let (mut m, mut answers) = crate::app::view::fixtures::fixture_host_keys();
+    let screen = format!("{:?}", render(&m, 120, 34).backend());
+    for fp in [
+        "SHA256:7u2hL0Lk3c1lq6zY2m0a5b4QJ0Y2mN8x1R9rK0aFq1E",
+        "SHA256:Qm3y0dW2Vw8s1F4tH6jK9lZ2xC5vB7nM0pL3kJ8hG6f",
+        "SHA256:aB9cD8eF7gH6iJ5kL4mN3oP2qR1sT0uV9wX8yZ7a6bC",
+    ] {
+        assert!(screen.contains(fp), "{fp} not listed: {screen}");
+    }
+    assert!(screen.contains("web01 ([127.0.0.1]:42001)") && screen.contains("trust all 3 listed"), "{screen}");
+    insta::assert_snapshot!(render(&m, 120, 34).backend());
+    let effects = update(&mut m, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('a'))));
+    assert_eq!(effects.len(), 3, "{effects:?}");
+    assert!(m.prompts.is_empty());
+    for effect in effects {
+        if let crate::app::msg::Effect::AnswerPrompt { reply, answer } = effect {
+            assert_eq!(answer, crate::app::msg::PromptAnswer::Yes);
+            let _ = reply.send(answer);
+        }
+    }
+    for rx in &mut answers {
+        assert_eq!(rx.try_recv().unwrap(), crate::app::msg::PromptAnswer::Yes);
+    }
+}
+
 #[test]
 fn chat_counts_what_arrives_while_the_person_looks_elsewhere() {
     let mut m = fixture_agent_turn();
