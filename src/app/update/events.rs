@@ -41,6 +41,18 @@ pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effec
 /// A pipeline record from a runner in this console: replaces the one shown (or comes first, as the
 /// newest); a run that just ended gets its toast here, and the next dashboard refresh agrees.
 pub(super) fn on_pipeline(model: &mut Model, run: crate::pipeline::PipelineRun) -> Vec<Effect> {
+    let awaiting = run.status == crate::pipeline::PipelineStatus::AwaitingApproval;
+    let id = run.id.clone();
+    let effects = show_pipeline(model, run);
+    // The run the approval modal asks about is the one the pane shows.
+    if awaiting && let Some(at) = model.dashboard.pipelines.iter().position(|r| r.id == id) {
+        model.pipeline_cursor = at;
+        model.diff_view.scroll = 0;
+    }
+    effects
+}
+
+fn show_pipeline(model: &mut Model, run: crate::pipeline::PipelineRun) -> Vec<Effect> {
     let mut dashboard = model.dashboard.clone();
     match dashboard.pipelines.iter_mut().find(|r| r.id == run.id) {
         Some(shown) => *shown = run,

@@ -533,3 +533,17 @@ fn the_drift_filter_keeps_rows_holding_every_word() {
     update(&mut m, super::tests::key(KeyCode::Esc));
     assert_eq!(m.drift_board().len(), all);
 }
+
+/// A run that starts waiting for approval is the one the Pipeline pane shows (the modal asks about it).
+#[test]
+fn the_pipeline_pane_selects_the_run_awaiting_approval() {
+    use crate::pipeline::PipelineStatus;
+    let mut m = crate::app::view::fixtures::fixture_pipelines();
+    assert!(m.dashboard.pipelines.len() >= 2);
+    let mut waiting = m.dashboard.pipelines[1].clone();
+    m.pipeline_cursor = 0;
+    waiting.status = PipelineStatus::AwaitingApproval;
+    let id = waiting.id.clone();
+    update(&mut m, Msg::Pipeline(Box::new(waiting)));
+    assert_eq!(m.dashboard.pipelines[m.pipeline_cursor].id, id);
+}

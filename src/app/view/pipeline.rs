@@ -11,6 +11,9 @@ use super::view_block;
 use crate::app::model::{Model, Pane};
 use crate::store::pipelines::{PipelineStatus, StageName, StageStatus};
 
+/// Lines of the post-check's output shown under the stages.
+const POST_CHECK_LINES: usize = 3;
+
 fn run_style(model: &Model, status: PipelineStatus) -> ratatui::style::Style {
     use PipelineStatus as S;
     match status {
@@ -44,17 +47,49 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         return;
     }
     let list_height = u16::try_from(runs.len().min(6)).unwrap_or(6);
-    let [list_area, stages_area, diff_area] =
-        Layout::vertical([Constraint::Length(list_height), Constraint::Length(2), Constraint::Min(1)]).areas(inner);
+    // What the post-check said (its line and the first lines it printed), under the stages.
+    let post_check = runs.get(model.pipeline_cursor).and_then(|r| r.stage(StageName::PostCheck)).map(|s| {
+        let mut lines = vec![Line::styled(
+            format!(
+                "{} {}: {}",
+                crate::pipeline::stage_mark(s.status),
+                model.locale.word("stage", s.name.as_str()),
+                s.detail
+            ),
+            stage_style(model, s.status),
+        )];
+        lines.extend(
+            s.output
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(POST_CHECK_LINES)
+                .map(|l| Line::styled(format!("  {}", crate::term_safe::visible_line(l)), model.theme.dim)),
+        );
+        lines
+    });
+    let post_height = post_check.as_ref().map_or(0, |l| u16::try_from(l.len()).unwrap_or(0));
+    let [list_area, stages_area, post_area, diff_area] = Layout::vertical([
+        Constraint::Length(list_height),
+        Constraint::Length(2),
+        Constraint::Length(post_height),
+        Constraint::Min(1),
+    ])
+    .areas(inner);
+    // Columns as wide as their widest cell, so a long status never runs into the next one.
+    let width = |cells: Vec<usize>| cells.into_iter().max().unwrap_or(0) + 2;
+    let statuses: Vec<String> =
+        runs.iter().map(|r| model.locale.word("pipeline_status", r.status.as_str()).to_string()).collect();
+    let status_width = width(statuses.iter().map(|s| s.chars().count()).collect());
+    let kind_width = width(runs.iter().map(|r| r.kind.as_str().len()).collect());
+    let target_width = width(runs.iter().map(|r| r.targets.chars().count().min(40)).collect());
     let items: Vec<ListItem> = runs
         .iter()
-        .map(|r| {
+        .zip(&statuses)
+        .map(|(r, status)| {
+            let targets: String = r.targets.chars().take(40).collect();
             ListItem::new(Line::from(vec![
-                Span::styled(
-                    format!("{:<18}", model.locale.word("pipeline_status", r.status.as_str())),
-                    run_style(model, r.status),
-                ),
-                Span::raw(format!("{:<10} {:<12} ", r.kind.as_str(), r.targets)),
+                Span::styled(format!("{status:<status_width$}"), run_style(model, r.status)),
+                Span::raw(format!("{:<kind_width$}{targets:<target_width$}", r.kind.as_str())),
                 Span::styled(r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "), model.theme.dim),
                 Span::raw(format!(
                     "  {}",
@@ -88,6 +123,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)).wrap(Wrap { trim: true }), stages_area);
+    if let Some(lines) = post_check {
+        frame.render_widget(Paragraph::new(lines), post_area);
+    }
     let Some(diff) = model.selected_diff() else {
         let summary = run.stage(StageName::Summary).map(|s| s.detail.clone()).unwrap_or_default();
         let mut lines = vec![Line::styled(format!("$ {summary}"), model.theme.accent)];
