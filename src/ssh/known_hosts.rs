@@ -223,7 +223,10 @@ fn host_from_patterns(patterns: &str) -> Option<Host> {
     let (name, port) =
         names.iter().find(|(n, _)| !is_ip(n)).or_else(|| names.iter().find(|(n, _)| !n.contains(':')))?;
     let address = names.iter().find(|(n, _)| is_ip(n)).map(|(n, _)| n.clone()).unwrap_or_else(|| name.clone());
-    let mut host = Host::new(name.clone(), address);
+    // One address on several ports is several hosts (containers, forwarded sshds): the port is
+    // part of the name unless it is SSH's own.
+    let name = if *port == 22 { name.clone() } else { format!("{name}-{port}") };
+    let mut host = Host::new(name, address);
     host.port = *port;
     Some(host)
 }
@@ -289,5 +292,24 @@ mod tests {
         assert_eq!(report.skipped, ["1 hashed entries (names cannot be recovered)"]);
         let errors = import_hosts("web01 ssh-ed25519\n").unwrap_err();
         assert_eq!(errors[0].line, 1);
+    }
+
+    #[test]
+    fn one_address_on_several_ports_is_several_hosts() {
+        let text = format!(
+            "[127.0.0.1]:2201 ssh-ed25519 {KEY}\n[127.0.0.1]:2202 ssh-ed25519 {OTHER}\nweb01 ssh-ed25519 {KEY}\n[web01]:2222 ssh-ed25519 {OTHER}\n"
+        );
+        let report = import_hosts(&text).unwrap();
+        let hosts: Vec<(String, String, u16)> =
+            report.hosts.iter().map(|h| (h.name.clone(), h.hostname.clone(), h.port)).collect();
+        assert_eq!(
+            hosts,
+            [
+                ("127.0.0.1-2201".to_string(), "127.0.0.1".to_string(), 2201),
+                ("127.0.0.1-2202".to_string(), "127.0.0.1".to_string(), 2202),
+                ("web01".to_string(), "web01".to_string(), 22),
+                ("web01-2222".to_string(), "web01".to_string(), 2222),
+            ]
+        );
     }
 }

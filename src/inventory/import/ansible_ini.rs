@@ -65,6 +65,7 @@ fn parse_host_line(line: &str, line_no: usize, group: &str, already: usize) -> R
     let pattern = fields.next().unwrap_or("");
     let names = range::expand(pattern, already).map_err(|e| LineError::new(line_no, e))?;
     let mut template = Host::new("", "");
+    let (mut become_, mut method, mut password) = (None, None, false);
     for field in fields {
         let Some((key, value)) = field.split_once('=') else {
             return Err(LineError::new(line_no, format!("{field:?}: expected key=value after the host name")));
@@ -75,8 +76,16 @@ fn parse_host_line(line: &str, line_no: usize, group: &str, already: usize) -> R
             "ansible_port" | "ansible_ssh_port" => template.port = parse_port(value, line_no)?,
             "ansible_user" | "ansible_ssh_user" => template.username = Some(value.to_string()),
             "ansible_ssh_private_key_file" => template.identity_file = Some(value.to_string()),
+            "ansible_become" => become_ = Some(value),
+            "ansible_become_method" => method = Some(value),
+            "ansible_become_password" | "ansible_become_pass" => password = true,
             _ => {}
         }
+    }
+    if let Some(elevation) =
+        super::ansible_elevation(become_, method, password).map_err(|e| LineError::new(line_no, e))?
+    {
+        template.elevation = elevation;
     }
     // `host:port` shorthand.
     let mut out = Vec::new();

@@ -114,6 +114,18 @@ impl Walk<'_> {
                     if let Some(k) = string_var(vars, &["ansible_ssh_private_key_file"]) {
                         host.identity_file = Some(k);
                     }
+                    let become_ = match vars.get("ansible_become") {
+                        Some(Value::Bool(b)) => Some(b.to_string()),
+                        _ => string_var(vars, &["ansible_become"]),
+                    };
+                    let method = string_var(vars, &["ansible_become_method"]);
+                    let password =
+                        ["ansible_become_password", "ansible_become_pass"].iter().any(|k| vars.contains_key(*k));
+                    match super::ansible_elevation(become_.as_deref(), method.as_deref(), password) {
+                        Ok(Some(elevation)) => host.elevation = elevation,
+                        Ok(None) => {}
+                        Err(e) => self.errors.push(LineError::new(line, format!("host {host_name}: {e}"))),
+                    }
                     if let Some(p) = string_var(vars, &["ansible_port", "ansible_ssh_port"]) {
                         match p.parse::<u16>() {
                             Ok(port) if port > 0 => host.port = port,

@@ -245,6 +245,34 @@ pub(crate) fn merge_by_name(found: Vec<(Host, usize)>, errors: &mut Vec<LineErro
     report
 }
 
+/// The elevation Ansible's become variables ask for: `ansible_become` (yes/true/1 or no), its
+/// method (`sudo` when not named) and whether a become password is set (its value is not
+/// imported: store it with `merlya secret set`). `None` when they ask for nothing.
+pub(crate) fn ansible_elevation(
+    become_: Option<&str>,
+    method: Option<&str>,
+    password_set: bool,
+) -> Result<Option<crate::inventory::Elevation>, String> {
+    use crate::inventory::Elevation;
+    let asked = match become_.map(|b| b.trim().to_ascii_lowercase()) {
+        Some(b) if matches!(b.as_str(), "yes" | "true" | "1" | "on") => true,
+        Some(b) if matches!(b.as_str(), "no" | "false" | "0" | "off") => return Ok(None),
+        Some(b) => return Err(format!("ansible_become {b:?} is not yes or no")),
+        None => method.is_some(),
+    };
+    if !asked {
+        return Ok(None);
+    }
+    Ok(Some(match (method.map(str::trim).unwrap_or("sudo"), password_set) {
+        ("sudo", false) => Elevation::Sudo,
+        ("sudo", true) => Elevation::SudoPassword,
+        ("doas", false) => Elevation::Doas,
+        ("doas", true) => Elevation::DoasPassword,
+        ("su", _) => Elevation::Su,
+        (other, _) => return Err(format!("ansible_become_method {other:?}: merlya elevates with sudo, doas or su")),
+    }))
+}
+
 /// Parses a port number, naming the line when it is not one.
 pub(crate) fn parse_port(value: &str, line: usize) -> Result<u16, LineError> {
     value

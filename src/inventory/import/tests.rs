@@ -199,3 +199,25 @@ fn duplicate_names_are_reported_with_their_lines() {
     let report = parse(ImportFormat::AnsibleYaml, yaml).unwrap();
     assert_eq!(report.merged, ["web01 is listed on lines 5, 8; merged into one host"]);
 }
+
+/// Ansible's become variables set the elevation (a become password set means a stored password
+/// is needed; its value is not imported); a method merlya does not run is named with its line.
+#[test]
+fn ansible_become_sets_the_elevation() {
+    use crate::inventory::Elevation;
+    let ini = "[web]\nweb01 ansible_become=true\nweb02 ansible_become=yes ansible_become_method=doas\n\
+               web03 ansible_become_method=su\nweb04 ansible_become=yes ansible_become_password=s3cret\n\
+               web05 ansible_become=no ansible_become_method=sudo\nweb06\n";
+    let report = parse(ImportFormat::AnsibleIni, ini).unwrap();
+    let elevations: Vec<Elevation> = report.hosts.iter().map(|h| h.elevation).collect();
+    assert_eq!(
+        elevations,
+        [Elevation::Sudo, Elevation::Doas, Elevation::Su, Elevation::SudoPassword, Elevation::None, Elevation::None]
+    );
+    let errors =
+        parse(ImportFormat::AnsibleIni, "[web]\nweb01 ansible_become=yes ansible_become_method=pbrun\n").unwrap_err();
+    assert!(errors[0].line == 2 && errors[0].message.contains("pbrun"), "{errors:?}");
+    let yaml = "all:\n  hosts:\n    db01:\n      ansible_become: true\n      ansible_become_method: doas\n      ansible_become_pass: x\n";
+    let report = parse(ImportFormat::AnsibleYaml, yaml).unwrap();
+    assert_eq!(report.hosts[0].elevation, Elevation::DoasPassword);
+}
