@@ -37,6 +37,22 @@ struct Pipeline {
     status: String,
 }
 
+/// Tokens of a model, by direction (`input`, `output`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelTokens {
+    model: String,
+    direction: String,
+}
+
+/// A model, for its answered calls and cost.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelName {
+    model: String,
+}
+
+/// What a home's conversations spent on one model: `(model, calls, input tokens, output tokens, cost)`.
+pub type ModelTotals = (String, u64, u64, u64, f64);
+
 /// An MCP call: server and outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct McpCall {
@@ -53,6 +69,9 @@ struct Metrics {
     pipelines: Family<Pipeline, Counter>,
     mcp_calls: Family<McpCall, Counter>,
     drift: Counter,
+    model_calls: Family<ModelName, Counter>,
+    model_tokens: Family<ModelTokens, Counter>,
+    model_cost: Family<ModelName, Counter<f64, std::sync::atomic::AtomicU64>>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -75,7 +94,29 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     registry.register("merlya_mcp_calls", "External MCP tool calls, by server and outcome", mcp_calls.clone());
     let drift = Counter::default();
     registry.register("merlya_drift_detected", "Resources found drifted outside Terraform", drift.clone());
-    Metrics { registry, commands, ssh_duration, llm_calls, retries, pipelines, mcp_calls, drift }
+    let model_calls = Family::<ModelName, Counter>::default();
+    registry.register(
+        "merlya_model_calls",
+        "Model calls answered, by model (every session of this home)",
+        model_calls.clone(),
+    );
+    let model_tokens = Family::<ModelTokens, Counter>::default();
+    registry.register("merlya_model_tokens", "Model tokens, by model and direction", model_tokens.clone());
+    let model_cost = Family::<ModelName, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+    registry.register("merlya_model_cost_usd", "Estimated model cost in US dollars, by model", model_cost.clone());
+    Metrics {
+        registry,
+        commands,
+        ssh_duration,
+        llm_calls,
+        retries,
+        pipelines,
+        mcp_calls,
+        drift,
+        model_calls,
+        model_tokens,
+        model_cost,
+    }
 });
 
 static SEEDED: AtomicBool = AtomicBool::new(false);
@@ -111,11 +152,25 @@ pub fn drift(count: u64) {
     METRICS.drift.inc_by(count);
 }
 
+/// A model's use was recorded (a conversation's calls, tokens and cost).
+pub fn model_usage(totals: &ModelTotals) {
+    let (model, calls, input, output, cost) = totals;
+    METRICS.model_calls.get_or_create(&ModelName { model: model.clone() }).inc_by(*calls);
+    for (direction, n) in [("input", input), ("output", output)] {
+        let labels = ModelTokens { model: model.clone(), direction: direction.into() };
+        METRICS.model_tokens.get_or_create(&labels).inc_by(*n);
+    }
+    METRICS.model_cost.get_or_create(&ModelName { model: model.clone() }).inc_by(*cost);
+}
+
 /// Adds the home's history once per process: command outcomes and pipeline ends recorded before it
 /// started (`commands` as `(outcome, count)`, `pipelines` as `(kind, status, count)`).
-pub fn seed(commands: &[(&str, u64)], pipelines: &[(String, String, u64)]) {
+pub fn seed(commands: &[(&str, u64)], pipelines: &[(String, String, u64)], models: &[ModelTotals]) {
     if SEEDED.swap(true, Ordering::SeqCst) {
         return;
+    }
+    for totals in models {
+        model_usage(totals);
     }
     for (outcome, count) in commands {
         METRICS.commands.get_or_create(&Outcome { outcome: (*outcome).into() }).inc_by(*count);

@@ -169,6 +169,18 @@ impl Store {
         .await
         .ctx("cannot record the conversation's usage")?;
         tx.commit().await.map_err(self.write_error("record the conversation's usage"))?;
+        // Once the registry holds the history, what is recorded now is added to it (before, the
+        // seed reads it from the table).
+        if crate::metrics::seeded() {
+            let count = |n: i64| u64::try_from(n).unwrap_or(0);
+            crate::metrics::model_usage(&(
+                usage.model.clone(),
+                count(usage.calls),
+                count(usage.input_tokens),
+                count(usage.output_tokens),
+                usage.cost_usd,
+            ));
+        }
         Ok(())
     }
 

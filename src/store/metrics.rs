@@ -27,8 +27,22 @@ impl Store {
         }
         let (commands, pipelines) = self.history_totals().await?;
         let commands: Vec<(&str, u64)> = commands.iter().map(|(o, n)| (o.as_str(), *n)).collect();
-        crate::metrics::seed(&commands, &pipelines);
+        let models = self.model_totals().await?;
+        crate::metrics::seed(&commands, &pipelines, &models);
         Ok(())
+    }
+
+    /// What this home's conversations spent, by model (the Metrics pane's figures, for `merlya metrics`).
+    pub async fn model_totals(&self) -> Result<Vec<crate::metrics::ModelTotals>, StoreError> {
+        let rows: Vec<(String, i64, i64, i64, f64)> = sqlx::query_as(
+            "SELECT model, SUM(calls), SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) \
+             FROM conversation_usage GROUP BY model ORDER BY model",
+        )
+        .fetch_all(self.pool())
+        .await
+        .ctx("cannot total model use")?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(rows.into_iter().map(|(m, c, i, o, cost)| (m, count(c), count(i), count(o), cost)).collect())
     }
 
     /// Totals this home recorded, for seeding the metrics registry: command outcomes (as the audit log

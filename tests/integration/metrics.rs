@@ -76,3 +76,22 @@ fn metrics_are_served_on_a_loopback_address_while_mcp_serve_runs() {
     let samples = parse(&text(&scraped.stdout));
     assert_eq!(samples["merlya_commands_total{outcome=ok}"], 1.0, "the home's history: {samples}");
 }
+
+/// `merlya metrics` counts the model calls, tokens and cost of the home's conversations — what the
+/// Metrics pane shows — not only calls made by its own process.
+#[test]
+fn merlya_metrics_counts_the_homes_model_calls() {
+    use support::agent::{configured, run};
+    use support::llm::{ScriptedLlm, openai};
+    let llm = ScriptedLlm::start(|_| openai::text("all calm"));
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let out = run(&env, &["--format", "json", "say hello"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let samples = parse(&env.ok(&["metrics"]));
+    let calls = samples.as_object().unwrap().iter().find(|(k, _)| k.starts_with("merlya_model_calls_total{model="));
+    let (name, value) = calls.unwrap_or_else(|| panic!("no model calls in {samples}"));
+    assert!(value.as_f64().unwrap() >= 1.0, "{name} = {value}");
+    let tokens =
+        samples.as_object().unwrap().iter().filter(|(k, _)| k.starts_with("merlya_model_tokens_total{")).count();
+    assert_eq!(tokens, 2, "input and output: {samples}");
+}
