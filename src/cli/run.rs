@@ -231,7 +231,8 @@ async fn routed_to_skill(ctx: &Context, task: &str, args: &RunArgs) -> Result<Op
     let outcome = super::skill::execute(ctx, skill, &params, &targets, args.yes).await?;
     let summary = super::skill::summarise(ctx, &outcome).await;
     super::skill::print_outcome(ctx, &outcome, summary.as_deref(), args.format == RunFormat::Json)?;
-    Ok(Some(EXIT_OK))
+    // Exits as `merlya skill run` does: 4 when a host is critical or out of reach.
+    Ok(Some(super::skill::exit_code(&outcome)))
 }
 
 /// After a cancel: each command the agent ran, per host, with how it ended.

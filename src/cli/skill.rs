@@ -90,8 +90,12 @@ pub fn print_outcome(ctx: &Context, outcome: &SkillOutcome, summary: Option<&str
 }
 
 /// Exit 4 when a host is critical (scripts can page on it), 0 otherwise.
-fn exit_code(outcome: &SkillOutcome) -> u8 {
-    if outcome.culprits.iter().any(|c| c.verdict == Verdict::Crit) { EXIT_HOST_FAILED } else { EXIT_OK }
+pub(super) fn exit_code(outcome: &SkillOutcome) -> u8 {
+    if outcome.culprits.iter().any(|c| c.verdict == Verdict::Crit || c.unreachable) {
+        EXIT_HOST_FAILED
+    } else {
+        EXIT_OK
+    }
 }
 
 fn find<'a>(library: &'a Library, name: &str) -> Result<&'a Skill> {

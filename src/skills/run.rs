@@ -73,6 +73,9 @@ pub struct Culprit {
     pub verdict: Verdict,
     /// One line per finding past a threshold (`disk 97% /var (critical at ≥ 95%)`).
     pub why: Vec<String>,
+    /// It could not be reached: nothing is known about it, which is itself the finding.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreachable: bool,
 }
 
 /// A step that did not run.
@@ -277,18 +280,33 @@ async fn change(
 /// Hosts with a warning or worse, worst first (most critical findings, then most warnings).
 fn culprits(findings: &[Finding]) -> Vec<Culprit> {
     let mut by_host: BTreeMap<&str, Culprit> = BTreeMap::new();
+    // A host out of reach is a culprit: nothing about it is known.
+    for f in findings.iter().filter(|f| f.unreachable) {
+        let entry = by_host.entry(&f.host).or_insert_with(|| Culprit {
+            host: f.host.clone(),
+            verdict: Verdict::Unknown,
+            why: Vec::new(),
+            unreachable: true,
+        });
+        if entry.why.is_empty() {
+            entry.why.push(format!("out of reach: {}", f.detail));
+        }
+    }
     for f in findings.iter().filter(|f| f.verdict >= Verdict::Warn) {
         let entry = by_host.entry(&f.host).or_insert_with(|| Culprit {
             host: f.host.clone(),
             verdict: f.verdict,
             why: Vec::new(),
+            unreachable: false,
         });
         entry.verdict = entry.verdict.max(f.verdict);
         entry.why.push(format!("{} {} ({})", f.check, f.value, f.detail));
     }
+    // Out of reach ranks with critical: worst first.
     let score = |c: &Culprit| {
         let crit = findings.iter().filter(|f| f.host == c.host && f.verdict == Verdict::Crit).count();
-        (c.verdict, crit, c.why.len())
+        let verdict = if c.unreachable { Verdict::Crit } else { c.verdict };
+        (verdict, crit, c.why.len())
     };
     let mut list: Vec<Culprit> = by_host.into_values().collect();
     list.sort_by(|a, b| score(b).cmp(&score(a)).then_with(|| a.host.cmp(&b.host)));
@@ -296,28 +314,53 @@ fn culprits(findings: &[Finding]) -> Vec<Culprit> {
 }
 
 impl SkillOutcome {
-    /// The findings as a table (host, check, value, verdict, why), worst first, then the culprits.
+    /// What a person reads first: the culprits and why, then the findings on them, the calm hosts
+    /// folded into one line, and a check that could not run said once for the hosts it failed on.
     pub fn to_text(&self) -> String {
         // Values and reasons come from hosts: shown, never obeyed.
         let safe = |s: &str| crate::term_safe::visible_line(s).into_owned();
+        let hosts: std::collections::BTreeSet<&str> = self.findings.iter().map(|f| f.host.as_str()).collect();
+        let culprits: std::collections::BTreeSet<&str> = self.culprits.iter().map(|c| c.host.as_str()).collect();
+        let mut out =
+            format!("{} {} — {} host(s), {} culprit(s)\n", self.skill, self.version, hosts.len(), self.culprits.len());
+        if self.culprits.is_empty() {
+            out.push_str("no host past a threshold\n");
+        } else {
+            out.push_str("culprits:\n");
+            for c in &self.culprits {
+                let word = if c.unreachable { "UNREACHABLE" } else { c.verdict.as_str() };
+                out.push_str(&format!("  {} ({word}): {}\n", c.host, safe(&c.why.join("; "))));
+            }
+        }
+        // A check that could not be read the same way on several hosts (no privilege, a missing
+        // tool) is one line, not one row per host.
+        let mut unread: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+        for f in self.findings.iter().filter(|f| f.verdict == Verdict::Unknown && !f.unreachable) {
+            unread.entry((f.check.as_str(), f.detail.as_str())).or_default().push(f.host.as_str());
+        }
+        unread.retain(|_, on| on.len() > 1);
+        let said_once = |f: &Finding| unread.contains_key(&(f.check.as_str(), f.detail.as_str()));
         let rows: Vec<Vec<String>> = self
             .findings
             .iter()
+            .filter(|f| culprits.contains(f.host.as_str()) && !f.unreachable)
+            .filter(|f| f.verdict > Verdict::Ok && !said_once(f))
             .map(|f| vec![safe(&f.host), safe(&f.check), safe(&f.value), f.verdict.as_str().into(), safe(&f.detail)])
             .collect();
-        let mut out = format!("{} {} — {} finding(s)\n", self.skill, self.version, self.findings.len());
-        out.push_str(&crate::text_table::render(&["HOST", "CHECK", "VALUE", "VERDICT", "WHY"], &rows));
-        if self.culprits.is_empty() {
-            out.push_str("\nno host past a threshold\n");
-        } else {
-            out.push_str("\nculprits:\n");
-            for c in &self.culprits {
-                let why = crate::term_safe::visible_line(&c.why.join("; ")).into_owned();
-                out.push_str(&format!("  {} ({}): {why}\n", c.host, c.verdict.as_str()));
-            }
+        if !rows.is_empty() {
+            out.push('\n');
+            out.push_str(&crate::text_table::render(&["HOST", "CHECK", "VALUE", "VERDICT", "WHY"], &rows));
+        }
+        let calm: Vec<&str> = hosts.iter().copied().filter(|h| !culprits.contains(h)).collect();
+        if !calm.is_empty() {
+            out.push_str(&format!("\n{} host(s) ok: {}\n", calm.len(), safe(&calm.join(", "))));
+        }
+        for ((check, detail), on) in &unread {
+            let on = if on.len() == hosts.len() { "every host".to_string() } else { format!("{} hosts", on.len()) };
+            out.push_str(&format!("{} could not be read on {on}: {}\n", safe(check), safe(detail)));
         }
         for s in &self.skipped {
-            out.push_str(&format!("skipped {}: {}\n", s.check, crate::term_safe::visible_line(&s.why)));
+            out.push_str(&format!("skipped {}: {}\n", s.check, safe(&s.why)));
         }
         out
     }

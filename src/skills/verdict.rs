@@ -48,6 +48,9 @@ pub struct Finding {
     pub verdict: Verdict,
     /// Why: the threshold passed, or why no value could be read.
     pub detail: String,
+    /// The host could not be reached (or refused merlya): no check could run there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreachable: bool,
 }
 
 /// Judges `result` of `step` on its host; `now` is this machine's Unix time (for clock skew).
@@ -59,8 +62,12 @@ pub fn judge(step: &Step, result: &HostResult, now: f64) -> Finding {
         number: None,
         verdict: Verdict::Unknown,
         detail: String::new(),
+        unreachable: false,
     };
     let Some(code) = result.exit_code else {
+        use crate::exec::HostFailure as F;
+        finding.unreachable =
+            matches!(result.failure, Some(F::Unreachable | F::HostKey | F::Auth | F::Lost | F::Refused));
         finding.detail = first_line(result.error.as_deref().unwrap_or("the command did not complete"));
         return finding;
     };
@@ -181,11 +188,32 @@ fn first_line(text: &str) -> String {
 
 /// `97 %  /var`, `0.42 per core`.
 fn shown(value: f64, unit: &str, label: Option<&str>) -> String {
+    // A duration in seconds reads as a person says it (uptime "23 min", not "1411.14 s").
+    if unit == "s" && value >= 60.0 {
+        let human = duration(value);
+        return match label {
+            Some(label) if !label.is_empty() => format!("{human} {label}"),
+            _ => human,
+        };
+    }
     let number = if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.2}") };
     let unit = if unit.is_empty() || unit == "%" { unit.to_string() } else { format!(" {unit}") };
     match label {
         Some(label) if !label.is_empty() => format!("{number}{unit} {label}"),
         _ => format!("{number}{unit}"),
+    }
+}
+
+/// Seconds as a person says them: `23 min`, `5 h 2 min`, `41 d 3 h`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    let (days, hours, minutes) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60);
+    match (days, hours) {
+        (0, 0) => format!("{minutes} min"),
+        (0, h) if minutes == 0 => format!("{h} h"),
+        (0, h) => format!("{h} h {minutes} min"),
+        (d, 0) => format!("{d} d"),
+        (d, h) => format!("{d} d {h} h"),
     }
 }
 
@@ -282,5 +310,18 @@ mod tests {
             HostResult { host: "h".into(), error: Some("connection refused".into()), ..HostResult::default() };
         let f = judge(&s, &unreachable, 0.0);
         assert_eq!((f.verdict, f.detail.as_str()), (Verdict::Unknown, "connection refused"));
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    #[test]
+    fn durations_read_as_a_person_says_them() {
+        assert_eq!(super::duration(1411.14), "23 min");
+        assert_eq!(super::duration(3600.0 * 5.0 + 120.0), "5 h 2 min");
+        assert_eq!(super::duration(7200.0), "2 h");
+        assert_eq!(super::duration(86_400.0 * 41.0 + 3.0 * 3600.0), "41 d 3 h");
+        assert_eq!(super::shown(1411.14, "s", None), "23 min");
+        assert_eq!(super::shown(42.0, "s", None), "42 s");
     }
 }

@@ -241,8 +241,8 @@ fn skills_run_from_the_console_and_from_a_chat_message_without_a_model() {
     tmux.keys(&["3", "i"]);
     tmux.type_text("/skill disk_usage localhost");
     tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("disk_usage 1.0");
-    assert!(screen.contains("localhost") && screen.contains("inodes"), "{screen}");
+    let screen = tmux.wait_for("1 host(s), ");
+    assert!(screen.contains("host(s) ok: localhost") || screen.contains("culprits:"), "{screen}");
 
     tmux.keys(&["3", "i"]);
     tmux.type_text("/new");

@@ -121,21 +121,24 @@ fn incident_triage_without_a_model_names_the_culprit_hosts_and_why() {
     let why = |host: &str| culprit(&outcome, host).unwrap()["why"].to_string();
     let web = why("web01");
     assert!(web.contains("load") && web.contains("critical at ≥ 2 per core"), "{web}");
-    assert!(web.contains("clock_skew 30") && web.contains("critical at ≥ 60 s"), "{web}");
+    // A duration reads as a person says it.
+    assert!(web.contains("clock_skew 5 min") && web.contains("critical at ≥ 60 s"), "{web}");
     assert!(web.contains("failed_units 1 failed nginx.service"), "{web}");
     let db = why("db01");
     assert!(db.contains("memory 98.75%") && db.contains("disk 97% /var"), "{db}");
     assert!(culprit(&outcome, "app01").is_none());
 
-    // The table a person reads says the same.
+    // The text a person reads: the culprits first, their findings, the calm host folded.
     let table = env.run(&["skill", "run", "incident_triage", "--targets", "web01,db01,app01"]);
     let shown = text(&table.stdout);
-    assert!(shown.contains("culprits:\n  web01 (CRIT)"), "{shown}");
+    assert!(shown.contains("3 host(s), 2 culprit(s)\nculprits:\n  web01 (CRIT)"), "{shown}");
     assert!(shown.lines().any(|l| l.starts_with("db01") && l.contains("disk") && l.contains("CRIT")), "{shown}");
+    assert!(shown.contains("1 host(s) ok: app01"), "{shown}");
+    assert!(!shown.lines().any(|l| l.starts_with("app01")), "no row for a calm host: {shown}");
 
     // `merlya run` routes a request a skill answers to it: no model is configured here.
     let routed = env.run(&["run", "something is wrong with web01 and db01, triage them"]);
-    assert!(routed.status.success(), "{}", text(&routed.stderr));
+    assert_eq!(routed.status.code(), Some(4), "exits as skill run does: {}", text(&routed.stderr));
     assert!(text(&routed.stderr).contains("skill incident_triage on web01,db01"), "{}", text(&routed.stderr));
     assert!(text(&routed.stdout).contains("culprits:\n  web01 (CRIT)"), "{}", text(&routed.stdout));
     assert!(!text(&routed.stdout).contains("app01"), "only the named hosts");
