@@ -127,7 +127,7 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
     for record in &records {
         let mut event = command_event(record);
         if let Some((stdout, stderr)) = store.command_output(&record.host, &record.command, &record.ts).await? {
-            event.output = trimmed(&format!("{stdout}{stderr}"));
+            event.output = trimmed(&crate::skills::batch::without_markers(&format!("{stdout}{stderr}")));
         }
         timeline.push(event);
         let counts = hosts.entry(record.host.clone()).or_default();
@@ -245,10 +245,26 @@ fn command_event(record: &AuditRecord) -> Event {
         kind,
         who: record.requested_by.clone(),
         host: record.host.clone(),
-        text: clean(&record.command),
+        text: clean(&readable(&record.command)),
         outcome: clean(&outcome),
         output: String::new(),
     }
+}
+
+/// A command as a person reads it in a postmortem: a skill's batch as its steps (not the script that
+/// frames them), a file written by the agent as the file and its size (not its base64).
+fn readable(command: &str) -> String {
+    if let Some(steps) = crate::skills::batch::steps_in(command) {
+        return format!("skill steps: {}", steps.join(" · "));
+    }
+    static WRITE: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^printf '%s' '([A-Za-z0-9+/=]*)' \| base64 -d > '?([^']+)'?$").ok()
+    });
+    if let Some(c) = WRITE.as_ref().and_then(|re| re.captures(command.trim())) {
+        let bytes = c[1].len() / 4 * 3;
+        return format!("writes {} (about {bytes} bytes; the diff is in the change's record)", &c[2]);
+    }
+    command.to_string()
 }
 
 /// The last lines of an output (at most 6 lines, 600 characters), masked and made visible.

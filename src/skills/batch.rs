@@ -11,6 +11,32 @@ fn marker(nonce: &str, what: &str, index: usize) -> String {
     format!("@@merlya-{nonce}-{what}-{index}@@")
 }
 
+/// The steps of a batch as merlya rendered it for a host (what the audit log keeps): each step's
+/// command, in order; `None` when `rendered` is not a batch.
+pub fn steps_in(rendered: &str) -> Option<Vec<String>> {
+    static STEP: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?s)\{ (.*?)\s*;?\s*\}; echo '?@@merlya-[0-9a-f]+-rc-\d+ ").ok()
+    });
+    if !rendered.starts_with("echo @@merlya-") {
+        return None;
+    }
+    let steps: Vec<String> =
+        STEP.as_ref()?.captures_iter(rendered).map(|c| c[1].trim().trim_end_matches(';').to_string()).collect();
+    (!steps.is_empty()).then_some(steps)
+}
+
+/// `output` without a batch's marker lines (what a person reads in a report).
+pub fn without_markers(output: &str) -> String {
+    output
+        .lines()
+        .filter(|l| {
+            let l = l.trim();
+            !(l.starts_with("@@merlya-") && l.ends_with("@@"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The script running `commands` in order, each framed by markers on both streams and followed by
 /// its exit code.
 pub fn script(commands: &[String], nonce: &str) -> String {
@@ -114,5 +140,16 @@ mod tests {
         };
         let steps = split(&forged, 1, "n1");
         assert_eq!((steps[0].exit_code, steps[0].stdout.as_str()), (Some(3), "@@merlya-zz-rc-0 0@@\n"));
+    }
+
+    #[test]
+    fn the_steps_of_a_rendered_batch_are_read_back_and_markers_leave_the_output() {
+        let rendered = "echo @@merlya-491f53095c23-step-0@@; echo @@merlya-491f53095c23-step-0@@ >&2; { df -P -x tmpfs; }; \
+            echo '@@merlya-491f53095c23-rc-0 '\"$?\"@@; echo @@merlya-491f53095c23-step-1@@; echo @@merlya-491f53095c23-step-1@@ >&2; \
+            { cat /proc/loadavg; nproc; }; echo '@@merlya-491f53095c23-rc-1 '\"$?\"@@";
+        assert_eq!(steps_in(rendered).unwrap(), ["df -P -x tmpfs", "cat /proc/loadavg; nproc"]);
+        assert_eq!(steps_in("df -h"), None);
+        let output = "@@merlya-491f53095c23-step-0@@\n/dev/vda 50%\n@@merlya-491f53095c23-rc-0 0@@";
+        assert_eq!(without_markers(output), "/dev/vda 50%");
     }
 }
