@@ -74,6 +74,21 @@ pub struct Report {
     pub changes: Vec<Change>,
     /// Drift found by checks in the report's time (resources and hosts against their baseline).
     pub drift: Vec<DriftFound>,
+    /// Skill runs (triage) in the report's time: each with its culprits and why.
+    pub skills: Vec<SkillFindings>,
+}
+
+/// A skill run's culprits, as the report shows them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkillFindings {
+    /// When it ended.
+    pub at: String,
+    /// `name version`.
+    pub skill: String,
+    /// Hosts it ran on.
+    pub hosts: i64,
+    /// `host (VERDICT): why`, worst first.
+    pub culprits: Vec<String>,
 }
 
 /// A drift a check found.
@@ -96,6 +111,7 @@ fn clean(text: &str) -> String {
 /// Builds the report of `scope` from the store.
 pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
     let scope_since = scope.since.clone();
+    let session_filter = scope.session.clone();
     let filter = AuditFilter { session: scope.session.clone(), since: scope.since.clone(), ..AuditFilter::default() };
     let records = store.list_audit(&filter).await?;
     let messages = store.session_messages(scope.session.as_deref(), scope.since.as_deref()).await?;
@@ -178,7 +194,34 @@ pub async fn build(store: &Store, scope: &Scope) -> Result<Report, StoreError> {
     // Checks from the report's start on (its `since`, else its first event).
     let start = scope_start(&timeline, &scope_since);
     let drift = drift_found(store, start.as_deref()).await?;
-    Ok(Report { scope, timeline, hosts, changes, drift })
+    let skills = store
+        .skill_runs(start.as_deref(), session_filter.as_deref())
+        .await?
+        .into_iter()
+        .map(|run| SkillFindings {
+            at: run.ts,
+            skill: format!("{} {}", run.skill, run.version),
+            hosts: run.hosts,
+            culprits: run
+                .culprits
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let verdict =
+                        if c["unreachable"] == true { "UNREACHABLE" } else { c["verdict"].as_str().unwrap_or("?") };
+                    let why: Vec<&str> = c["why"].as_array().into_iter().flatten().filter_map(|w| w.as_str()).collect();
+                    clean(&format!(
+                        "{} ({}): {}",
+                        c["host"].as_str().unwrap_or("?"),
+                        verdict.to_uppercase(),
+                        why.join("; ")
+                    ))
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Report { scope, timeline, hosts, changes, drift, skills })
 }
 
 fn scope_start(timeline: &[Event], since: &Option<String>) -> Option<String> {
@@ -315,6 +358,20 @@ pub fn markdown(report: &Report) -> String {
         out.push_str("\n## Drift found\n\n| checked | source | name | what |\n|---|---|---|---|\n");
         for d in &report.drift {
             out.push_str(&format!("| {} | {} | {} | {} |\n", d.at, d.source, cell(&d.name), cell(&d.what)));
+        }
+    }
+    if !report.skills.is_empty() {
+        out.push_str("\n## Skill findings\n");
+        for s in &report.skills {
+            out.push_str(&format!("\n- {} — {} on {} host(s)", s.at, cell(&s.skill), s.hosts));
+            if s.culprits.is_empty() {
+                out.push_str(": no host past a threshold\n");
+            } else {
+                out.push('\n');
+                for c in &s.culprits {
+                    out.push_str(&format!("  - {}\n", cell(c)));
+                }
+            }
         }
     }
     if !report.changes.is_empty() {

@@ -241,14 +241,21 @@ pub async fn run(
         b.verdict.cmp(&a.verdict).then_with(|| a.host.cmp(&b.host)).then_with(|| a_order.cmp(b_order))
     });
     let findings: Vec<Finding> = findings.into_iter().map(|(_, f)| f).collect();
-    Ok(SkillOutcome {
+    let outcome = SkillOutcome {
         skill: skill.name.clone(),
         version: skill.version.clone(),
         params,
         culprits: culprits(&findings),
         findings,
         skipped,
-    })
+    };
+    // What the incident report lists: the culprits and why (a failed write loses only that).
+    let culprits = serde_json::to_value(&outcome.culprits).unwrap_or_default();
+    if let Err(e) = env.store.add_skill_run(&env.session_id, &skill.name, &skill.version, hosts.len(), &culprits).await
+    {
+        tracing::warn!(error = %e, "cannot record the skill run for the report");
+    }
+    Ok(outcome)
 }
 
 /// A step that is not a proven read: the one change path, asked for every target host at once.

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod pipelines;
 pub mod resources;
 pub mod secret_names;
+pub mod skill_runs;
 pub mod space;
 
 use std::path::{Path, PathBuf};

@@ -143,6 +143,11 @@ fn incident_triage_without_a_model_names_the_culprit_hosts_and_why() {
     assert!(text(&routed.stdout).contains("culprits:\n  web01 (CRIT)"), "{}", text(&routed.stdout));
     assert!(!text(&routed.stdout).contains("app01"), "only the named hosts");
 
+    // The incident report keeps the triage's culprits and why, and no batch marker.
+    let report = env.ok(&["report"]);
+    assert!(report.contains("## Skill findings") && report.contains("web01 (CRIT): load"), "{report}");
+    assert!(!report.contains("@@merlya-"), "{report}");
+
     // Every step went through the audited fan-out.
     let audit = env.ok(&["audit", "list", "--format", "json"]);
     for command in ["cat /proc/loadavg; nproc", "date +%s", "df -P -x tmpfs -x devtmpfs -x squashfs"] {
