@@ -13,6 +13,7 @@ pub mod clearance;
 pub mod credentials;
 pub mod danger;
 pub mod egress;
+pub mod egress_nodata;
 pub mod invocation;
 pub mod leaks;
 pub mod parse;
