@@ -373,11 +373,12 @@ impl Destination {
 }
 
 /// Why `inv` sends something outside the operator's networks, if it does: the first destination
-/// that is not proved inside, named.
-pub fn check(inv: &Invocation) -> Result<(), String> {
+/// that is not proved inside, named. `input_empty`: its standard input is proved to hold at most
+/// an empty line.
+pub fn check(inv: &Invocation, input_empty: bool) -> Result<(), String> {
     let allow = current();
     // ADR 0030, "Requests that carry nothing": a registrable name asked with nothing else chosen.
-    let carries_nothing = super::egress_nodata::carries_nothing(inv);
+    let carries_nothing = input_empty && super::egress_nodata::carries_nothing(inv);
     for d in destinations(inv) {
         let host = match d.host {
             Host::Known(host) => host,
