@@ -58,9 +58,10 @@ pub const PALETTE: [(&str, Action); 23] = [
 ];
 
 /// Palette words with their own syntax, and their locale help keys.
-pub const PALETTE_COMMANDS: [(&str, bool, &str); 7] = [
+pub const PALETTE_COMMANDS: [(&str, bool, &str); 8] = [
     (":exec", true, "palette.exec"),
     (":change", true, "palette.change"),
+    (":plan", true, "palette.plan"),
     (":reload", false, "palette.reload"),
     (":clear", false, "palette.clear"),
     (":cancel", true, "palette.cancel"),
@@ -159,7 +160,7 @@ pub enum CommandLine {
     Export { run: Option<u64>, path: String },
     /// `:change terraform DIR`, `:change kubernetes PATH`, `:change ansible PLAYBOOK TARGETS`: a change
     /// pipeline (plan and dry run at once, then the approval modal).
-    Change { kind: crate::pipeline::Kind, path: String, targets: Option<String> },
+    Change { kind: crate::pipeline::Kind, path: String, targets: Option<String>, plan_only: bool },
     /// `:diff HOST HOST`: the two hosts' outputs in the newest run, as a diff.
     Diff(String, String),
     /// `/language CODE`: switch the console's language and save it.
@@ -212,13 +213,16 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
             [a, b] => Ok(CommandLine::Diff(a.to_string(), b.to_string())),
             _ => Err(Text::key("cmd.diff_usage", &[])),
         },
-        "change" => {
+        "change" | "plan" => {
             use crate::pipeline::Kind;
             let words: Vec<&str> = args.split_whitespace().collect();
+            // `:plan` stops after the diff and its summary: nothing is asked, nothing applied.
+            let plan_only = word == "plan";
             let change = |kind, path: &str, targets: Option<&str>| CommandLine::Change {
                 kind,
                 path: path.to_string(),
                 targets: targets.map(str::to_string),
+                plan_only,
             };
             match words.as_slice() {
                 ["terraform", dir] => Ok(change(Kind::Terraform, dir, None)),
@@ -358,11 +362,20 @@ mod tests {
         use crate::pipeline::Kind;
         assert_eq!(
             parse(":change terraform ./infra"),
-            Ok(CommandLine::Change { kind: Kind::Terraform, path: "./infra".into(), targets: None })
+            Ok(CommandLine::Change { kind: Kind::Terraform, path: "./infra".into(), targets: None, plan_only: false })
+        );
+        assert_eq!(
+            parse(":plan terraform ./infra"),
+            Ok(CommandLine::Change { kind: Kind::Terraform, path: "./infra".into(), targets: None, plan_only: true })
         );
         assert_eq!(
             parse(":change ansible site.yml @web"),
-            Ok(CommandLine::Change { kind: Kind::Ansible, path: "site.yml".into(), targets: Some("@web".into()) })
+            Ok(CommandLine::Change {
+                kind: Kind::Ansible,
+                path: "site.yml".into(),
+                targets: Some("@web".into()),
+                plan_only: false
+            })
         );
         assert_eq!(parse(":change ansible site.yml"), Err(Text::key("cmd.change_usage", &[])));
         assert_eq!(parse(":quit"), Ok(CommandLine::Action(Action::Quit)));

@@ -115,7 +115,7 @@ pub enum Effect {
     /// Run `command` on `hosts` as run number `run`.
     RunCommand { run: u64, hosts: Vec<Host>, command: String },
     /// Start a change pipeline of another kind than Bash (`:change`).
-    StartChange { kind: crate::pipeline::Kind, path: String, hosts: Vec<Host> },
+    StartChange { kind: crate::pipeline::Kind, path: String, hosts: Vec<Host>, plan_only: bool },
     /// Stop run `run` on its hosts (SIGINT, SIGTERM, then SIGKILL there).
     CancelRun(u64),
     /// Stop the agent's turn and the commands it started.

@@ -99,7 +99,7 @@ async fn change(
 /// `:change`: an Ansible, Terraform or Kubernetes pipeline started by the operator. Its dry run runs at
 /// once (the person asked for it); the approval comes through the console's modal; the Pipeline pane
 /// follows the record. Quitting waits for it (a tracked task) and cancels it.
-pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts: Vec<Host>) {
+pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts: Vec<Host>, plan_only: bool) {
     use crate::pipeline::ansible::{AnsibleChange, AnsibleSpec};
     use crate::pipeline::kubernetes::{KubernetesChange, KubernetesSpec};
     use crate::pipeline::terraform::{TerraformChange, TerraformSpec};
@@ -126,7 +126,9 @@ pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts:
                 Box::new(AnsibleChange::new(spec, hosts))
             }
         };
-        let env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
+        let mut env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
+        // `:plan`: the diff and its summary, then stop: nothing is asked, nothing applied.
+        env.stop_before_approval = plan_only;
         let record = runner::record_of(&env, change.as_ref());
         let progress = |r: &PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
         if let Err(e) = runner::run(&env, change.as_mut(), record, &progress).await {

@@ -314,7 +314,9 @@ fn run_effect(effect: Effect, services: &Services) {
             let _ = reply.send(answer);
         }
         Effect::RunCommand { run, hosts, command } => super::run_worker::run_command(services, run, hosts, command),
-        Effect::StartChange { kind, path, hosts } => super::run_worker::start_change(services, kind, path, hosts),
+        Effect::StartChange { kind, path, hosts, plan_only } => {
+            super::run_worker::start_change(services, kind, path, hosts, plan_only)
+        }
         Effect::CancelRun(run) => services.control.cancel(run),
         Effect::CancelAgent => {
             if services.control.cancel_agent() {

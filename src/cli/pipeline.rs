@@ -27,6 +27,9 @@ pub enum PipelineCommand {
     /// Start a change: plan, dry run, summary, approval, apply, post-check, rollback.
     #[command(subcommand)]
     Run(RunKind),
+    /// Plan a change and show its diff and summary, then stop: nothing is asked, nothing applied.
+    #[command(subcommand)]
+    Plan(RunKind),
     /// Every change, newest first.
     List {
         #[arg(long, value_enum, default_value_t)]
@@ -215,52 +218,8 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
     match cmd {
         PipelineCommand::List { format } => list(ctx, format).await,
         PipelineCommand::Show { id, output, format } => show(ctx, &id, output, format).await,
-        PipelineCommand::Run(kind) => {
-            // Only the rows the change can touch are read (a few hosts of a large inventory).
-            let scope = match &kind {
-                RunKind::Bash { targets, .. } | RunKind::Ansible { targets, .. } => targets.as_str(),
-                RunKind::Kubernetes { .. } | RunKind::Terraform { .. } => crate::inventory::LOCALHOST,
-            };
-            let inventory = ctx.inventory_for(scope).await?;
-            let (spec, opts, hosts) = match kind {
-                RunKind::Bash { targets, check, rollback, opts, command } => {
-                    let hosts = ctx.resolve_targets(&targets, &inventory, &[]).await?;
-                    let names = hosts.iter().map(|h| h.name.clone()).collect();
-                    let command = command.join(" ");
-                    (
-                        Spec::Bash(BashSpec { hosts: names, command, check, rollback, ..BashSpec::default() }),
-                        opts,
-                        hosts,
-                    )
-                }
-                RunKind::Ansible { playbook, targets, rollback, extra_vars, opts } => {
-                    let hosts = ctx.resolve_targets(&targets, &inventory, &[]).await?;
-                    let absolute = |p: PathBuf| std::path::absolute(&p).map_err(|e| eyre!("{}: {e}", p.display()));
-                    let spec = AnsibleSpec {
-                        playbook: absolute(playbook)?,
-                        hosts: hosts.iter().map(|h| h.name.clone()).collect(),
-                        rollback: rollback.map(absolute).transpose()?,
-                        extra_vars: Vars::new(extra_vars),
-                    };
-                    (Spec::Ansible(spec), opts, Vec::new())
-                }
-                RunKind::Kubernetes { path, context, namespace, opts } => {
-                    let path = std::path::absolute(&path).map_err(|e| eyre!("{}: {e}", path.display()))?;
-                    (Spec::Kubernetes(KubernetesSpec { path, context, namespace }), opts, Vec::new())
-                }
-                RunKind::Terraform { dir, vars, opts } => {
-                    if let Some(Early { change, wiring, .. }) = early {
-                        return drive(ctx, Box::new(change), inventory, None, &opts, Mode::Run, wiring).await;
-                    }
-                    (Spec::Terraform(terraform_spec(&dir, &vars)?), opts, Vec::new())
-                }
-            };
-            let change: Box<dyn Change> = match spec {
-                Spec::Bash(spec) => Box::new(BashChange::new(spec, hosts)),
-                other => build(other, &inventory)?,
-            };
-            drive(ctx, change, inventory, None, &opts, Mode::Run, Wiring::new()).await
-        }
+        PipelineCommand::Plan(kind) => run_kind(ctx, kind, None, Mode::Plan).await,
+        PipelineCommand::Run(kind) => run_kind(ctx, kind, early, Mode::Run).await,
         PipelineCommand::Resume { id, opts } => {
             let old = find(ctx, &id).await?;
             if old.status == PipelineStatus::Resumed {
@@ -289,6 +248,51 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
     }
 }
 
+/// Starts (or only plans, `Mode::Plan`) the change `kind` describes; `early` is the `init` that
+/// [`start_early`] began for a Terraform run.
+async fn run_kind(ctx: &Context, kind: RunKind, early: Option<Early>, mode: Mode) -> Result<u8> {
+    // Only the rows the change can touch are read (a few hosts of a large inventory).
+    let scope = match &kind {
+        RunKind::Bash { targets, .. } | RunKind::Ansible { targets, .. } => targets.as_str(),
+        RunKind::Kubernetes { .. } | RunKind::Terraform { .. } => crate::inventory::LOCALHOST,
+    };
+    let inventory = ctx.inventory_for(scope).await?;
+    let (spec, opts, hosts) = match kind {
+        RunKind::Bash { targets, check, rollback, opts, command } => {
+            let hosts = ctx.resolve_targets(&targets, &inventory, &[]).await?;
+            let names = hosts.iter().map(|h| h.name.clone()).collect();
+            let command = command.join(" ");
+            (Spec::Bash(BashSpec { hosts: names, command, check, rollback, ..BashSpec::default() }), opts, hosts)
+        }
+        RunKind::Ansible { playbook, targets, rollback, extra_vars, opts } => {
+            let hosts = ctx.resolve_targets(&targets, &inventory, &[]).await?;
+            let absolute = |p: PathBuf| std::path::absolute(&p).map_err(|e| eyre!("{}: {e}", p.display()));
+            let spec = AnsibleSpec {
+                playbook: absolute(playbook)?,
+                hosts: hosts.iter().map(|h| h.name.clone()).collect(),
+                rollback: rollback.map(absolute).transpose()?,
+                extra_vars: Vars::new(extra_vars),
+            };
+            (Spec::Ansible(spec), opts, Vec::new())
+        }
+        RunKind::Kubernetes { path, context, namespace, opts } => {
+            let path = std::path::absolute(&path).map_err(|e| eyre!("{}: {e}", path.display()))?;
+            (Spec::Kubernetes(KubernetesSpec { path, context, namespace }), opts, Vec::new())
+        }
+        RunKind::Terraform { dir, vars, opts } => {
+            if let Some(Early { change, wiring, .. }) = early {
+                return drive(ctx, Box::new(change), inventory, None, &opts, mode, wiring).await;
+            }
+            (Spec::Terraform(terraform_spec(&dir, &vars)?), opts, Vec::new())
+        }
+    };
+    let change: Box<dyn Change> = match spec {
+        Spec::Bash(spec) => Box::new(BashChange::new(spec, hosts)),
+        other => build(other, &inventory)?,
+    };
+    drive(ctx, change, inventory, None, &opts, mode, Wiring::new()).await
+}
+
 async fn find(ctx: &Context, id: &str) -> Result<PipelineRun> {
     ctx.store
         .find_pipeline_run(id)
@@ -299,6 +303,8 @@ async fn find(ctx: &Context, id: &str) -> Result<PipelineRun> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Run,
+    /// Plan, diff and summary only.
+    Plan,
     Resume,
     Rollback,
 }
@@ -344,7 +350,7 @@ async fn drive_run(
     let Wiring { events, lines: mut rx, cancel } = wiring;
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), events);
     env.timeout = stage_timeout(opts, &ctx.config);
-    env.stop_before_approval = !interactive && !opts.yes;
+    env.stop_before_approval = mode == Mode::Plan || (!interactive && !opts.yes);
     let format = opts.format;
     let work = tokio::spawn(async move {
         let shown = std::sync::Mutex::new(0usize);
@@ -380,13 +386,17 @@ async fn drive_run(
     if format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
-        if done.status == PipelineStatus::Stopped {
+        if done.status == PipelineStatus::Stopped && mode == Mode::Plan {
+            eprintln!("planned: nothing was asked and nothing applied (merlya pipeline run … applies it)");
+        } else if done.status == PipelineStatus::Stopped {
             eprintln!("stopped after Summary: nobody can approve here; pass --yes to approve without a terminal");
         }
         eprintln!("change {}: {} (merlya pipeline show {})", done.id, word(done.status), done.id);
     }
     let code = match done.status {
         PipelineStatus::Succeeded => EXIT_OK,
+        // A plan ends where it was asked to.
+        PipelineStatus::Stopped if mode == Mode::Plan => EXIT_OK,
         PipelineStatus::Denied | PipelineStatus::Stopped => EXIT_REFUSED,
         PipelineStatus::Cancelled => EXIT_CANCELLED,
         PipelineStatus::RolledBack if mode == Mode::Rollback => EXIT_OK,

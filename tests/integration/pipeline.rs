@@ -209,6 +209,16 @@ fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
     // The dry run ran in the run's copy of the folder: it leaves nothing behind in the folder.
     assert!(!tf.dir.join("terraform.tfstate").exists(), "the plan left a state file in the folder");
 
+    // `pipeline plan`: the plan and its diff, then it stops where it was asked to (exit 0), even with
+    // --yes: nothing applied.
+    let dir = tf.dir.display().to_string();
+    let planned = tf.merlya(&["pipeline", "plan", "terraform", &dir, "--yes", "--format", "json"]).output().unwrap();
+    assert_eq!(planned.status.code(), Some(0), "{}", text(&planned.stderr));
+    let plan = json(&planned);
+    assert_eq!(plan["status"], "stopped", "{plan}");
+    assert!(plan["diff"].as_str().unwrap_or_default().contains("terraform_data.a"), "{plan}");
+    assert!(tf.state().is_empty(), "a plan applies nothing");
+
     // Approved: applies, the post-check plan finds nothing left; the sensitive value is never shown or stored.
     let out = tf.run(&["--yes", "--var", "greeting=one"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -176,7 +176,7 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
                 effects.push(start_run(model, hosts, command));
             }
         }
-        Ok(CommandLine::Change { kind, path, targets }) => {
+        Ok(CommandLine::Change { kind, path, targets, plan_only }) => {
             let hosts = match targets.as_deref().map(|t| resolve_targets(t, &model.hosts, &model.ssh_aliases)) {
                 None => Ok(Vec::new()),
                 Some(resolved) => resolved,
@@ -184,7 +184,7 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
             match hosts {
                 Ok(hosts) => {
                     model.set_focus(Pane::Pipeline);
-                    effects.push(Effect::StartChange { kind, path, hosts });
+                    effects.push(Effect::StartChange { kind, path, hosts, plan_only });
                 }
                 Err(e) => model.flash = Some(e.to_string()),
             }
