@@ -44,7 +44,7 @@ pub async fn check_resources(
     let (busy, live): (Vec<&Resource>, Vec<&Resource>) = resources
         .iter()
         .filter(|r| r.status != Lifecycle::Deleted)
-        .partition(|r| r.status.in_progress() && super::ops::in_flight(&r.operation));
+        .partition(|r| r.status.in_progress() && super::tracker::in_flight(&r.operation));
     let mut readings = Vec::new();
     for chunk in live.chunks(PARALLEL) {
         let batch = futures::future::join_all(chunk.iter().map(|r| read_any(env, mcp, credentials, r))).await;

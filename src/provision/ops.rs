@@ -85,18 +85,9 @@ pub async fn begin(store: &Store, resource: &Resource, operation: Lifecycle) -> 
         _ => "update",
     };
     // Who runs it, so that a check can tell a run in flight from one a crash left behind.
-    let by = format!("{verb} by merlya pid {}", std::process::id());
+    let by = super::tracker::operation_by(verb);
     store.begin_operation(&resource.id, operation, &by).await?;
     Ok(())
-}
-
-/// Whether the operation recorded as `operation` (see [`begin`]) is still being run: the merlya
-/// process that started it is alive. A crash (or a kill) leaves one that is not.
-pub fn in_flight(operation: &str) -> bool {
-    let Some(pid) = operation.rsplit_once("merlya pid ").and_then(|(_, pid)| pid.trim().parse::<u32>().ok()) else {
-        return false;
-    };
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim().starts_with("merlya"))
 }
 
 /// An accept of what a Terraform resource is now: the refresh-only change to approve, and the

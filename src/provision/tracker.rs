@@ -171,6 +171,21 @@ pub fn config_digest(dir: &Path) -> Option<String> {
     Some(hex::encode(hash.finalize()))
 }
 
+/// How an operation is recorded before it starts: its verb and the merlya process running it, so
+/// that a check can tell a run in flight from one a crash left behind.
+pub fn operation_by(verb: &str) -> String {
+    format!("{verb} by merlya pid {}", std::process::id())
+}
+
+/// Whether the operation recorded as `operation` (see [`operation_by`]) is still being run: the merlya
+/// process that started it is alive. A crash (or a kill) leaves one that is not.
+pub fn in_flight(operation: &str) -> bool {
+    let Some(pid) = operation.rsplit_once("merlya pid ").and_then(|(_, pid)| pid.trim().parse::<u32>().ok()) else {
+        return false;
+    };
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim().starts_with("merlya"))
+}
+
 /// What the two plans found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriftReading {
