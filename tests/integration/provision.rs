@@ -199,6 +199,19 @@ fn a_file_made_through_an_mcp_server_is_checked_for_drift() {
     assert_eq!(check(&env), "no_drift");
 }
 
+/// A user template under MERLYA_HOME/templates: one required string variable, a Terraform entry point.
+fn user_template(env: &TestEnv, name: &str, (variable, about): (&str, &str), main_tf: &str) {
+    let dir = env.merlya_home().join("templates").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = format!(
+        "name: {name}\nversion: 1.0.0\ncategory: storage\ndescription: A test template.\nproviders: [local]\n\
+         backends:\n  - backend: terraform\n    entry: main.tf.j2\n\
+         variables:\n  - name: {variable}\n    type: string\n    required: true\n    description: {about}\n"
+    );
+    std::fs::write(dir.join("template.yaml"), spec).unwrap();
+    std::fs::write(dir.join("main.tf.j2"), main_tf).unwrap();
+}
+
 /// Edits the marker's message in the state outside merlya, as another writer would (a new serial).
 fn edit_state(dir: &std::path::Path, message: &str) {
     let path = dir.join("terraform.tfstate");
@@ -254,21 +267,13 @@ fn merlya_killed_mid_apply_leaves_the_resource_unknown() {
     use std::os::unix::process::CommandExt;
     let env = TestEnv::new();
     // A user template whose apply runs long enough to be killed in (a local-exec, named in the approval).
-    let template = env.merlya_home().join("templates/slow-marker");
-    std::fs::create_dir_all(&template).unwrap();
-    std::fs::write(
-        template.join("template.yaml"),
-        "name: slow-marker\nversion: 1.0.0\ncategory: storage\ndescription: A marker whose apply takes a while.\n\
-         providers: [local]\nbackends:\n  - backend: terraform\n    entry: main.tf.j2\n\
-         variables:\n  - name: started\n    type: string\n    required: true\n    description: A file touched when the apply starts.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        template.join("main.tf.j2"),
+    user_template(
+        &env,
+        "slow-marker",
+        ("started", "A file touched when the apply starts."),
         "resource \"terraform_data\" \"slow\" {\n  input = \"x\"\n  provisioner \"local-exec\" {\n    \
          command = \"touch {{ started }} && sleep 120\"\n  }\n}\n",
-    )
-    .unwrap();
+    );
     let started = env.home().join("apply-started");
     let var = format!("started={}", started.display());
     let mut child = env
@@ -315,22 +320,14 @@ fn merlya_killed_mid_apply_leaves_the_resource_unknown() {
 fn provider_credentials_reach_terraform_and_nothing_else() {
     let env = TestEnv::new();
     let token = "tok-Cr3d-provision-77";
-    let template = env.merlya_home().join("templates/cred-marker");
-    std::fs::create_dir_all(&template).unwrap();
-    std::fs::write(
-        template.join("template.yaml"),
-        "name: cred-marker\nversion: 1.0.0\ncategory: security\ndescription: A marker made with a provider credential.\n\
-         providers: [local]\nbackends:\n  - backend: terraform\n    entry: main.tf.j2\n\
-         variables:\n  - name: message\n    type: string\n    required: true\n    description: What it holds.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        template.join("main.tf.j2"),
+    user_template(
+        &env,
+        "cred-marker",
+        ("message", "What it holds."),
         "variable \"token\" {\n  type      = string\n  sensitive = true\n}\n\
          resource \"terraform_data\" \"cred\" {\n  input = { message = \"{{ message }}\", token = var.token }\n}\n\
          output \"token_length\" {\n  value = nonsensitive(length(var.token))\n}\n",
-    )
-    .unwrap();
+    );
     let file = env.home().join("token-file");
     std::fs::write(&file, "from-a-file\n").unwrap();
     std::fs::write(
