@@ -30,6 +30,9 @@ use crate::store::Store;
 
 use crate::mcp::client::McpClients;
 
+/// Bytes of each host's output `run_readonly` returns (its end: where errors are).
+const OUTPUT_PER_HOST: usize = 16 * 1024;
+
 /// What the served tools run with.
 #[derive(Clone)]
 pub struct Served {
@@ -121,8 +124,10 @@ impl Served {
         };
         // Only the rows the targets can select (jump hosts are resolved by the served executor).
         let inventory = self.store.hosts_in_scope(targets).await.map_err(|e| e.to_string())?;
+        // An MCP client is an agent: localhost only when the policy opens it to agents.
+        let localhost = self.config.policy.agent_localhost;
         let hosts: Vec<Host> =
-            crate::inventory::resolve_inventory_targets(targets, &inventory, false).map_err(|e| e.to_string())?;
+            crate::inventory::resolve_inventory_targets(targets, &inventory, localhost).map_err(|e| e.to_string())?;
         let (tx, mut rx) = crate::exec::event_channel();
         let env = Env {
             store: self.store.clone(),
@@ -162,7 +167,11 @@ impl Served {
         let results = audited_fan_out(&env, &hosts, clearance, None).await.map_err(|e| e.to_string())?;
         drop(env);
         let _ = drain.await;
-        let text = crate::pipeline::fanout::describe_results(&results);
+        // Each host's output under its header, its last 16 KiB, secrets masked and made visible:
+        // what the caller asked for, not only how many hosts answered.
+        let output = crate::pipeline::fanout::combined_output(&results, OUTPUT_PER_HOST);
+        let output = crate::redact::redact_command(&crate::term_safe::visible(&output));
+        let text = format!("{}\n\n{output}", crate::pipeline::fanout::describe_results(&results));
         let failed = results.iter().any(|r| !r.success());
         let content = vec![ContentBlock::text(text)];
         Ok(if failed { CallToolResult::error(content) } else { CallToolResult::success(content) })

@@ -49,7 +49,8 @@ fn merlya_serves_its_agent_to_its_own_mcp_client() {
     // Speelka's options: the tool's name and description, the system prompt, the tools it may use.
     let serve = "mcp:\n  serve:\n    tool_name: ops_agent\n    tool_description: The on-call agent.\n    \
                  system_prompt: You are merlya, an SRE answering another agent. Be brief.\n    tools: [list_hosts]\n";
-    let server = configured(&llm, "openai", &format!("  stream: false\n{serve}"));
+    // localhost open to the served tools, so that a read has a host to run on.
+    let server = configured(&llm, "openai", &format!("  stream: false\n{serve}policy:\n  agent_localhost: true\n"));
     server.ok(&["hosts", "add", "web01", "--hostname", "192.0.2.10", "--tag", "web"]);
     let client = TestEnv::new();
     let home = format!("MERLYA_HOME={}", server.merlya_home().display());
@@ -94,6 +95,10 @@ fn merlya_serves_its_agent_to_its_own_mcp_client() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).starts_with("REFUSED by merlya's safety policy"), "{}", text(&out.stdout));
+    // A proven read returns each host's output, not only how many hosts answered.
+    let args = r#"{"targets": "localhost", "command": "uname -s"}"#;
+    let read = client.ok(&["mcp", "call", "merlya.run_readonly", "--args", args]);
+    assert!(read.contains("1/1 hosts succeeded") && read.contains("== localhost (exit 0) ==\nLinux"), "{read}");
 
     // `ask` may change things, so merlya's client asks for it: refused without --yes, answered with it.
     let out = client.run(&["mcp", "call", "merlya.ops_agent", "--args", r#"{"task": "say hello"}"#]);
