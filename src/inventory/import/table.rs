@@ -83,17 +83,35 @@ struct TomlFile {
     hosts: BTreeMap<String, HostRecord>,
 }
 
+/// `[[hosts]]` tables, each with its `name`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TomlList {
+    hosts: Vec<HostRecord>,
+}
+
+/// TOML in either form: `[hosts.NAME]` tables, or an array of `[[hosts]]` tables with a `name`.
 pub fn parse_toml(text: &str) -> Result<ImportReport, Vec<LineError>> {
-    let file: TomlFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(0);
+    let parsed = |e: toml::de::Error| {
+        // The line the error's span starts on (a span at a line's start is on that line).
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1).unwrap_or(0);
         vec![LineError::new(line, e.message().to_string())]
-    })?;
+    };
+    let array_form = text.lines().any(|l| l.trim_start().starts_with("[[hosts]]"));
+    let records: Vec<(String, HostRecord)> = if array_form {
+        let file: TomlList = toml::from_str(text).map_err(parsed)?;
+        file.hosts.into_iter().enumerate().map(|(i, r)| (format!("hosts[{i}]"), r)).collect()
+    } else {
+        let file: TomlFile = toml::from_str(text).map_err(parsed)?;
+        file.hosts.into_iter().map(|(name, r)| (name, r)).collect()
+    };
     let mut hosts = Vec::new();
     let mut errors = Vec::new();
-    for (name, record) in file.hosts {
-        match record.into_host(Some(&name)) {
+    for (name, record) in records {
+        let fallback = (!array_form).then_some(name.as_str());
+        match record.into_host(fallback) {
             Ok(h) => hosts.push(h),
-            Err(e) => errors.push(LineError::new(0, format!("hosts.{name}: {e}"))),
+            Err(e) => errors.push(LineError::new(0, format!("{}{name}: {e}", if array_form { "" } else { "hosts." }))),
         }
     }
     if errors.is_empty() { Ok(ImportReport { hosts, ..Default::default() }) } else { Err(errors) }

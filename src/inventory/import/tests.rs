@@ -221,3 +221,20 @@ fn ansible_become_sets_the_elevation() {
     let report = parse(ImportFormat::AnsibleYaml, yaml).unwrap();
     assert_eq!(report.hosts[0].elevation, Elevation::DoasPassword);
 }
+
+/// TOML in its two forms: `[hosts.NAME]` tables and `[[hosts]]` with a name each; a missing name is
+/// named by its place.
+#[test]
+fn toml_hosts_as_tables_or_an_array() {
+    let tables = "[hosts.web01]\nhostname = \"10.0.0.1\"\ntags = [\"web\"]\n";
+    assert_eq!(names(&parse(ImportFormat::Toml, tables).unwrap()), ["web01"]);
+    let array = "[[hosts]]\nname = \"web01\"\nhostname = \"10.0.0.1\"\nport = 2222\n\n[[hosts]]\nname = \"db01\"\nhostname = \"10.0.0.2\"\nelevation = \"sudo\"\n";
+    let report = parse(ImportFormat::Toml, array).unwrap();
+    assert_eq!(names(&report), ["web01", "db01"]);
+    assert_eq!(report.hosts[0].port, 2222);
+    assert_eq!(report.hosts[1].elevation, crate::inventory::Elevation::Sudo);
+    let errors = parse(ImportFormat::Toml, "[[hosts]]\nhostname = \"10.0.0.1\"\n").unwrap_err();
+    assert!(errors[0].message.contains("hosts[0]") && errors[0].message.contains("name"), "{errors:?}");
+    let errors = parse(ImportFormat::Toml, "[[hosts]]\nname = \"a\"\nhostnam = \"x\"\n").unwrap_err();
+    assert_eq!(errors[0].line, 3, "{errors:?}");
+}
