@@ -103,7 +103,7 @@ pub fn parse_toml(text: &str) -> Result<ImportReport, Vec<LineError>> {
         file.hosts.into_iter().enumerate().map(|(i, r)| (format!("hosts[{i}]"), r)).collect()
     } else {
         let file: TomlFile = toml::from_str(text).map_err(parsed)?;
-        file.hosts.into_iter().map(|(name, r)| (name, r)).collect()
+        file.hosts.into_iter().collect()
     };
     let mut hosts = Vec::new();
     let mut errors = Vec::new();
