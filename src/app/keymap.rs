@@ -143,7 +143,7 @@ actions! {
     Follow = "follow", "follow new output", "follow";
     Clear = "clear", "clear the output", "";
     Search = "search", "search the output", "search";
-    NextHost = "next_host", "one host at a time (cycle, then all)", "host";
+    NextHost = "next_host", "one host at a time (a picker of the hosts with output)", "host";
     NextMatch = "next_match", "next (older) match", "";
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";

@@ -309,6 +309,8 @@ pub struct Toast {
 /// Output pane scroll and search state.
 #[derive(Debug, Clone)]
 pub struct OutputView {
+    /// The host picker (`h`) is open on this row (row 0 is "all hosts").
+    pub host_picker: Option<usize>,
     /// Lines scrolled up from the newest.
     pub scroll: usize,
     /// Stick to the newest line.
@@ -599,6 +601,7 @@ impl Model {
             checked: BTreeMap::new(),
             output: OutputBuffer::new(scrollback),
             output_view: OutputView {
+                host_picker: None,
                 scroll: 0,
                 follow: true,
                 search: String::new(),
@@ -741,7 +744,7 @@ impl Model {
             InputMode::Prompt
         } else if self.form.is_some() {
             InputMode::Form
-        } else if self.inventory.tag_picker.is_some() {
+        } else if self.inventory.tag_picker.is_some() || self.output_view.host_picker.is_some() {
             InputMode::TagPicker
         } else if self.help_open {
             InputMode::Help

@@ -149,8 +149,30 @@ pub(super) fn on_form_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     Vec::new()
 }
 
+/// The output's host picker: move, Enter shows that host (row 0: every host), Esc closes.
+fn on_host_picker_key(model: &mut Model, key: KeyEvent, cursor: usize) {
+    let hosts: Vec<String> = model.output.hosts().iter().map(|h| h.to_string()).collect();
+    let action = model.keymap.action(KeyContext::Output, &key);
+    match (key.code, action) {
+        (KeyCode::Esc, _) => model.output_view.host_picker = None,
+        (KeyCode::Enter, _) => {
+            let view = &mut model.output_view;
+            view.host = cursor.checked_sub(1).and_then(|i| hosts.get(i).cloned());
+            (view.scroll, view.cursor, view.anchor, view.follow, view.host_picker) = (0, 0, None, true, None);
+        }
+        (KeyCode::Down, _) | (_, Some(Action::Down)) => {
+            model.output_view.host_picker = Some((cursor + 1).min(hosts.len()));
+        }
+        (KeyCode::Up, _) | (_, Some(Action::Up)) => model.output_view.host_picker = Some(cursor.saturating_sub(1)),
+        _ => {}
+    }
+}
+
 /// The tag picker: move, Enter filters by the tag, Esc closes.
 pub(super) fn on_tag_picker_key(model: &mut Model, key: KeyEvent) {
+    if let Some(cursor) = model.output_view.host_picker {
+        return on_host_picker_key(model, key, cursor);
+    }
     let tags = model.tags().to_vec();
     let Some(cursor) = model.inventory.tag_picker else { return };
     let action = model.keymap.action(KeyContext::Inventory, &key);

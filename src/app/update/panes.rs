@@ -321,20 +321,12 @@ pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect>
             model.output_view.search.clear();
         }
         Action::NextMatch | Action::PreviousMatch => jump_to_match(model, action == Action::NextMatch),
+        // A picker of the hosts with output (the current one selected), not a cycle through them all.
         Action::NextHost => {
             let hosts = model.output.hosts();
-            let next = match &model.output_view.host {
-                None => hosts.first().map(|h| h.to_string()),
-                Some(current) => {
-                    let i = hosts.iter().position(|h| h == current);
-                    i.and_then(|i| hosts.get(i + 1)).map(|h| h.to_string())
-                }
-            };
-            model.output_view.host = next;
-            model.output_view.scroll = 0;
-            model.output_view.cursor = 0;
-            model.output_view.anchor = None;
-            model.output_view.follow = true;
+            let at =
+                model.output_view.host.as_ref().and_then(|h| hosts.iter().position(|x| x == h)).map_or(0, |i| i + 1);
+            model.output_view.host_picker = Some(at);
         }
         Action::Select => {
             let view = &mut model.output_view;

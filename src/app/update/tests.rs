@@ -549,7 +549,7 @@ fn output_search_jumps_between_matches() {
 }
 
 #[test]
-fn h_cycles_through_hosts_then_back_to_all() {
+fn h_opens_a_picker_of_the_hosts_with_output() {
     let mut m = model();
     for host in ["web01", "db01", "web01"] {
         update(
@@ -561,12 +561,23 @@ fn h_cycles_through_hosts_then_back_to_all() {
         );
     }
     update(&mut m, key(KeyCode::Char('2')));
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        update(&mut m, key(KeyCode::Char('h')));
-        seen.push(m.output_view.host.clone());
-    }
-    assert_eq!(seen, [Some("web01".to_string()), Some("db01".to_string()), None]);
+    // Row 0 is every host, then each host with output; Enter shows the one under the cursor.
+    update(&mut m, key(KeyCode::Char('h')));
+    assert_eq!(m.output_view.host_picker, Some(0));
+    update(&mut m, key(KeyCode::Down));
+    update(&mut m, key(KeyCode::Down));
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!((m.output_view.host.as_deref(), m.output_view.host_picker), (Some("db01"), None));
+    // It opens on the host shown; Esc leaves it as it was; row 0 goes back to every host.
+    update(&mut m, key(KeyCode::Char('h')));
+    assert_eq!(m.output_view.host_picker, Some(2));
+    update(&mut m, key(KeyCode::Esc));
+    assert_eq!(m.output_view.host.as_deref(), Some("db01"));
+    update(&mut m, key(KeyCode::Char('h')));
+    update(&mut m, key(KeyCode::Up));
+    update(&mut m, key(KeyCode::Up));
+    update(&mut m, key(KeyCode::Enter));
+    assert_eq!(m.output_view.host, None);
 }
 
 #[test]

@@ -186,6 +186,25 @@ fn draw_details(model: &Model, h: &Host, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(block).wrap(ratatui::widgets::Wrap { trim: false }), area);
 }
 
+/// The output's host picker: every host, then each host with output.
+pub fn draw_host_picker(model: &Model, frame: &mut Frame, area: Rect) {
+    let theme = &model.theme;
+    let hosts = model.output.hosts();
+    let mut items =
+        vec![ListItem::new(Line::styled(format!(" {} ", model.locale.t("output.all_hosts")), theme.accent))];
+    items.extend(hosts.iter().map(|h| ListItem::new(Line::raw(format!(" {} ", crate::term_safe::visible_line(h))))));
+    let height = u16::try_from(items.len()).unwrap_or(12).min(14) + 2;
+    let width = hosts.iter().map(|h| h.chars().count()).max().unwrap_or(10).clamp(16, 40) as u16 + 4;
+    let rect = super::centered(area, width, height);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.accent)
+        .title(format!(" {} ", model.locale.t("output.hosts_title")));
+    let mut state = ListState::default().with_selected(model.output_view.host_picker);
+    frame.render_widget(Clear, rect);
+    frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);
+}
+
 /// The tag picker over the inventory: each tag with its host count.
 pub fn draw_tag_picker(model: &Model, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;

@@ -50,6 +50,9 @@ pub fn view(model: &Model, frame: &mut Frame) {
     if model.inventory.tag_picker.is_some() {
         inventory::draw_tag_picker(model, frame, areas.inventory);
     }
+    if model.output_view.host_picker.is_some() {
+        inventory::draw_host_picker(model, frame, areas.view);
+    }
     if let Some(form) = &model.form {
         form::draw(model, form, frame, area);
     }

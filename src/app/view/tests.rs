@@ -354,6 +354,14 @@ fn waiting_host_keys_are_listed_and_trusted_at_once() {
 }
 
 #[test]
+fn the_output_host_picker() {
+    let mut m = fixture_fleet_run();
+    m.set_focus(Pane::Output);
+    m.output_view.host_picker = Some(1);
+    insta::assert_snapshot!(render(&m, 120, 34).backend());
+}
+
+#[test]
 fn chat_counts_what_arrives_while_the_person_looks_elsewhere() {
     let mut m = fixture_agent_turn();
     let cell = m.chat.iter().position(|e| e.text.starts_with("⚙")).unwrap();

@@ -152,8 +152,9 @@ fn scrollback_shows_full_screens_at_every_depth() {
     assert!(shown[0].contains("$ seq 40") && shown[1].ends_with("web01 line 01"), "{shown:#?}");
     assert_eq!(shown.iter().filter(|r| !r.is_empty()).count(), rows, "{shown:#?}");
     insta::assert_snapshot!("scrollback_top", t.backend());
-    // One host at a time, from its top.
-    keys(&mut m, &[Char('h'), Char('h'), Char('g')]);
+    // One host at a time (picked with h), from its top.
+    use crossterm::event::KeyCode::{Down, Enter};
+    keys(&mut m, &[Char('h'), Down, Down, Enter, Char('g')]);
     let t = render(&m, 110, 30);
     let shown = output_rows(&t);
     assert!(shown[1].ends_with("web02 line 01") && shown.iter().all(|r| !r.contains("web01 line")), "{shown:#?}");
