@@ -30,7 +30,9 @@ impl Areas {
             Some(_) => return Self { inventory: hidden, view: body, chat: hidden, input, status },
             None => {}
         }
-        let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 56);
+        // A third of a wide screen for the inventory (up to 84 columns: name, address, state, last
+        // error, tags, user and elevation fit whole at 200 columns).
+        let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 84);
         let [inventory, right] = Layout::horizontal([Constraint::Length(left_width), Constraint::Min(10)]).areas(body);
         let [view, chat] = Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(right);
         Self { inventory, view, chat, input, status }
