@@ -300,12 +300,8 @@ fn readable(command: &str) -> String {
     if let Some(steps) = crate::skills::batch::steps_in(command) {
         return format!("skill steps: {}", steps.join(" · "));
     }
-    static WRITE: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"^printf '%s' '([A-Za-z0-9+/=]*)' \| base64 -d > '?([^']+)'?$").ok()
-    });
-    if let Some(c) = WRITE.as_ref().and_then(|re| re.captures(command.trim())) {
-        let bytes = c[1].len() / 4 * 3;
-        return format!("writes {} (about {bytes} bytes; the diff is in the change's record)", &c[2]);
+    if let Some((path, bytes)) = crate::exec::file_write::read_back(command) {
+        return format!("writes {path} ({bytes} bytes; the diff is in the change's record)");
     }
     command.to_string()
 }

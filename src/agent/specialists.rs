@@ -401,7 +401,6 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
 
 /// Reads the file, shows a diff, writes the new content after approval.
 async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
-    use base64::Engine;
     if !a.path.starts_with('/') || a.path.contains('\'') || a.path.contains('\n') {
         return "ERROR: path must be absolute and contain no quote or newline".into();
     }
@@ -425,10 +424,9 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
         .unified_diff()
         .header(&format!("a{}", a.path), &format!("b{}", a.path))
         .to_string();
-    let encoded = base64::engine::general_purpose::STANDARD.encode(a.content.as_bytes());
     let change = Change {
         summary: a.summary,
-        command: format!("printf '%s' '{encoded}' | base64 -d > '{}'", a.path),
+        command: crate::exec::file_write::command(&a.path, a.content.as_bytes()),
         display: format!("write {} ({} bytes)", a.path, a.content.len()),
         diff: Some(diff),
         post_check: a.post_check,

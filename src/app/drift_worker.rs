@@ -93,7 +93,7 @@ async fn host_findings(ctx: &crate::context::Context, env: &Env) -> color_eyre::
 /// applied through the change path, whose approval is the console's modal.
 pub(super) fn reconcile(services: &Services, name: String) {
     let clients = services.mcp.clone();
-    change_resource(services, name, "reconcile", move |ctx, _env, resource| {
+    change_resource(services, name, Operation::Reconcile, move |ctx, _env, resource| {
         Box::pin(async move {
             let renderer = crate::provision::ops::Renderer {
                 templates: ctx.home.templates_dir(),
@@ -123,12 +123,31 @@ pub(super) fn reconcile(services: &Services, name: String) {
 /// Accepts a resource as it is now from the Drift pane: a refresh-only change whose approval (the
 /// console's modal) names each finding it accepts; once applied, they are recorded as accepted.
 pub(super) fn accept(services: &Services, name: String) {
-    change_resource(services, name, "accept", |ctx, env, resource| {
+    change_resource(services, name, Operation::Accept, |ctx, env, resource| {
         Box::pin(async move {
             let accept = crate::provision::ops::prepare_accept(&env, &Credentials::of(&ctx), &resource).await?;
             Ok((Box::new(accept.change) as Box<dyn Change>, accept.planned))
         })
     });
+}
+
+/// What the pane does to a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    /// Apply its expected configuration again.
+    Reconcile,
+    /// Record what it is now as expected.
+    Accept,
+}
+
+impl Operation {
+    /// As the toast says it.
+    fn verb(self) -> &'static str {
+        match self {
+            Operation::Reconcile => "reconcile",
+            Operation::Accept => "accept",
+        }
+    }
 }
 
 /// What a resource change from the pane is built from: the change, and for an accept the changes
@@ -140,7 +159,7 @@ type Prepared = color_eyre::Result<(Box<dyn Change>, Vec<String>)>;
 fn change_resource(
     services: &Services,
     name: String,
-    verb: &'static str,
+    operation: Operation,
     prepare: impl FnOnce(
         std::sync::Arc<crate::context::Context>,
         Env,
@@ -169,7 +188,7 @@ fn change_resource(
             let record = runner::record_of(&env, change.as_ref());
             let progress = |r: &crate::pipeline::PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
             let run = runner::run(&env, change.as_mut(), record, &progress).await?;
-            if verb == "accept" {
+            if operation == Operation::Accept {
                 let credentials = Credentials::of(&ctx);
                 crate::provision::ops::finish_accept(&env, &credentials, &ctx.store, &resource, &run, &planned).await
             } else {
@@ -180,11 +199,11 @@ fn change_resource(
             Ok(status) => {
                 sender.send(Msg::Toast {
                     level: super::model::ToastLevel::Info,
-                    text: format!("{}: {verb} ended, {}", resource.name, status.as_str()),
+                    text: format!("{}: {} ended, {}", resource.name, operation.verb(), status.as_str()),
                 });
                 sender.send(Msg::DriftChanged);
             }
-            Err(e) => sender.send(Msg::Error(format!("{}: {verb}: {e:#}", resource.name))),
+            Err(e) => sender.send(Msg::Error(format!("{}: {}: {e:#}", resource.name, operation.verb()))),
         }
     });
 }

@@ -36,11 +36,6 @@ pub fn plan_of(config: &DriftConfig) -> CapturePlan {
 /// The filter of a check: the volatile rules, then the config's ignore rules and those operators
 /// decided (`stored`), their target expressions resolved against `inventory`.
 pub fn filter_for(config: &DriftConfig, stored: &[StoredIgnore], inventory: &[Host]) -> Filter {
-    let hosts_of = |expr: &str| -> BTreeSet<String> {
-        crate::inventory::resolve_targets(expr, inventory, &[])
-            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
-            .unwrap_or_default()
-    };
     let decided = stored.iter().map(|r| IgnoreRule {
         name: r.name.clone(),
         section: r.section.clone(),
@@ -48,7 +43,7 @@ pub fn filter_for(config: &DriftConfig, stored: &[StoredIgnore], inventory: &[Ho
         hosts: r.hosts.clone(),
     });
     let rules: Vec<IgnoreRule> = config.ignore.iter().cloned().chain(decided).collect();
-    Filter::new(rules.iter().map(|r| rule_of(r, hosts_of)).collect())
+    Filter::new(rules.iter().map(|r| rule_of(r, inventory)).collect())
 }
 
 /// The filter of a check of this store's hosts: the config's rules and the stored ones.
@@ -56,8 +51,13 @@ pub async fn filter_of(store: &Store, config: &DriftConfig, inventory: &[Host]) 
     Ok(filter_for(config, &store.ignore_rules().await?, inventory))
 }
 
-/// An ignore rule as the filter applies it; `hosts_of` resolves a target expression to host names.
-pub fn rule_of(r: &IgnoreRule, hosts_of: impl Fn(&str) -> BTreeSet<String>) -> Rule {
+/// An ignore rule as the filter applies it, its target expression resolved against `inventory`.
+pub fn rule_of(r: &IgnoreRule, inventory: &[Host]) -> Rule {
+    let hosts_of = |expr: &str| -> BTreeSet<String> {
+        crate::inventory::resolve_targets(expr, inventory, &[])
+            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
+            .unwrap_or_default()
+    };
     Rule {
         name: format!("ignore: {}", r.name),
         section: r.section.as_deref().and_then(Section::named),

@@ -3,8 +3,6 @@
 //! gate (the console's modal, the CLI's prompt or `--yes`), written to the audit log, and applied
 //! at once to the findings the Drift pane shows. The CLI and the pane share this one path.
 
-use std::collections::BTreeSet;
-
 use color_eyre::eyre::{Result, eyre};
 
 use super::Section;
@@ -131,16 +129,8 @@ pub async fn decide(store: &Store, gate: &ApprovalGate, who: &Who, decision: &Ho
     decision.check()?;
     let request = decision.request();
     let outcome = gate.check(&request).await;
-    let audit = |approved_by: String| AuditRequest {
-        session_id: who.session_id.clone(),
-        requested_by: who.requested_by.clone(),
-        host: "localhost".into(),
-        address: "local".into(),
-        port: None,
-        login_user: crate::ssh::target::local_user(),
-        command: request.command.clone(),
-        approved_by,
-        approval_ref: None,
+    let audit = |approved_by: String| {
+        AuditRequest::local(&who.session_id, &who.requested_by, &request.command, &approved_by, None)
     };
     let Some(approved_by) = outcome.approved_by() else {
         let by = outcome.decided_by();
@@ -192,13 +182,7 @@ async fn apply(store: &Store, decision: &HostDecision, approved_by: &str) -> Res
 
 /// Removes what `rule` hides from the findings stored for the Drift pane; returns how many.
 async fn hide_found(store: &Store, rule: &IgnoreRule) -> Result<usize> {
-    let inventory = store.list_hosts().await?;
-    let hosts_of = |expr: &str| -> BTreeSet<String> {
-        crate::inventory::resolve_targets(expr, &inventory, &[])
-            .map(|hosts| hosts.into_iter().map(|h| h.name).collect())
-            .unwrap_or_default()
-    };
-    let filter_rule = super::check::rule_of(rule, hosts_of);
+    let filter_rule = super::check::rule_of(rule, &store.list_hosts().await?);
     let mut hidden = 0;
     for (host, _, findings) in store.host_drift().await? {
         let rows: Vec<Row> = serde_json::from_str(&findings).unwrap_or_default();

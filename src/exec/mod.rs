@@ -4,6 +4,7 @@
 
 pub mod failure;
 pub mod fanout;
+pub mod file_write;
 pub mod lines;
 pub mod local;
 pub mod prepare;

@@ -125,17 +125,7 @@ pub fn local_audit(
     approved_by: &str,
     approval_ref: Option<String>,
 ) -> crate::store::audit::AuditRequest {
-    crate::store::audit::AuditRequest {
-        session_id: env.session_id.clone(),
-        requested_by: env.requested_by.clone(),
-        host: "localhost".into(),
-        address: "local".into(),
-        port: None,
-        login_user: crate::ssh::target::local_user(),
-        command: command.to_string(),
-        approved_by: approved_by.to_string(),
-        approval_ref,
-    }
+    crate::store::audit::AuditRequest::local(&env.session_id, &env.requested_by, command, approved_by, approval_ref)
 }
 
 /// What a tool run needs of its surroundings: where its live lines go, what cancels it, how long it

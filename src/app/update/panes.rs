@@ -132,18 +132,37 @@ pub(super) fn on_inventory_action(model: &mut Model, action: Action) -> Vec<Effe
     Vec::new()
 }
 
-pub(super) fn on_filter_key(model: &mut Model, key: KeyEvent) {
+/// How a key ended on a line being typed (a filter, a search).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Typed {
+    /// Enter: the text stands.
+    Done,
+    /// Esc: the text was cleared.
+    Cancelled,
+    /// Still typing (a character added or removed, or a key with no meaning here).
+    Typing,
+}
+
+/// Applies `key` to `text` being typed.
+fn type_into(text: &mut String, key: KeyEvent) -> Typed {
     match key.code {
-        KeyCode::Enter => model.inventory.filtering = false,
+        KeyCode::Enter => return Typed::Done,
         KeyCode::Esc => {
-            model.inventory.filtering = false;
-            model.inventory.filter.clear();
+            text.clear();
+            return Typed::Cancelled;
         }
         KeyCode::Backspace => {
-            model.inventory.filter.pop();
+            text.pop();
         }
-        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => model.inventory.filter.push(c),
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
         _ => {}
+    }
+    Typed::Typing
+}
+
+pub(super) fn on_filter_key(model: &mut Model, key: KeyEvent) {
+    if type_into(&mut model.inventory.filter, key) != Typed::Typing {
+        model.inventory.filtering = false;
     }
     clamp_cursor(model);
 }
@@ -381,8 +400,8 @@ fn jump_to_match(model: &mut Model, older: bool) {
 
 pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
     let view = &mut model.output_view;
-    match key.code {
-        KeyCode::Enter => {
+    match type_into(&mut view.search, key) {
+        Typed::Done => {
             view.searching = false;
             // Search starts from the newest line and goes back.
             view.scroll = 0;
@@ -391,31 +410,15 @@ pub(super) fn on_search_key(model: &mut Model, key: KeyEvent) {
                 jump_to_match(model, true);
             }
         }
-        KeyCode::Esc => {
-            view.searching = false;
-            view.search.clear();
-        }
-        KeyCode::Backspace => {
-            view.search.pop();
-        }
-        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => view.search.push(c),
-        _ => {}
+        Typed::Cancelled => view.searching = false,
+        Typed::Typing => {}
     }
 }
 
 /// A key while the Drift pane's filter is typed: Enter keeps it, Esc clears it.
 pub(super) fn on_drift_filter_key(model: &mut Model, key: KeyEvent) {
-    match key.code {
-        KeyCode::Enter => model.drift_filtering = false,
-        KeyCode::Esc => {
-            model.drift_filtering = false;
-            model.drift_filter.clear();
-        }
-        KeyCode::Backspace => {
-            model.drift_filter.pop();
-        }
-        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => model.drift_filter.push(c),
-        _ => {}
+    if type_into(&mut model.drift_filter, key) != Typed::Typing {
+        model.drift_filtering = false;
     }
     model.drift_cursor = model.drift_cursor.min(model.drift_board().len().saturating_sub(1));
 }

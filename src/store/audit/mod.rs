@@ -172,6 +172,29 @@ pub struct AuditRequest {
     pub approval_ref: Option<String>,
 }
 
+impl AuditRequest {
+    /// An entry for something run or decided on this machine, as its user.
+    pub fn local(
+        session_id: &str,
+        requested_by: &str,
+        command: &str,
+        approved_by: &str,
+        approval_ref: Option<String>,
+    ) -> Self {
+        Self {
+            session_id: session_id.to_string(),
+            requested_by: requested_by.to_string(),
+            host: "localhost".into(),
+            address: "local".into(),
+            port: None,
+            login_user: crate::ssh::target::local_user(),
+            command: command.to_string(),
+            approved_by: approved_by.to_string(),
+            approval_ref,
+        }
+    }
+}
+
 /// A stored row, exactly as chained (`merlya audit export`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct AuditEntry {
