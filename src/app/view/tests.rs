@@ -469,13 +469,19 @@ fn write_screenshots() {
     failed.output_view.mode = crate::app::model::OutputMode::Failed;
     let mut quitting = fixture_fleet_run();
     update(&mut quitting, Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char('q'))));
-    let shots: [(&str, Model); 22] = [
+    let (host_keys, _answers) = crate::app::view::fixtures::fixture_host_keys();
+    let mut host_picker = fixture_fleet_run();
+    host_picker.set_focus(Pane::Output);
+    host_picker.output_view.host_picker = Some(1);
+    let shots: [(&str, Model); 24] = [
         ("run-in-flight", fixture_fleet_run()),
         ("output-grouped", grouped),
         ("output-failed-hosts", failed),
         ("quit-with-runs", quitting),
         ("drift", drift),
         ("drift-diff", drift_diff),
+        ("host-keys", host_keys),
+        ("output-host-picker", host_picker),
         ("inventory-details", fixture_detailed_inventory()),
         ("command-palette", palette),
         ("pipeline-side-by-side", split),
