@@ -65,6 +65,8 @@ pub fn run(check: Check, inv: &Invocation) -> Result<(), String> {
         Check::Strace => super::tool_checks::strace(inv),
         Check::Jcmd => super::tool_checks::jcmd(inv),
         Check::Aws => super::tool_checks::aws(inv),
+        Check::Docker => super::tool_checks::docker(inv),
+        Check::Systemctl => super::tool_checks::systemctl(inv),
         // These read the raw words (test) or recurse (shell): handled by the caller.
         Check::Test | Check::Shell => Ok(()),
     }
@@ -440,6 +442,11 @@ pub fn awk_program(program: &str) -> Result<(), String> {
 
 // ---------------------------------------------------------------- curl, wget
 
+/// Paths of a container engine's API that list or describe the engine, never a container's
+/// environment or files.
+const ENGINE_READS: &[&str] =
+    &["/_ping", "/version", "/info", "/containers/json", "/images/json", "/networks", "/volumes", "/system/df"];
+
 fn curl(inv: &Invocation) -> Result<(), String> {
     for header in inv.values("-H").chain(inv.values("--header")) {
         if header.starts_with('@') {
@@ -449,6 +456,29 @@ fn curl(inv: &Invocation) -> Result<(), String> {
     for format in inv.values("-w").chain(inv.values("--write-out")) {
         if format.contains("%output") || format.starts_with('@') {
             return Err("curl -w %output{…} or -w @FILE can write files".into());
+        }
+    }
+    // A container engine's API answers GETs with the containers' environment
+    // (`/containers/ID/json`) and files (`/containers/ID/archive?path=/etc/shadow`): through its
+    // socket only the listings and the engine's own status are proved reads.
+    let engine_socket = inv
+        .values("--unix-socket")
+        .chain(inv.values("--abstract-unix-socket"))
+        .find(|s| ["docker", "podman", "containerd", "crio", "kubelet"].iter().any(|e| s.contains(e)));
+    if let Some(socket) = engine_socket {
+        for url in operand_texts(inv).into_iter().chain(inv.values("--url")) {
+            let path =
+                super::egress::split_url(url).map(|(_, rest)| rest.split(['?', '#']).next().unwrap_or("").to_string());
+            let path = path.unwrap_or_default();
+            let unversioned = match path.strip_prefix("/v").and_then(|p| p.split_once('/')) {
+                Some((version, rest)) if version.bytes().all(|b| b.is_ascii_digit() || b == b'.') => format!("/{rest}"),
+                _ => path.clone(),
+            };
+            if !ENGINE_READS.contains(&unversioned.trim_end_matches('/')) {
+                return Err(format!(
+                    "curl --unix-socket {socket} {url}: only the engine's listings and status are proved reads there (a container's details hold its secrets; approve it to run it)"
+                ));
+            }
         }
     }
     let urls: Vec<&str> = operand_texts(inv).into_iter().chain(inv.values("--url")).collect();

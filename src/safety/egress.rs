@@ -548,9 +548,42 @@ fn destinations(inv: &Invocation) -> Vec<Destination> {
                 }
             }
         }
+        // Any other program given a URL fetches it (`rpm -qp URL`, `pip download URL`, `helm show
+        // URL`): its path and query reach the URL's host. Programs that only print or match text
+        // are left out.
+        name if !TEXT_ONLY.contains(&name) => {
+            let options = inv.options.iter().filter_map(|(_, v)| v.as_deref().map(|v| (v, true)));
+            for (text, known) in operands().chain(options) {
+                out.extend(fetched_urls(text).into_iter().map(|url| Destination::url(Use::Request, url, known)));
+            }
+        }
         _ => {}
     }
     out
+}
+
+/// Programs whose operands are text to print or match, never something to fetch.
+const TEXT_ONLY: &[&str] = &[
+    "echo", "printf", "grep", "egrep", "fgrep", "zgrep", "rg", "awk", "gawk", "mawk", "sed", "jq", "yq", "test", "[",
+    "[[",
+];
+
+/// Schemes of URLs that programs fetch.
+const FETCHED_SCHEMES: &[&str] = &[
+    "http", "https", "ftp", "ftps", "tftp", "sftp", "scp", "ldap", "ldaps", "smb", "gopher", "dict", "ws", "wss",
+    "git", "rsync", "ssh",
+];
+
+/// The URLs of a fetched scheme inside `text` (`http://…`, `x,ftp://…`), from their scheme on.
+fn fetched_urls(text: &str) -> Vec<&str> {
+    let mut urls = Vec::new();
+    for (at, _) in text.match_indices("://") {
+        let start = text[..at].rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1);
+        if FETCHED_SCHEMES.contains(&text[start..at].to_ascii_lowercase().as_str()) {
+            urls.push(&text[start..]);
+        }
+    }
+    urls
 }
 
 /// The value of dig's `+domain=D` (`+dom=D`, any abbreviation dig accepts), if `text` is one.

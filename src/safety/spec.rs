@@ -105,6 +105,10 @@ pub enum Check {
     /// aws: `SERVICE describe-*|list-*` (and `sts get-caller-identity`, `s3 ls`), no other
     /// endpoint, no parameter read from a file or a URL.
     Aws,
+    /// docker, podman: no format template that prints the containers' environment.
+    Docker,
+    /// systemctl: never the manager's environment, nor a unit's `Environment` property.
+    Systemctl,
 }
 
 /// The spec of a command or subcommand.

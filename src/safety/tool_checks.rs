@@ -1,6 +1,8 @@
 //! Checkers for diagnostic tools whose read-only use an option table cannot
-//! express: strace's `-e` qualifiers, jcmd's diagnostic commands, and the aws
-//! CLI's operation names and parameters.
+//! express: strace's `-e` qualifiers, jcmd's diagnostic commands, the aws
+//! CLI's operation names and parameters, and the environment dumps of docker
+//! and systemctl (variables hold the services' credentials, like
+//! `/proc/PID/environ`, which is a credential read too).
 
 use super::checks::operand_texts;
 use super::invocation::Invocation;
@@ -145,4 +147,40 @@ pub(super) fn aws(inv: &Invocation) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The words of a read that ask for a process environment: its variables carry the services'
+/// passwords and tokens, which would reach the model.
+const ENVIRONMENT_WORDS: &[&str] = &["env", "environment"];
+
+/// `docker inspect -f '{{.Config.Env}}'` (or `{{json .Config}}`, which holds it) prints the
+/// containers' environment. A plain `inspect` stays a read, as the everyday command it is.
+pub(super) fn docker(inv: &Invocation) -> Result<(), String> {
+    for format in inv.values("-f").chain(inv.values("--format")) {
+        let names = format.split(|c: char| !c.is_ascii_alphanumeric()).map(str::to_ascii_lowercase);
+        let whole_config = format.replace(' ', "").contains(".Config}}");
+        if whole_config || names.clone().any(|n| ENVIRONMENT_WORDS.contains(&n.as_str())) {
+            return Err(format!(
+                "the template `{format}` prints the containers' environment (their secrets would reach the model; approve it to run it)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `systemctl show-environment` prints the service manager's environment; `show -p Environment…`
+/// a unit's.
+pub(super) fn systemctl(inv: &Invocation) -> Result<(), String> {
+    if inv.operands.first().is_some_and(|o| o.text == "show-environment")
+        || inv.path.first().is_some_and(|p| p == "show-environment")
+    {
+        return Err("`systemctl show-environment` prints the manager's environment (credentials for every unit would reach the model; approve it to run it)".into());
+    }
+    let properties = inv.values("-p").chain(inv.values("--property"));
+    match properties.flat_map(|p| p.split(',')).find(|p| p.to_ascii_lowercase().starts_with("environment")) {
+        Some(p) => Err(format!(
+            "`systemctl show -p {p}` prints a unit's environment (its credentials would reach the model; approve it to run it)"
+        )),
+        None => Ok(()),
+    }
 }

@@ -140,7 +140,43 @@ const PATH_ACTIONS: &[&str] = &[
     "modify",
     "replace",
     "scale",
+    "warmup",
+    "warm",
+    "prewarm",
+    "preload",
+    "sync",
+    "resync",
+    "rotate",
+    "renew",
+    "regenerate",
+    "invalidate",
+    "cleanup",
+    "clean",
+    "prune",
+    "vacuum",
+    "migrate",
+    "seed",
+    "replay",
+    "retry",
+    "rerun",
+    "rollout",
+    "publish",
+    "silence",
+    "ack",
+    "acknowledge",
+    "snooze",
+    "mute",
+    "unmute",
+    "heal",
+    "repair",
+    "recover",
+    "close",
 ];
+
+/// Words that name a change only as a URL's whole last path segment: `build` ends Jenkins's trigger
+/// (`/job/x/build`, `/job/x/buildWithParameters`) but also names a resource in reads
+/// (`/job/x/lastBuild/api/json`, `/api/builds`).
+const LAST_SEGMENT_ACTIONS: &[&str] = &["build", "buildwithparameters", "polling", "scan", "recompute", "buildnow"];
 
 /// Words that make a query parameter an action by its name (`deleteIndex=true`, `commit=true`,
 /// Tomcat's `set=`/`invoke=`, Solr's `stream.body=`). Narrower than the path's: `start=`, `end=`
@@ -257,7 +293,11 @@ pub fn state_change(url: &str, rest: &str) -> Option<String> {
     let rest = rest.split('#').next().unwrap_or_default();
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
     let path = decode(path, false);
-    if let Some(word) = words(&path).into_iter().find(|w| PATH_ACTIONS.contains(&w.as_str())) {
+    let last_segment = path.trim_end_matches('/').rsplit('/').next().unwrap_or_default();
+    let last_segment =
+        last_segment.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_lowercase();
+    let last = LAST_SEGMENT_ACTIONS.contains(&last_segment.as_str()).then_some(&last_segment);
+    if let Some(word) = words(&path).iter().find(|w| PATH_ACTIONS.contains(&w.as_str())).or(last) {
         return Some(format!(
             "`{url}`: its path names an action (`{word}`); some servers act on a GET there (approve it to run it)"
         ));
@@ -372,6 +412,10 @@ mod tests {
             ("/-/reload", ""),
             ("/webhdfs/v1/tmp", "?op=DELETE"),
             ("/jkstatus", "?cmd=update&w=lb"),
+            ("/admin/cache-warmup", ""),
+            ("/job/api/build", "?token=abc"),
+            ("/job/api/buildWithParameters", ""),
+            ("/api/v1/applications/web/sync", ""),
         ] {
             assert!(state_change("u", &format!("{path}{query}")).is_some(), "{path}{query}");
         }
@@ -392,6 +436,8 @@ mod tests {
             "/_search?q=delete",
             "/apis/apps/v1/deployments",
             "/metrics#restart",
+            "/job/api/lastBuild/api/json",
+            "/api/builds?limit=5",
         ] {
             assert_eq!(state_change("u", rest), None, "{rest}");
         }
