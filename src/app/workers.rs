@@ -363,7 +363,7 @@ pub(super) fn import_hosts(services: &Services, path: String) {
     let (ctx, executor, sender, locale) =
         (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.locale());
     tokio::spawn(async move {
-        let file = crate::ssh::ssh_config::expand_tilde(&path);
+        let file = crate::inventory::import::ssh_config::expand_tilde(&path);
         let read = tokio::task::spawn_blocking(move || crate::inventory::import::read_import_file(&file, None)).await;
         let report = match read {
             Ok(Ok(report)) => report,

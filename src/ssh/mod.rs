@@ -5,7 +5,6 @@ pub mod auth;
 pub mod client;
 pub mod known_hosts;
 pub mod pool;
-pub mod ssh_config;
 pub mod target;
 
 pub use client::{ConnectContext, SshError};

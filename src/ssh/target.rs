@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use crate::inventory::Host;
 
-use super::ssh_config::SshConfigFile;
+use crate::inventory::import::ssh_config::SshConfigFile;
 
 /// Everything needed to open one SSH connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl ResolveContext {
             host.username.clone().or(from_config.user.clone()).or(self.default_user.clone()).unwrap_or_else(local_user);
         let mut identity_files: Vec<PathBuf> = Vec::new();
         if let Some(file) = &host.identity_file {
-            identity_files.push(super::ssh_config::expand_tilde(file));
+            identity_files.push(crate::inventory::import::ssh_config::expand_tilde(file));
         }
         identity_files.extend(from_config.identity_files.iter().cloned());
         identity_files.extend(self.identity_files.iter().cloned());

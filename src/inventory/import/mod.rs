@@ -10,7 +10,9 @@ mod ansible_yaml;
 mod etc_hosts;
 mod file;
 mod host_list;
+pub mod known_hosts;
 mod range;
+pub mod ssh_config;
 mod table;
 
 use std::path::Path;
@@ -132,8 +134,8 @@ fn yaml_flavour(text: &str) -> ImportFormat {
 /// Parses `text` as `format`; errors come in line order.
 pub fn parse(format: ImportFormat, text: &str) -> Result<ImportReport, Vec<LineError>> {
     let parsed = match format {
-        ImportFormat::SshConfig => crate::ssh::ssh_config::import_hosts(text),
-        ImportFormat::KnownHosts => crate::ssh::known_hosts::import_hosts(text),
+        ImportFormat::SshConfig => ssh_config::import_hosts(text),
+        ImportFormat::KnownHosts => known_hosts::import_hosts(text),
         ImportFormat::EtcHosts => etc_hosts::parse(text),
         ImportFormat::AnsibleIni => ansible_ini::parse(text),
         ImportFormat::AnsibleYaml => ansible_yaml::parse(text),

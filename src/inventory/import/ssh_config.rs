@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use globset::Glob;
 
+use super::{ImportReport, LineError, parse_port};
 use crate::inventory::Host;
-use crate::inventory::import::{ImportReport, LineError, parse_port};
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Clone)]
