@@ -2,6 +2,9 @@
 //! 50 hosts goes through `update` (each host's ring keeps `ui.scrollback_lines`),
 //! then the frame time scrolled to the oldest line held and with one host shown.
 //!
+//! Then a long answer streamed in small chunks: rendered block by block as it streams (what
+//! `update` does) against the whole answer re-rendered per chunk (what it did before).
+//!
 //! Run: `cargo bench --bench frames` (FLOOD_LINES=1000000 by default).
 
 use std::time::Instant;
@@ -103,5 +106,33 @@ fn main() {
         rss_before as f64 / 1024.0,
         peak.max(rss_after) as f64 / 1024.0,
         rss_after as f64 / 1024.0
+    );
+    streaming();
+}
+
+/// A 40-block answer (about 16 KB) arriving in 8-byte chunks, as a model streams it.
+fn streaming() {
+    let theme = Theme::dark();
+    let answer: String = (0..40)
+        .map(|i| format!("### Step {i}\n\nCheck **web{i:02}** with `df -h`; it was *fine* before.\n\n```bash\ndf -h /var\ndu -sh /var/log/* | sort -h | tail\n```\n\n"))
+        .collect();
+    let chunks: Vec<usize> =
+        (8..answer.len()).step_by(8).filter(|e| answer.is_char_boundary(*e)).chain([answer.len()]).collect();
+    let t = Instant::now();
+    let mut streamed = merlya::app::markdown::Streamed::default();
+    for end in &chunks {
+        streamed.update(&answer[..*end], &theme);
+    }
+    let incremental = t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
+    for end in &chunks {
+        std::hint::black_box(merlya::app::markdown::render(&answer[..*end], &theme));
+    }
+    let whole = t.elapsed().as_secs_f64() * 1000.0;
+    println!(
+        "a {} KB answer in {} chunks: rendered as it streams {incremental:.1} ms, whole per chunk {whole:.1} ms → {:.1}x faster",
+        answer.len() / 1024,
+        chunks.len(),
+        whole / incremental.max(1e-9)
     );
 }

@@ -52,10 +52,12 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(name: &str, status: Status, detail: impl Into<String>, hint: impl Into<String>) -> Self {
+    /// A check's answer, with how to fix it when it is not OK.
+    pub fn new(name: &str, status: Status, detail: impl Into<String>, hint: impl Into<String>) -> Self {
         Self { name: name.into(), status, detail: detail.into(), hint: hint.into() }
     }
-    fn ok(name: &str, detail: impl Into<String>) -> Self {
+    /// A check that passed, with what it found.
+    pub fn ok(name: &str, detail: impl Into<String>) -> Self {
         Self::new(name, Status::Ok, detail, "")
     }
 }

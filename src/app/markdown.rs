@@ -1,6 +1,7 @@
 //! Markdown to terminal lines for the chat pane: headings, emphasis, lists,
 //! quotes, tables, links and fenced code blocks highlighted with syntect.
-//! Partial Markdown (a reply still streaming) renders as far as it goes.
+//! Partial Markdown (a reply still streaming) renders as far as it goes, and
+//! [`Streamed`] renders it incrementally: what can no longer change once.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
@@ -31,6 +32,67 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
         r.lines.pop();
     }
     r.lines
+}
+
+/// A reply rendered as it streams. Re-rendering the whole answer (Markdown and syntect) for every
+/// chunk costs the answer's length each time, quadratic over the reply; here the blocks that can
+/// no longer change — up to a blank line outside a code fence, or a closing fence — are rendered
+/// once into `stable`, and only the block still growing (`tail`) is rendered again per chunk. A
+/// block rendered alone can differ in small ways from the whole (a loose list's spacing), so the
+/// finished reply is rendered whole once (`ChatEntry::render_markdown`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Streamed {
+    /// Bytes of the text rendered into `stable` (a block boundary).
+    stable_len: usize,
+    /// Bytes of the text read line by line for boundaries (the end of its last complete line).
+    scanned: usize,
+    /// The fence (```` ``` ```` or `~~~`) of a code block open at `scanned`.
+    fence: Option<&'static str>,
+    stable: Vec<Line<'static>>,
+    tail: Vec<Line<'static>>,
+}
+
+impl Streamed {
+    /// Takes the whole text so far (the previous text and what was appended to it).
+    pub fn update(&mut self, text: &str, theme: &Theme) {
+        if text.len() < self.scanned || !text.is_char_boundary(self.scanned) {
+            // Not an extension of what was read: start over.
+            *self = Self::default();
+        }
+        let mut boundary = self.stable_len;
+        while let Some(end) = text[self.scanned..].find('\n') {
+            let line = &text[self.scanned..self.scanned + end];
+            self.scanned += end + 1;
+            let trimmed = line.trim_start();
+            let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+            match (self.fence, marker) {
+                (None, Some(m)) => self.fence = Some(m),
+                (Some(open), Some(m)) if open == m && trimmed.trim_end().trim_start_matches(m).is_empty() => {
+                    self.fence = None;
+                    boundary = self.scanned;
+                }
+                (None, None) if line.trim().is_empty() => boundary = self.scanned,
+                _ => {}
+            }
+        }
+        if boundary > self.stable_len {
+            let block = render(&text[self.stable_len..boundary], theme);
+            if !block.is_empty() && !self.stable.is_empty() {
+                self.stable.push(Line::default());
+            }
+            self.stable.extend(block);
+            self.stable_len = boundary;
+        }
+        self.tail = render(&text[self.stable_len..], theme);
+        if !self.stable.is_empty() && !self.tail.is_empty() {
+            self.tail.insert(0, Line::default());
+        }
+    }
+
+    /// The lines rendered so far, in order.
+    pub fn lines(&self) -> impl Iterator<Item = &Line<'static>> {
+        self.stable.iter().chain(&self.tail)
+    }
 }
 
 struct Renderer<'t> {
@@ -233,6 +295,33 @@ mod tests {
 
     fn plain(lines: &[Line]) -> Vec<String> {
         lines.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+    }
+
+    #[test]
+    fn a_streamed_reply_renders_like_the_whole_and_keeps_finished_blocks() {
+        let md = "# Disk\n\nRoot is **92%** full, see `df -h`.\n\n```bash\ndf -h /\n\ndu -sh /var\n```\nAfter the fence.\n\n> quoted\n\nLast *words*.";
+        let theme = Theme::dark();
+        let mut streamed = Streamed::default();
+        let mut at = 0;
+        for size in [1, 3, 7, 2, 11, 5, 13, 4].into_iter().cycle() {
+            let mut end = (at + size).min(md.len());
+            while !md.is_char_boundary(end) {
+                end += 1;
+            }
+            streamed.update(&md[..end], &theme);
+            at = end;
+            if at == md.len() {
+                break;
+            }
+        }
+        let streamed_lines: Vec<Line> = streamed.lines().cloned().collect();
+        assert_eq!(plain(&streamed_lines), plain(&render(md, &theme)));
+        // The blank line inside the fence was not a boundary; the finished blocks were rendered once.
+        assert!(streamed.stable_len > md.find("After").unwrap_or(0), "blocks up to the quote are stable");
+        assert!(plain(&streamed.tail).iter().any(|l| l.contains("Last words")), "only the last block is re-rendered");
+        // Text that does not extend what was read starts over.
+        streamed.update("new", &theme);
+        assert_eq!(plain(&streamed.lines().cloned().collect::<Vec<_>>()), ["new"]);
     }
 
     #[test]

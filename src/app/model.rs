@@ -356,6 +356,8 @@ pub struct ChatEntry {
     /// The agent's text rendered as Markdown, kept so frames do not parse and
     /// highlight the whole conversation again (`None`: render when drawn).
     pub rendered: Option<Vec<ratatui::text::Line<'static>>>,
+    /// While the reply streams: its finished blocks rendered once, the growing one per chunk.
+    pub streamed: Option<super::markdown::Streamed>,
 }
 
 impl ChatEntry {
@@ -364,13 +366,31 @@ impl ChatEntry {
     pub fn new(role: ChatRole, text: impl Into<String>) -> Self {
         let text: String = text.into();
         let text = crate::term_safe::visible(&text).into_owned();
-        Self { role, text, detail: Vec::new(), expanded: false, rendered: None }
+        Self { role, text, detail: Vec::new(), expanded: false, rendered: None, streamed: None }
     }
 
-    /// Renders the agent's Markdown once for every frame to come.
+    /// Renders the agent's Markdown once for every frame to come (a finished reply, whole).
     pub fn render_markdown(&mut self, theme: &Theme) {
         if self.role == ChatRole::Assistant {
             self.rendered = Some(super::markdown::render(&self.text, theme));
+            self.streamed = None;
+        }
+    }
+
+    /// Renders what a chunk added to a streaming reply (its finished blocks stay as rendered).
+    pub fn stream_markdown(&mut self, theme: &Theme) {
+        if self.role == ChatRole::Assistant {
+            self.rendered = None;
+            self.streamed.get_or_insert_with(Default::default).update(&self.text, theme);
+        }
+    }
+
+    /// The reply's rendered lines, if rendered (whole, or as far as it streamed).
+    pub fn markdown_lines(&self) -> Option<Box<dyn Iterator<Item = &ratatui::text::Line<'static>> + '_>> {
+        match (&self.rendered, &self.streamed) {
+            (Some(lines), _) => Some(Box::new(lines.iter())),
+            (None, Some(streamed)) => Some(Box::new(streamed.lines())),
+            (None, None) => None,
         }
     }
 }

@@ -4,7 +4,7 @@ use clap::Args;
 use color_eyre::eyre::Result;
 
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
-use crate::health::{Status, run_all};
+use crate::health::{Check, Status, run_all};
 use crate::home::MerlyaHome;
 
 #[derive(Debug, Args)]
@@ -15,7 +15,9 @@ pub struct DoctorArgs {
 
 /// Runs before the usual start-up, so a broken configuration or database is reported, not fatal.
 pub fn run(runtime: &tokio::runtime::Runtime, home: MerlyaHome, args: DoctorArgs) -> Result<u8> {
-    let checks = runtime.block_on(run_all(&home));
+    let mut checks = runtime.block_on(run_all(&home));
+    let at = checks.iter().position(|c| c.name == "config").map_or(checks.len(), |i| i + 1);
+    checks.splice(at..at, console_settings(&home));
     if args.format == ListFormat::Json {
         println!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
@@ -29,4 +31,19 @@ pub fn run(runtime: &tokio::runtime::Runtime, home: MerlyaHome, args: DoctorArgs
         }
     }
     Ok(if checks.iter().any(|c| c.status == Status::Fail) { EXIT_ERROR } else { EXIT_OK })
+}
+
+/// The console's own files (theme, keymap, language), read by the loaders the console starts with,
+/// so doctor never says OK for a configuration the console would refuse.
+fn console_settings(home: &MerlyaHome) -> Vec<Check> {
+    let Ok(config) = crate::config::Config::load(&home.config_file()) else { return Vec::new() };
+    [("ui.theme", &config.ui.theme), ("ui.keymap", &config.ui.keymap), ("ui.language", &config.ui.language)]
+        .into_iter()
+        .map(|(key, value)| match crate::app::check_ui_setting(home, key, value) {
+            Ok(()) => Check::ok(key, value.clone()),
+            Err(e) => {
+                Check::new(key, Status::Fail, e, "fix the file named, or choose another value (merlya config set)")
+            }
+        })
+        .collect()
 }

@@ -277,7 +277,7 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     use std::io::IsTerminal;
     use std::sync::Arc;
 
-    use crate::exec::prepare::ELEVATION_PROBE;
+    use crate::exec::prepare::{ELEVATION_PROBE, SudoRights};
     use crate::prompt::{NoPrompter, Prompter, TerminalPrompter};
 
     let inventory = ctx.inventory_for(targets).await?;
@@ -303,10 +303,44 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
         let result = ran.result;
         let found = result.stdout.trim().parse::<Elevation>().ok().filter(|_| result.success());
         match found {
-            Some(elevation) => {
+            Some(probed) => {
+                // `sudo -n` answers "a password is required" whether or not the user may use sudo:
+                // with a password to give, `sudo true` tells them apart.
+                let (elevation, note) = match probed {
+                    Elevation::SudoPassword => {
+                        let check = crate::safety::clearance::Clearance::read_only("sudo true")
+                            .ok_or_else(|| color_eyre::eyre::eyre!("`sudo true` is not proven read-only"))?;
+                        let mut asked = host.clone();
+                        asked.elevation = Elevation::SudoPassword;
+                        let checked = door.run_one(&asked, &check, None, &tx).await.result;
+                        let said = format!("{}\n{}", checked.stderr, checked.error.clone().unwrap_or_default());
+                        match crate::exec::prepare::sudo_rights(checked.success(), &said) {
+                            SudoRights::Granted => {
+                                (Elevation::SudoPassword, "sudo with a password (checked)".to_string())
+                            }
+                            SudoRights::None => (
+                                Elevation::None,
+                                "none: no sudo rights (sudo refused the user after the password)".to_string(),
+                            ),
+                            SudoRights::WrongPassword => (
+                                Elevation::SudoPassword,
+                                "sudo asks for a password, and the one stored was refused".to_string(),
+                            ),
+                            SudoRights::Unknown => (
+                                Elevation::SudoPassword,
+                                format!(
+                                    "unchecked: sudo asks for a password before it says whether the user may use it ({}); store it with `merlya secret set {}` and run this again",
+                                    checked.error.unwrap_or_else(|| checked.stderr.trim().to_string()),
+                                    crate::exec::prepare::sudo_secret_name(&host.name)
+                                ),
+                            ),
+                        }
+                    }
+                    other => (other, String::new()),
+                };
                 host.elevation = elevation;
                 ctx.store.upsert_hosts(std::slice::from_ref(&host)).await?;
-                rows.push(vec![host.name.clone(), elevation.as_str().to_string(), String::new()]);
+                rows.push(vec![host.name.clone(), elevation.as_str().to_string(), note]);
             }
             None => {
                 failed = true;
@@ -318,6 +352,6 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
             }
         }
     }
-    print!("{}", table::render(&["HOST", "ELEVATION", "ERROR"], &rows));
+    print!("{}", table::render(&["HOST", "ELEVATION", "NOTE"], &rows));
     Ok(if failed { super::EXIT_HOST_FAILED } else { EXIT_OK })
 }

@@ -301,10 +301,57 @@ elif command -v doas >/dev/null 2>&1; then if doas -n true 2>/dev/null; then ech
 elif command -v su >/dev/null 2>&1; then echo su; \
 else echo none; fi";
 
+/// What `sudo true`, given the host's password, says about the login user's rights: sudo asks for
+/// the password before it says whether the user may use it, so `sudo -n` alone cannot tell a user
+/// with rights behind a password from a user with none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SudoRights {
+    /// The password was taken and the command ran: sudo with a password.
+    Granted,
+    /// The password was taken and sudo refused the user: no sudo rights.
+    None,
+    /// sudo refused the password given.
+    WrongPassword,
+    /// No answer either way (no password to give, the host failed).
+    Unknown,
+}
+
+/// Reads the outcome of `sudo true` run with the host's password (the rights check above).
+pub fn sudo_rights(succeeded: bool, stderr: &str) -> SudoRights {
+    let said = stderr.to_ascii_lowercase();
+    if succeeded {
+        SudoRights::Granted
+    } else if said.contains("is not in the sudoers file")
+        || said.contains("may not run sudo")
+        || said.contains("is not allowed to execute")
+    {
+        SudoRights::None
+    } else if said.contains("incorrect password") || said.contains("sorry, try again") {
+        SudoRights::WrongPassword
+    } else {
+        SudoRights::Unknown
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prompt::NoPrompter;
+
+    #[test]
+    fn sudo_rights_are_read_from_what_sudo_says_after_the_password() {
+        assert_eq!(sudo_rights(true, ""), SudoRights::Granted);
+        assert_eq!(
+            sudo_rights(false, "ops is not in the sudoers file.  This incident will be reported.\n"),
+            SudoRights::None
+        );
+        assert_eq!(sudo_rights(false, "Sorry, user ops may not run sudo on web01.\n"), SudoRights::None);
+        assert_eq!(
+            sudo_rights(false, "Sorry, try again.\nsudo: 1 incorrect password attempt\n"),
+            SudoRights::WrongPassword
+        );
+        assert_eq!(sudo_rights(false, "timed out"), SudoRights::Unknown);
+    }
 
     #[test]
     fn the_elevation_probe_passes_the_read_only_gate() {

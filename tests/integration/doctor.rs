@@ -36,6 +36,25 @@ fn models(r: &Recorded) -> Reply {
 }
 
 #[test]
+fn doctor_reads_the_keymap_and_theme_the_console_reads() {
+    let env = TestEnv::new();
+    let keymaps = env.merlya_home().join("keymaps");
+    std::fs::create_dir_all(&keymaps).unwrap();
+    std::fs::write(keymaps.join("default.yaml"), "global:\n  teleport: [t]\n").unwrap();
+    let (code, checks) = doctor(&env, None);
+    assert_eq!(status(&checks, "ui.keymap"), "FAIL", "{checks:?}");
+    assert_eq!(code, 1);
+    let check = checks.iter().find(|c| c["name"] == "ui.keymap").unwrap();
+    let detail = check["detail"].as_str().unwrap_or_default();
+    // The words of the loader the console starts with (app::keymap::Keymap::load).
+    assert!(detail.contains("default.yaml") && detail.contains("global.teleport: unknown action"), "{detail}");
+    assert_eq!(status(&checks, "ui.theme"), "OK");
+    std::fs::remove_file(keymaps.join("default.yaml")).unwrap();
+    let (_, checks) = doctor(&env, None);
+    assert_eq!(status(&checks, "ui.keymap"), "OK");
+}
+
+#[test]
 fn a_fresh_home_is_ready_without_a_model_and_names_what_is_missing() {
     let env = TestEnv::new();
     // A PATH without terraform, kubectl or ansible-playbook.
@@ -47,6 +66,9 @@ fn a_fresh_home_is_ready_without_a_model_and_names_what_is_missing() {
         names,
         [
             "config",
+            "ui.theme",
+            "ui.keymap",
+            "ui.language",
             "home",
             "disk",
             "memory",

@@ -523,6 +523,48 @@ fn exec_of_a_change_needs_an_approval_decision() {
 }
 
 #[test]
+fn detect_elevation_tells_no_sudo_rights_from_sudo_with_a_password() {
+    // Two hosts where the same user's password is asked by sudo: on one, the user has sudo rights;
+    // on the other, this daemon's sessions see an empty sudoers entry (a private mount), so sudo
+    // refuses the user after the password. `sudo -n` answers both the same.
+    let key = TestKey::generate("");
+    let with_rights = Sshd::start(SshdOptions::allowing(&key));
+    let mut options = SshdOptions::allowing(&key);
+    options.files.push((format!("/etc/sudoers.d/{TEST_USER}"), "# no sudo rights on this host\n".into()));
+    let without = Sshd::start(options);
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    env.trust(&with_rights);
+    env.trust(&without);
+    env.add_host("rights", &with_rights, &[]);
+    env.add_host("norights", &without, &[]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+
+    // Without a password to give, the answer says it is unchecked and how to check it.
+    let unchecked = env.keyring_session(&format!("'{merlya}' hosts detect-elevation norights")).output().unwrap();
+    let shown = text(&unchecked.stdout);
+    assert!(shown.contains("sudo_password") && shown.contains("unchecked"), "{shown}{}", text(&unchecked.stderr));
+    assert!(shown.contains("sudo:norights:password"), "names the secret to store: {shown}");
+
+    let script = format!(
+        "printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:norights:password >/dev/null && \
+         printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:rights:password >/dev/null && \
+         '{merlya}' hosts detect-elevation rights,norights",
+        pw = TEST_PASSWORD
+    );
+    let out = env.keyring_session(&script).output().unwrap();
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{shown}{}", text(&out.stderr));
+    let row = |name: &str| shown.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_default().to_string();
+    assert!(row("norights").contains("none") && row("norights").contains("no sudo rights"), "{shown}");
+    assert!(row("rights").contains("sudo_password") && row("rights").contains("(checked)"), "{shown}");
+    // What was found is remembered.
+    let show: serde_json::Value =
+        serde_json::from_str(&env.ok(&["hosts", "show", "norights", "--format", "json"])).unwrap();
+    assert_eq!(show["elevation"], "none");
+}
+
+#[test]
 fn sudo_password_reaches_sudo_on_stdin_and_nowhere_else() {
     let (_key, sshd, env) = support::one_trusted_host("web01", &["--elevation", "sudo_password"]);
     let merlya = env!("CARGO_BIN_EXE_merlya");

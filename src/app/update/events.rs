@@ -106,7 +106,7 @@ pub(super) fn on_agent_event(model: &mut Model, event: AgentEvent) -> Vec<Effect
                 _ => model.push_chat(ChatEntry::new(ChatRole::Assistant, text)),
             }
             if let Some(entry) = model.chat.last_mut() {
-                entry.render_markdown(&model.theme);
+                entry.stream_markdown(&model.theme);
             }
             Vec::new()
         }

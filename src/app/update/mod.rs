@@ -121,6 +121,12 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Agent(event) => events::on_agent_event(model, event),
         Msg::AgentDone { error, summary } => {
             model.agent_busy = false;
+            // The finished replies, rendered whole once (a block rendered alone can differ a little).
+            for entry in model.chat.iter_mut().rev().take_while(|e| e.role != ChatRole::User) {
+                if entry.streamed.is_some() {
+                    entry.render_markdown(&model.theme);
+                }
+            }
             runs::finish_agent_run(model);
             match error {
                 Some(e) if model.focus == Pane::Chat => model.push_chat(ChatEntry::new(ChatRole::System, e)),

@@ -326,9 +326,13 @@ fn streamed_markdown_is_rendered_once_per_delta_not_per_frame() {
     update(&mut m, delta("**Disk** is "));
     update(&mut m, delta("fine."));
     let entry = m.chat.last().unwrap();
-    let rendered = entry.rendered.as_ref().expect("rendered as it streams");
-    let text: String = rendered[0].spans.iter().map(|s| s.content.as_ref()).collect();
+    let first = entry.markdown_lines().and_then(|mut l| l.next().cloned()).expect("rendered as it streams");
+    let text: String = first.spans.iter().map(|s| s.content.as_ref()).collect();
     assert_eq!(text, "Disk is fine.", "the whole reply so far, Markdown applied");
+    assert!(entry.streamed.is_some() && entry.rendered.is_none(), "streaming: rendered block by block");
+    update(&mut m, Msg::AgentDone { error: None, summary: "done".into() });
+    let entry = m.chat.iter().rev().find(|e| e.role == ChatRole::Assistant).unwrap();
+    assert!(entry.streamed.is_none() && entry.rendered.is_some(), "finished: rendered whole once");
 }
 
 #[test]

@@ -75,14 +75,14 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         lines.push(Line::from(Span::styled(who, style)));
         if entry.role == ChatRole::Assistant {
             let fresh;
-            let rendered = match &entry.rendered {
+            let rendered = match entry.markdown_lines() {
                 Some(lines) => lines,
                 None => {
                     fresh = markdown::render(&entry.text, theme);
-                    &fresh
+                    Box::new(fresh.iter())
                 }
             };
-            for line in rendered.iter().cloned() {
+            for line in rendered.cloned() {
                 let mut spans = vec![Span::raw("  ")];
                 spans.extend(line.spans);
                 lines.push(Line::from(spans).style(line.style));
