@@ -199,6 +199,8 @@ impl ToolBox for HostTools {
                     diff: None,
                     post_check: a.post_check,
                     rollback: a.rollback,
+                    rollback_display: None,
+                    previous: None,
                 };
                 Ok(run_change(agent, &self.host, change).await)
             }
@@ -324,6 +326,10 @@ struct Change {
     diff: Option<String>,
     post_check: Option<String>,
     rollback: Option<String>,
+    /// What the person sees as the rollback (a file restored, not its encoding).
+    rollback_display: Option<String>,
+    /// The file as it was, kept in the run's private folder.
+    previous: Option<crate::pipeline::bash::PreviousFile>,
 }
 
 /// The change, made through the one change path (a Bash pipeline on the host), and reported to the model.
@@ -340,6 +346,8 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
         diff: change.diff,
         check: change.post_check.clone(),
         rollback: change.rollback.clone(),
+        rollback_display: change.rollback_display.clone(),
+        previous: change.previous.clone(),
     };
     let mut bash = BashChange::new(spec, vec![host.clone()]);
     let run = match super::pipeline_tools::run(agent, &mut bash, false).await {
@@ -394,7 +402,8 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
         && stage.status != StageStatus::Skipped
     {
         let output = if secret(rollback) { WITHHELD.to_string() } else { stage.output.trim_end().to_string() };
-        report.push_str(&format!("\nROLLED BACK with `{rollback}`: {}\n{output}", stage.detail));
+        let shown = change.rollback_display.as_deref().unwrap_or(rollback);
+        report.push_str(&format!("\nROLLED BACK with `{shown}`: {}\n{output}", stage.detail));
     }
     report
 }
@@ -419,7 +428,21 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
     };
     let (current, _) =
         execute(agent, &who, Run { asker: "agent@execution", host, clearance, approval_ref: None }).await;
-    let old = if current.success() { current.stdout.clone() } else { String::new() };
+    let existed = current.success();
+    let old = if existed { current.stdout.clone() } else { String::new() };
+    // The rollback puts the file back as it was read (or removes a file the edit creates); a file
+    // read only in part cannot be put back, so it gets none (the approval says so).
+    let (rollback, rollback_display) = if existed && current.output_cut_bytes > 0 {
+        (None, None)
+    } else if existed {
+        (
+            Some(crate::exec::file_write::command(&a.path, old.as_bytes())),
+            Some(format!("restore {} as it was ({} bytes)", a.path, old.len())),
+        )
+    } else {
+        (Some(format!("rm -f -- '{}'", a.path)), Some(format!("remove {} (it did not exist)", a.path)))
+    };
+    let previous = existed.then(|| crate::pipeline::bash::PreviousFile { path: a.path.clone(), content: old.clone() });
     let diff = similar::TextDiff::from_lines(&old, &a.content)
         .unified_diff()
         .header(&format!("a{}", a.path), &format!("b{}", a.path))
@@ -430,7 +453,9 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
         display: format!("write {} ({} bytes)", a.path, a.content.len()),
         diff: Some(diff),
         post_check: a.post_check,
-        rollback: None,
+        rollback,
+        rollback_display,
+        previous,
     };
     run_change(agent, host, change).await
 }

@@ -41,6 +41,22 @@ pub struct BashSpec {
     /// A command that undoes the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<String>,
+    /// What the person sees as the rollback when it is not the command itself (a file restored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_display: Option<String>,
+    /// A file's content before the change, kept in the run's private folder when it is planned
+    /// (never in the database), so the operator has it beside the run whatever happens next.
+    #[serde(skip)]
+    pub previous: Option<PreviousFile>,
+}
+
+/// A file as it was before a change wrote it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreviousFile {
+    /// Its path on the host.
+    pub path: String,
+    /// Its content then.
+    pub content: String,
 }
 
 /// A Bash change on its hosts.
@@ -129,7 +145,7 @@ impl Change for BashChange {
         Spec::Bash(self.spec.clone())
     }
 
-    async fn plan(&mut self, _env: &Env, _run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
+    async fn plan(&mut self, env: &Env, run: &PipelineRun) -> Result<StageOutcome, PipelineError> {
         if self.hosts.is_empty() {
             return Err(PipelineError::Invalid("no target host".into()));
         }
@@ -168,6 +184,10 @@ impl Change for BashChange {
         }
         // The leak check covers every target host, not only the first.
         self.leaks = Self::leaks_of(&self.spec.command, &self.hosts);
+        if let Some(previous) = &self.spec.previous {
+            keep_previous(&env.store.pipelines_dir().join(&run.id), previous)
+                .map_err(|e| PipelineError::Invalid(format!("keeping {} before the change: {e}", previous.path)))?;
+        }
         self.analysis = analysis;
         let detail =
             format!("$ {} on {} host(s): {}", self.shown_command(), self.hosts.len(), self.analysis.class.as_str());
@@ -190,14 +210,20 @@ impl Change for BashChange {
         }
         request.diff = self.spec.diff.clone();
         request.post_check = self.spec.check.clone();
-        request.rollback = self.spec.rollback.clone();
+        request.rollback = self.spec.rollback_display.clone().or_else(|| self.spec.rollback.clone());
+        if let (Some(_), Some(rollback)) = (&self.spec.rollback_display, &self.spec.rollback) {
+            request.runs.push(rollback.clone());
+        }
         request
     }
 
     fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest> {
         let rollback = self.spec.rollback.as_ref()?;
         let leaks = Self::leaks_of(rollback, &self.hosts);
-        let summary = format!("roll back change {} on {} host(s)", run.id, self.hosts.len());
+        let summary = match &self.spec.rollback_display {
+            Some(shown) => format!("roll back change {} on {} host(s): {shown}", run.id, self.hosts.len()),
+            None => format!("roll back change {} on {} host(s)", run.id, self.hosts.len()),
+        };
         Some(ApprovalRequest::new(summary, rollback, self.names(), &analyze(rollback), leaks))
     }
 
@@ -249,4 +275,16 @@ impl Change for BashChange {
         let (outcome, _) = self.run_on(env, &hosts, &rollback, decision, why).await;
         Some(outcome)
     }
+}
+
+/// Writes `previous` under `dir/previous/` (the run's private folder, merlya's user only).
+fn keep_previous(dir: &std::path::Path, previous: &PreviousFile) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let folder = dir.join("previous");
+    super::private_dir(&folder)?;
+    let name: String = previous.path.trim_start_matches('/').replace('/', "%2F");
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(folder.join(name))?;
+    file.write_all(previous.content.as_bytes())
 }

@@ -568,6 +568,52 @@ async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
     assert_eq!(stages[2]["detail"], format!("write {path} (24 bytes) (mutating)"));
 }
 
+#[tokio::test]
+async fn an_edit_whose_check_fails_puts_the_file_back_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("app.conf");
+    std::fs::write(&file, "workers = 2\nlisten = 80\n").unwrap();
+    support::give_to_test_user(dir.path());
+    let target = file.display().to_string();
+    let llm = ScriptedLlm::start(move |r| {
+        if is_main(r) {
+            match r.tool_results().first() {
+                None => openai::tool_call("delegate_execution", json!({"target": "web01", "task": "raise workers"})),
+                Some(_) => openai::text("rolled back"),
+            }
+        } else {
+            match r.tool_results().first() {
+                None => openai::tool_call(
+                    "edit_file",
+                    json!({"path": target, "content": "workers = 8\nlisten = 80\n", "summary": "more workers", "post_check": "test -f /nonexistent/never"}),
+                ),
+                Some(result) => openai::text(result),
+            }
+        }
+    });
+    let env = configured(&llm, "openai", "  stream: false\n");
+    let key = TestKey::generate("");
+    let _fleet = fleet(1, &key, &env);
+    let out = run(&env, &["--yes", "--format", "json", "raise workers on web01"]);
+    assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "workers = 2\nlisten = 80\n", "restored as it was");
+    // The model was told what happened, in words (the restore, not its encoding).
+    let requests = llm.requests();
+    let told = requests.iter().rev().find(|r| !is_main(r)).map(|r| r.tool_results().join("\n")).unwrap_or_default();
+    assert!(told.contains(&format!("ROLLED BACK with `restore {} as it was (24 bytes)`", file.display())), "{told}");
+    // The file as it was is kept in the run's private folder, readable by merlya's user only.
+    use sqlx::Connection;
+    let db = env.merlya_home().join("merlya.db");
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
+    let (id,): (String,) = sqlx::query_as("SELECT id FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
+    let kept = env.merlya_home().join("pipelines").join(&id).join("previous");
+    let entries: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().collect();
+    assert_eq!(entries.len(), 1, "{kept:?}");
+    assert_eq!(std::fs::read_to_string(entries[0].path()).unwrap(), "workers = 2\nlisten = 80\n");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(entries[0].metadata().unwrap().permissions().mode() & 0o077, 0);
+}
+
 #[test]
 fn the_api_key_can_come_from_the_keyring() {
     let llm = ScriptedLlm::start(|_| openai::text("keyring key works"));
