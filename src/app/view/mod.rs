@@ -115,3 +115,5 @@ mod svg;
 mod tests;
 #[cfg(test)]
 mod tests_runs;
+#[cfg(test)]
+mod tests_setup;
