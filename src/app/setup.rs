@@ -233,7 +233,7 @@ impl SetupFlow {
     pub fn escape(&mut self) -> Next {
         match self.step {
             SetupStep::Language => {
-                self.to_providers();
+                self.go_to_providers();
                 Next::Stay
             }
             SetupStep::Saving => Next::Stay,
@@ -254,7 +254,7 @@ impl SetupFlow {
         self.cursor = 0;
     }
 
-    fn to_providers(&mut self) {
+    fn go_to_providers(&mut self) {
         self.step = SetupStep::Provider;
         self.cursor = 0;
     }
@@ -265,7 +265,7 @@ impl SetupFlow {
         match self.step {
             SetupStep::Language => {
                 let code = crate::i18n::languages().get(self.cursor).map(|c| c.to_string());
-                self.to_providers();
+                self.go_to_providers();
                 code.map_or(Next::Stay, Next::Language)
             }
             SetupStep::Provider => {
