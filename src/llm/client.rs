@@ -69,9 +69,7 @@ pub(crate) async fn list_model_ids(provider: &str, request: reqwest::RequestBuil
         .json()
         .await
         .map_err(|e| LlmError::Malformed { provider: provider.to_string(), detail: e.to_string() })?;
-    let Some(entries) = body["data"].as_array() else {
-        return Err(LlmError::Malformed { provider: provider.to_string(), detail: "no `data` list of models".into() });
-    };
+    let entries = body["data"].as_array().map(Vec::as_slice).unwrap_or_default();
     let mut ids: Vec<String> =
         entries.iter().filter_map(|m| m["id"].as_str()).filter(|id| !id.is_empty()).map(String::from).collect();
     ids.sort();

@@ -7,6 +7,7 @@ mod support;
 mod agent;
 mod agent_hostile;
 mod bad_day;
+mod cli_language;
 mod console;
 mod console_runs;
 mod doctor;
