@@ -30,12 +30,14 @@ pub fn run(runtime: &tokio::runtime::Runtime, home: MerlyaHome, args: DoctorArgs
         let status_width = status_width.unwrap_or(4).max(4);
         let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &checks {
-            let detail = crate::term_safe::visible_line(&check.detail);
+            let detail = check.detail.render(super::lang::locale());
+            let detail = crate::term_safe::visible_line(&detail);
             let status = super::lang::pad(&word(check.status), status_width);
             println!("{status}  {:<width$}  {detail}", check.name);
-            if !check.hint.is_empty() {
+            if check.has_hint() {
+                let hint = check.hint.render(super::lang::locale());
                 let indent = " ".repeat(status_width + 2);
-                println!("{indent}{:<width$}  → {}", "", crate::term_safe::visible_line(&check.hint));
+                println!("{indent}{:<width$}  → {}", "", crate::term_safe::visible_line(&hint));
             }
         }
         let count = |status: Status| checks.iter().filter(|c| c.status == status).count().to_string();

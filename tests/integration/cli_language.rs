@@ -35,8 +35,14 @@ fn the_cli_speaks_french_when_the_console_does() {
     assert!(shown.lines().any(|l| l.starts_with("OK         database")), "{shown}");
     assert!(shown.lines().any(|l| l.starts_with("ATTENTION  model")), "{shown}");
     assert!(shown.contains("à regarder : chacune dit comment corriger"), "{shown}");
+    assert!(shown.contains("aucun modèle configuré") && shown.contains("→ tapez /setup dans la console"), "{shown}");
+    assert!(shown.contains("Mio libres sur") && shown.contains("schéma version"), "{shown}");
     let out = env.run(&["doctor", "--format", "json"]);
-    assert!(text(&out.stdout).contains("\"status\": \"WARN\""), "JSON keeps its words: {}", text(&out.stdout));
+    let json = text(&out.stdout);
+    assert!(
+        json.contains("\"status\": \"WARN\"") && json.contains("no model configured"),
+        "JSON keeps English: {json}"
+    );
 
     let ran = env.ok(&["exec", "localhost", "--", "true"]);
     assert!(ran.contains("HÔTE") && ran.contains("DURÉE") && ran.contains("1/1 hôtes réussis"), "{ran}");
