@@ -414,6 +414,25 @@ impl LlmClient {
 mod tests {
     use super::*;
 
+    /// Setup stores a key under the name the client reads it from: a provider's own at its default
+    /// address, `llm:custom:api_key` anywhere else (and for servers with no default).
+    #[test]
+    fn the_key_name_follows_the_address() {
+        assert_eq!(key_secret_name("openai", None), "llm:openai:api_key");
+        assert_eq!(key_secret_name("openai", Some("https://api.openai.com/v1/")), "llm:openai:api_key");
+        assert_eq!(key_secret_name("openai", Some("http://gateway.local/v1")), "llm:custom:api_key");
+        assert_eq!(key_secret_name("openai-compatible", Some("http://gateway.local/v1")), "llm:custom:api_key");
+        assert_eq!(default_base_url("ollama").ok(), Some("http://127.0.0.1:11434/v1"));
+        let secrets = crate::secrets::Secrets::memory();
+        secrets.set("llm:custom:api_key", "k-custom").unwrap();
+        let config = ModelConfig {
+            brain: Some("openai-compatible/m".into()),
+            base_url: Some("http://gateway.local/v1".into()),
+            ..ModelConfig::default()
+        };
+        assert!(LlmClient::from_config(&config, &secrets).is_ok(), "a gateway with the key setup stored is usable");
+    }
+
     #[test]
     fn retry_after_in_seconds_or_as_a_date_and_waits_shown_plainly() {
         assert_eq!(retry_after_secs(" 30 "), Some(30));
