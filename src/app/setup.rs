@@ -241,6 +241,11 @@ impl SetupFlow {
         }
     }
 
+    /// Ctrl-C: leaves the model questions whatever the step (the language already chosen stays).
+    pub fn abandon(&mut self) -> Next {
+        if self.step == SetupStep::Saving { Next::Stay } else { Next::Skipped }
+    }
+
     /// The provider's models (or why they could not be listed), for the base URL they were asked of.
     pub fn models_listed(&mut self, base_url: &str, result: Result<Vec<String>, String>) {
         if self.step != SetupStep::Model || self.base_url != base_url {

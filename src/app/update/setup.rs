@@ -36,8 +36,8 @@ pub(super) fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
             flow.clear();
             Next::Stay
         }
-        // Ctrl-C leaves the questions as Esc does.
-        KeyCode::Char('c') if ctrl => flow.escape(),
+        // Ctrl-C leaves the model questions from any step.
+        KeyCode::Char('c') if ctrl => flow.abandon(),
         KeyCode::Char(c) if !ctrl => {
             flow.type_char(c);
             Next::Stay

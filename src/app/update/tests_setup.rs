@@ -146,6 +146,11 @@ fn esc_leaves_the_model_as_it_was_and_a_failed_save_keeps_the_note() {
     assert!(matches!(&effects[..], [Effect::SetupImport]), "{effects:?}");
     assert!(m.setup.is_none() && !m.model_configured && no_model_note(&m));
 
+    // Ctrl-C leaves from the very first question.
+    update(&mut m, Msg::Typed("/setup".into()));
+    let effects = update(&mut m, ctrl('c'));
+    assert!(matches!(&effects[..], [Effect::SetupImport]) && m.setup.is_none(), "{effects:?}");
+
     // Ollama: no key needed, Enter on an empty key skips it.
     open_setup(&mut m);
     update(&mut m, key(KeyCode::Down));
