@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::home::MerlyaHome;
+use crate::i18n::Text;
 use crate::llm::{LlmClient, ModelRole};
 use crate::mcp::client::McpClients;
 use crate::secrets::Secrets;
@@ -37,7 +38,8 @@ impl Status {
     }
 }
 
-/// One check's result.
+/// One check's result. What was found and the fix are said in the reader's language (`merlya doctor`
+/// in the console's); the JSON keeps English, as scripts read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// What was checked (`disk`, `database`, `mcp:fs`, …).
@@ -45,19 +47,33 @@ pub struct Check {
     /// OK, WARN or FAIL.
     pub status: Status,
     /// What was found.
-    pub detail: String,
+    #[serde(serialize_with = "english")]
+    pub detail: Text,
     /// How to fix it (empty when OK).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub hint: String,
+    #[serde(serialize_with = "english", skip_serializing_if = "no_text")]
+    pub hint: Text,
+}
+
+fn english<S: serde::Serializer>(text: &Text, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&text.english())
+}
+
+fn no_text(text: &Text) -> bool {
+    matches!(text, Text::Raw(raw) if raw.is_empty())
 }
 
 impl Check {
+    /// Whether the check has a fix to show.
+    pub fn has_hint(&self) -> bool {
+        !no_text(&self.hint)
+    }
+
     /// A check's answer, with how to fix it when it is not OK.
-    pub fn new(name: &str, status: Status, detail: impl Into<String>, hint: impl Into<String>) -> Self {
+    pub fn new(name: &str, status: Status, detail: impl Into<Text>, hint: impl Into<Text>) -> Self {
         Self { name: name.into(), status, detail: detail.into(), hint: hint.into() }
     }
     /// A check that passed, with what it found.
-    pub fn ok(name: &str, detail: impl Into<String>) -> Self {
+    pub fn ok(name: &str, detail: impl Into<Text>) -> Self {
         Self::new(name, Status::Ok, detail, "")
     }
 }
@@ -67,11 +83,14 @@ const MIB: u64 = 1024 * 1024;
 /// MERLYA_HOME is its owner's alone: it holds the database, the audit key and the logs.
 fn home_permissions(home: &MerlyaHome) -> Check {
     match home.open_to_others() {
-        None => Check::ok("home", format!("{} (only its owner may enter it)", home.root().display())),
+        None => Check::ok("home", Text::key("doctor.home_ok", &[("path", &home.root().display().to_string())])),
         Some(mode) => Check::new(
             "home",
             Status::Warn,
-            format!("{} is {mode:o}: others may enter it", home.root().display()),
+            Text::key(
+                "doctor.home_open",
+                &[("path", &home.root().display().to_string()), ("mode", &format!("{mode:o}"))],
+            ),
             format!("chmod 700 {}", home.root().display()),
         ),
     }
@@ -87,7 +106,7 @@ pub async fn run_all(home: &MerlyaHome) -> Vec<Check> {
             config
         }
         Err(e) => {
-            checks.push(Check::new("config", Status::Fail, e.to_string(), "fix the file at the line named"));
+            checks.push(Check::new("config", Status::Fail, e.to_string(), Text::key("doctor.config_fix", &[])));
             Config::default()
         }
     };
@@ -149,12 +168,11 @@ fn disk(dir: &Path) -> Check {
     let Some(free) = free_bytes(probe) else {
         return Check::new("disk", Status::Warn, format!("cannot read the free space of {}", probe.display()), "");
     };
-    let detail = format!("{} MiB free on {}", free / MIB, probe.display());
+    let args = [("mib", (free / MIB).to_string()), ("path", probe.display().to_string())];
+    let detail = Text::key("doctor.disk", &args.each_ref().map(|(k, v)| (*k, v.as_str())));
     match free {
-        f if f < 100 * MIB => Check::new("disk", Status::Fail, detail, "free space: the database and logs need room"),
-        f if f < 1024 * MIB => {
-            Check::new("disk", Status::Warn, detail, "less than 1 GiB left; prune logs/ and output/")
-        }
+        f if f < 100 * MIB => Check::new("disk", Status::Fail, detail, Text::key("doctor.disk_full", &[])),
+        f if f < 1024 * MIB => Check::new("disk", Status::Warn, detail, Text::key("doctor.disk_low", &[])),
         _ => Check::ok("disk", detail),
     }
 }
@@ -187,10 +205,10 @@ fn memory() -> Check {
         Some(kb) if kb < 256 * 1024 => Check::new(
             "memory",
             Status::Warn,
-            format!("{} MiB available", kb / 1024),
-            "low memory: lower policy.max_parallel",
+            Text::key("doctor.memory", &[("mib", &(kb / 1024).to_string())]),
+            Text::key("doctor.memory_low", &[]),
         ),
-        Some(kb) => Check::ok("memory", format!("{} MiB available", kb / 1024)),
+        Some(kb) => Check::ok("memory", Text::key("doctor.memory", &[("mib", &(kb / 1024).to_string())])),
     }
 }
 
@@ -200,11 +218,14 @@ fn ssh_agent() -> Check {
         None => Check::new(
             "ssh-agent",
             Status::Warn,
-            "SSH_AUTH_SOCK is not set",
-            "keys with a passphrase are asked for each time; run `eval $(ssh-agent) && ssh-add`",
+            Text::key("doctor.agent_unset", &[]),
+            Text::key("doctor.agent_unset_fix", &[]),
         ),
         Some(socket) => match std::os::unix::net::UnixStream::connect(&socket) {
-            Ok(_) => Check::ok("ssh-agent", format!("listening at {}", Path::new(&socket).display())),
+            Ok(_) => Check::ok(
+                "ssh-agent",
+                Text::key("doctor.agent_ok", &[("path", &Path::new(&socket).display().to_string())]),
+            ),
             Err(e) => Check::new(
                 "ssh-agent",
                 Status::Warn,
@@ -227,12 +248,7 @@ fn keyring(secrets: &Secrets) -> Check {
     if secrets.is_persistent() {
         Check::ok("keyring", secrets.backend_name())
     } else {
-        Check::new(
-            "keyring",
-            Status::Warn,
-            secrets.backend_name(),
-            "secrets do not survive the process: start a Secret Service (gnome-keyring) or use the kernel keyring (keyutils)",
-        )
+        Check::new("keyring", Status::Warn, secrets.backend_name(), Text::key("doctor.keyring_memory", &[]))
     }
 }
 
@@ -253,7 +269,8 @@ async fn database(path: &Path) -> (Check, Option<Store>) {
     };
     let check = match store.check_health().await {
         Ok((found, known)) if found == known => {
-            Check::ok("database", format!("{}: intact, writable, schema version {found}", path.display()))
+            let args = [("path", path.display().to_string()), ("version", found.to_string())];
+            Check::ok("database", Text::key("doctor.database_ok", &args.each_ref().map(|(k, v)| (*k, v.as_str()))))
         }
         Ok((found, known)) => Check::new(
             "database",
@@ -292,7 +309,7 @@ async fn audit(home: &MerlyaHome, store: Option<&Store>) -> Check {
             format!("{}; `merlya audit verify` says the same", restore_hint(&key)),
         ),
         Ok(report) if !report.key_present && report.entries == 0 => {
-            Check::ok("audit", format!("no entry yet: {} is created with the first recorded command", key.display()))
+            Check::ok("audit", Text::key("doctor.audit_empty", &[("path", &key.display().to_string())]))
         }
         Ok(report) => {
             let found = report.describe();
@@ -315,8 +332,8 @@ async fn model(config: &Config, secrets: &Secrets) -> Check {
         return Check::new(
             "model",
             Status::Warn,
-            "no model configured: the console, exec and pipelines work without one",
-            "merlya config set model.brain openai/gpt-4o (then set the key's variable or `merlya secret set llm:openai:api_key`)",
+            Text::key("doctor.no_model", &[]),
+            Text::key("doctor.no_model_fix", &[]),
         );
     }
     let client = match LlmClient::from_config(&config.model, secrets) {
@@ -325,10 +342,15 @@ async fn model(config: &Config, secrets: &Secrets) -> Check {
     };
     let name = format!("{} ({})", client.model(ModelRole::Brain), client.provider_name(ModelRole::Brain));
     match client.probe(ModelRole::Brain).await {
-        Ok(count) => Check::ok("model", format!("{name} reachable, {count} model(s) listed")),
-        Err(crate::llm::LlmError::Status { status: 401 | 403, .. }) => {
-            Check::new("model", Status::Fail, format!("{name}: the API key was refused"), "set a valid key")
+        Ok(count) => {
+            Check::ok("model", Text::key("doctor.model_ok", &[("name", &name), ("count", &count.to_string())]))
         }
+        Err(crate::llm::LlmError::Status { status: 401 | 403, .. }) => Check::new(
+            "model",
+            Status::Fail,
+            Text::key("doctor.model_refused", &[("name", &name)]),
+            Text::key("doctor.model_refused_fix", &[]),
+        ),
         Err(e) => Check::new("model", Status::Fail, format!("{name}: {e}"), "check model.base_url and the network"),
     }
 }
@@ -347,11 +369,11 @@ async fn mcp_checks(config: &Config, clients: &McpClients) -> Vec<Check> {
     for (name, server) in &config.mcp.servers {
         let label = format!("mcp:{name}");
         if !server.enabled {
-            checks.push(Check::ok(&label, "disabled"));
+            checks.push(Check::ok(&label, Text::key("doctor.mcp_disabled", &[])));
             continue;
         }
         checks.push(match clients.tools(name).await {
-            Ok(tools) => Check::ok(&label, format!("started, {} tool(s)", tools.len())),
+            Ok(tools) => Check::ok(&label, Text::key("doctor.mcp_started", &[("count", &tools.len().to_string())])),
             Err(e) => Check::new(&label, Status::Fail, e.to_string(), format!("fix mcp.servers.{name} or remove it")),
         });
     }
@@ -360,13 +382,13 @@ async fn mcp_checks(config: &Config, clients: &McpClients) -> Vec<Check> {
 
 fn tool_on_path(tool: &str, pipeline: &str) -> Check {
     if crate::pipeline::tool::found(tool) {
-        Check::ok(tool, format!("on PATH: the {pipeline} pipeline can run here"))
+        Check::ok(tool, Text::key("doctor.tool_ok", &[("pipeline", pipeline)]))
     } else {
         Check::new(
             tool,
             Status::Warn,
-            format!("not found: the {pipeline} pipeline is unavailable"),
-            format!("install {tool} to use it"),
+            Text::key("doctor.tool_missing", &[("pipeline", pipeline)]),
+            Text::key("doctor.tool_install", &[("tool", tool)]),
         )
     }
 }

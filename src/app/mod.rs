@@ -52,7 +52,9 @@ mod run_worker;
 pub mod runtime;
 /// The channel workers report on.
 pub mod sender;
-/// `/setup`: the first-run questions, on a worker.
+/// `/setup`'s model questions: the state machine the update applies.
+pub mod setup;
+/// `/setup`'s work: listing a provider's models, saving the answers, importing inventories.
 mod setup_worker;
 /// `/skill` and chat messages a runbook answers, run on a worker.
 mod skill_worker;

@@ -464,6 +464,8 @@ pub enum InputMode {
     Prompt,
     /// The add/edit host form.
     Form,
+    /// `/setup`'s model questions.
+    Setup,
     /// The tag picker over the inventory.
     TagPicker,
     /// The help overlay.
@@ -549,6 +551,8 @@ pub struct Model {
     pub agent_output: BTreeMap<String, Vec<String>>,
     /// The add/edit host form, when open.
     pub form: Option<HostForm>,
+    /// `/setup`'s model questions, while asked.
+    pub setup: Option<super::setup::SetupFlow>,
     /// Background notices, newest last.
     pub toasts: VecDeque<Toast>,
     /// The focused pane fills the screen (`z`).
@@ -649,6 +653,7 @@ impl Model {
             chat_view: ChatView::default(),
             agent_output: BTreeMap::new(),
             form: None,
+            setup: None,
             toasts: VecDeque::new(),
             zoomed: false,
             prompts: VecDeque::new(),
@@ -679,6 +684,12 @@ impl Model {
             entry.text = locale.t("banner.no_model").to_string();
         }
         self.locale = locale;
+    }
+
+    /// Removes the "no model is configured" note: a model was set up and works.
+    pub fn forget_no_model_note(&mut self) {
+        let note = self.locale.t("banner.no_model").to_string();
+        self.chat.retain(|e| !(e.role == ChatRole::System && e.text == note));
     }
 
     /// Shows a toast for about four seconds (at most five on screen).
@@ -764,6 +775,8 @@ impl Model {
             InputMode::Prompt
         } else if self.form.is_some() {
             InputMode::Form
+        } else if self.setup.is_some() {
+            InputMode::Setup
         } else if self.inventory.tag_picker.is_some() || self.output_view.host_picker.is_some() {
             InputMode::TagPicker
         } else if self.help_open {

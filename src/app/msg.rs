@@ -107,6 +107,10 @@ pub enum Msg {
     ConversationLoaded(Vec<super::model::ChatEntry>),
     /// A command line a worker hands in as if it were typed (`/setup` saving its answers).
     Typed(String),
+    /// The models a provider offers at `base_url`, or why they could not be listed (`/setup`).
+    SetupModels { base_url: String, result: Result<Vec<String>, String> },
+    /// `/setup`'s answers saved and the model in use, or why not.
+    SetupSaved(Result<super::setup::SetupSaved, String>),
 }
 
 /// Work for the runtime, returned by `update`.
@@ -174,8 +178,12 @@ pub enum Effect {
     Mcp(super::command_line::McpCommand),
     /// A chat message with no model configured: run the runbook that answers it, if any.
     Runbook(String),
-    /// `/setup`: the first-run questions (language, model and key, inventories found).
-    Setup,
+    /// `/setup`: ask the provider at `base_url` for its models (`GET …/models`).
+    SetupListModels { provider: super::setup::SetupProvider, base_url: String, key: Option<super::setup::SecretText> },
+    /// `/setup`: store the key, write the model to config.yaml and use it now.
+    SetupSave(super::setup::SetupChoice),
+    /// `/setup`'s last question: the inventories found on this machine, each previewed.
+    SetupImport,
     /// `/report [FILE]`: write this session's incident report.
     Report(Option<String>),
     /// `/skill`: list the runbooks, or run one.

@@ -304,7 +304,11 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Mcp(command) => super::mcp_worker::run(services, command),
         Effect::Skill(line) => super::skill_worker::run(services, line),
         Effect::Report(path) => super::conv_worker::report(services, path),
-        Effect::Setup => super::setup_worker::run(services),
+        Effect::SetupListModels { provider, base_url, key } => {
+            super::setup_worker::list_models(services, provider, base_url, key)
+        }
+        Effect::SetupSave(choice) => super::setup_worker::save(services, choice),
+        Effect::SetupImport => super::setup_worker::import(services),
         Effect::Runbook(text) => {
             if !super::skill_worker::routed(services, &text, false) {
                 services.sender.send(Msg::Note(services.locale().t("chat.no_answer").to_string()));
@@ -406,7 +410,7 @@ fn offer_setup(home: &crate::home::MerlyaHome, services: &Services) {
     if let Err(e) = crate::home::write_private(&marker, b"") {
         tracing::warn!(error = %e, "cannot remember that setup was offered");
     }
-    super::setup_worker::run(services);
+    services.sender.send(Msg::Typed("/setup".into()));
 }
 
 fn start_up_check(services: &Services) {

@@ -1,20 +1,18 @@
-//! `/setup`: the first-run setup, re-runnable. Questions in the console's
-//! modals, each skippable (Enter on an empty answer, Esc): the language, a
-//! model provider with its key (stored in the OS keyring as
-//! `llm:PROVIDER:api_key`, never in the configuration), and the hosts of the
-//! inventories found on this machine (`~/.ssh/config`, `known_hosts`,
-//! `/etc/hosts`, Ansible inventories), each shown as a preview before
-//! anything is written; a host already in the inventory is never replaced. Settings go through the same command lines a person
-//! would type (`/language`, `/model`), so there is one path for each.
+//! `/setup`'s work, on workers: asking a provider for its models, saving the answers (the key in the
+//! keyring as the model client will look for it, the model in config.yaml, the client swapped in at
+//! once), and the inventories found on this machine (`~/.ssh/config`, `known_hosts`, `/etc/hosts`,
+//! Ansible inventories), each shown as a preview before anything is written; a host already in the
+//! inventory is never replaced. The questions themselves are [`super::setup::SetupFlow`], in the update.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::msg::Msg;
+use super::setup::{KeyPlace, SecretText, SetupChoice, SetupProvider, SetupSaved};
 use super::workers::Services;
 use crate::i18n::Text;
+use crate::llm::LlmClient;
 use crate::prompt::Prompter;
-
 /// Where inventories are looked for, in order.
 fn candidates() -> Vec<PathBuf> {
     let mut paths = Vec::new();
@@ -32,87 +30,81 @@ fn candidates() -> Vec<PathBuf> {
     paths
 }
 
-/// The providers offered: (name, brain, fast, needs a key). Each uses its own default endpoint (a
-/// `model.base_url` left from before is removed, so a key never goes where it was not meant to).
-const PROVIDERS: [(&str, &str, &str, bool); 3] = [
-    ("openai", "openai/gpt-4o", "openai/gpt-4o-mini", true),
-    ("anthropic", "anthropic/claude-sonnet-4-5", "anthropic/claude-haiku-4-5", true),
-    ("ollama", "ollama/llama3.1", "ollama/llama3.1", false),
-];
-
-/// Removes `model.base_url` from the configuration file (a provider chosen here uses its own).
-fn forget_base_url(path: &std::path::Path) -> Result<(), String> {
-    crate::config::edit(path, "model.base_url", |root| {
-        let key = |k: &str| yaml_serde::Value::String(k.to_string());
-        if let Some(model) = root.get_mut(key("model")).and_then(|m| m.as_mapping_mut()) {
-            model.remove(key("base_url"));
-        }
-        Ok(())
-    })
-    .map(|_| ())
-    .map_err(|e| e.to_string())
+/// Asks the provider at `base_url` for its models; the answer (or why there is none) comes back as
+/// [`Msg::SetupModels`].
+pub(super) fn list_models(services: &Services, provider: SetupProvider, base_url: String, key: Option<SecretText>) {
+    let sender = services.sender.clone();
+    tokio::spawn(async move {
+        let key = key.map(|k| k.0);
+        let result = crate::llm::client::list_models(provider.name(), &base_url, key.as_deref())
+            .await
+            .map_err(|e| e.to_string().chars().take(300).collect::<String>());
+        sender.send(Msg::SetupModels { base_url, result });
+    });
 }
 
-/// Runs the setup questions on a worker.
-pub(super) fn run(services: &Services) {
+/// Stores the key, checks the model client builds, writes the model to config.yaml and puts the client
+/// in use; reports where the key went as the keyring layer says ([`Msg::SetupSaved`]).
+pub(super) fn save(services: &Services, choice: SetupChoice) {
+    let (ctx, sender) = (services.ctx.clone(), services.sender.clone());
+    let (model_config, llm) = (services.model_config.clone(), services.llm.clone());
+    tokio::task::spawn_blocking(move || {
+        let saved = save_now(&ctx, &model_config, &llm, &choice);
+        sender.send(Msg::SetupSaved(saved));
+    });
+}
+
+fn save_now(
+    ctx: &crate::context::Context,
+    model_config: &std::sync::RwLock<crate::config::ModelConfig>,
+    llm: &std::sync::RwLock<Option<Arc<LlmClient>>>,
+    choice: &SetupChoice,
+) -> Result<SetupSaved, String> {
+    let secrets = ctx.secrets();
+    let key = match &choice.key {
+        Some(key) => {
+            let name = crate::llm::client::key_secret_name(choice.provider.name(), choice.base_url.as_deref());
+            secrets.set(&name, &key.0).map_err(|e| e.to_string())?;
+            KeyPlace::Stored { name, store: secrets.store() }
+        }
+        None => KeyPlace::NotGiven,
+    };
+    let spec = choice.spec();
+    let mut config = model_config.read().map(|c| c.clone()).map_err(|e| e.to_string())?;
+    config.brain = Some(spec.clone());
+    config.fast = Some(spec.clone());
+    config.base_url = choice.base_url.clone();
+    // The client first: nothing is written for a model that cannot be used.
+    let client = LlmClient::from_config(&config, secrets.as_ref()).map_err(|e| e.to_string())?;
+    let base_url = choice.base_url.clone();
+    crate::config::edit(&ctx.home.config_file(), "model.brain", |root| {
+        let key = |k: &str| yaml_serde::Value::String(k.to_string());
+        let section = root.entry(key("model")).or_insert_with(|| yaml_serde::Value::Mapping(Default::default()));
+        let model = section.as_mapping_mut().ok_or("model is not a mapping")?;
+        model.insert(key("brain"), key(&spec));
+        model.insert(key("fast"), key(&spec));
+        match &base_url {
+            Some(url) => model.insert(key("base_url"), key(url)),
+            None => model.remove(key("base_url")),
+        };
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    if let Ok(mut current) = model_config.write() {
+        *current = config;
+    }
+    if let Ok(mut llm) = llm.write() {
+        *llm = Some(Arc::new(client));
+    }
+    Ok(SetupSaved { spec, key })
+}
+
+/// The inventories found here, each previewed before it is written; then the setup is done.
+pub(super) fn import(services: &Services) {
     let prompter: Arc<dyn Prompter> = services.prompter.clone();
     let (ctx, executor, sender) = (services.ctx.clone(), services.executor.clone(), services.sender.clone());
     let locale = services.locale();
     tokio::spawn(async move {
-        let ask =
-            |key: &'static str, args: &[(&'static str, &str)]| (Text::key("setup.title", &[]), Text::key(key, args));
-        // Language.
-        let (title, question) = ask("setup.language", &[("codes", &crate::i18n::languages().join(", "))]);
-        if let Some(code) = prompter.ask(&title, &question).await.map(|c| c.trim().to_string())
-            && !code.is_empty()
-        {
-            sender.send(Msg::Typed(format!("/language {code}")));
-        }
-        // Model provider and key.
-        let names: Vec<&str> = PROVIDERS.iter().map(|p| p.0).collect();
-        let (title, question) = ask("setup.provider", &[("providers", &names.join(", "))]);
-        let provider = prompter.ask(&title, &question).await.map(|p| p.trim().to_ascii_lowercase()).unwrap_or_default();
-        match PROVIDERS.iter().find(|p| p.0 == provider) {
-            Some((name, brain, fast, needs_key)) => {
-                let mut ready = true;
-                if *needs_key {
-                    let secret = format!("llm:{name}:api_key");
-                    let (title, question) = ask("setup.key", &[("name", &secret)]);
-                    match prompter.secret(&title, &question).await.filter(|k| !k.trim().is_empty()) {
-                        Some(key) => {
-                            if let Err(e) = ctx.secrets().set(&secret, key.trim()) {
-                                sender.send(Msg::Error(locale.tf("setup.key_not_saved", &[("error", &e.to_string())])));
-                                ready = false;
-                            }
-                        }
-                        None => ready = false,
-                    }
-                }
-                let path = ctx.home.config_file();
-                if ready && path.exists() {
-                    match tokio::task::spawn_blocking(move || forget_base_url(&path)).await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => {
-                            sender.send(Msg::Error(e));
-                            ready = false;
-                        }
-                        Err(e) => {
-                            sender.send(Msg::Error(e.to_string()));
-                            ready = false;
-                        }
-                    }
-                }
-                if ready {
-                    sender.send(Msg::Typed(format!("/model brain {brain}")));
-                    sender.send(Msg::Typed(format!("/model fast {fast}")));
-                } else {
-                    sender.send(Msg::Note(locale.t("setup.model_skipped").to_string()));
-                }
-            }
-            None if provider.is_empty() => {}
-            // The answer is not repeated: it could be a key typed at the wrong question.
-            None => sender.send(Msg::Note(locale.t("setup.unknown_provider").to_string())),
-        }
         // Inventories found here, each previewed before it is written. Hosts already in the inventory
         // are left as they are: a file in the current folder must not move db01 elsewhere.
         let known: Vec<String> =

@@ -21,13 +21,33 @@ pub fn run(runtime: &tokio::runtime::Runtime, home: MerlyaHome, args: DoctorArgs
     if args.format == ListFormat::Json {
         println!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
+        let word = |status: Status| {
+            super::lang::t(match status {
+                Status::Ok => "cli.doctor.ok",
+                Status::Warn => "cli.doctor.warn",
+                Status::Fail => "cli.doctor.fail",
+            })
+        };
+        let status_width = [Status::Ok, Status::Warn, Status::Fail].map(|s| word(s).chars().count()).into_iter().max();
+        let status_width = status_width.unwrap_or(4).max(4);
         let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &checks {
-            let detail = crate::term_safe::visible_line(&check.detail);
-            println!("{:<4}  {:<width$}  {detail}", check.status.as_str(), check.name);
-            if !check.hint.is_empty() {
-                println!("      {:<width$}  → {}", "", crate::term_safe::visible_line(&check.hint));
+            let detail = check.detail.render(super::lang::locale());
+            let detail = crate::term_safe::visible_line(&detail);
+            let status = super::lang::pad(&word(check.status), status_width);
+            println!("{status}  {:<width$}  {detail}", check.name);
+            if check.has_hint() {
+                let hint = check.hint.render(super::lang::locale());
+                let indent = " ".repeat(status_width + 2);
+                println!("{indent}{:<width$}  → {}", "", crate::term_safe::visible_line(&hint));
             }
+        }
+        let count = |status: Status| checks.iter().filter(|c| c.status == status).count().to_string();
+        let (fail, warn) = (count(Status::Fail), count(Status::Warn));
+        println!();
+        match (fail.as_str(), warn.as_str()) {
+            ("0", "0") => println!("{}", super::lang::t("cli.doctor.all_ok")),
+            _ => println!("{}", super::lang::tf("cli.doctor.summary", &[("fail", &fail), ("warn", &warn)])),
         }
     }
     Ok(if checks.iter().any(|c| c.status == Status::Fail) { EXIT_ERROR } else { EXIT_OK })

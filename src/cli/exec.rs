@@ -99,14 +99,18 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         Outcome::NotApplied(change) => {
             let why = match change.status {
                 PipelineStatus::Failed => change.stage(StageName::Plan).map(|s| s.detail.clone()).unwrap_or_default(),
-                _ => format!(
-                    "`{command}` is {} ({}) and was not approved{}",
-                    analysis.class.as_str(),
-                    analysis.reasons.join("; "),
-                    if interactive { "" } else { "; pass --yes to approve it without a terminal" }
-                ),
+                _ => {
+                    let (class, reasons) = (analysis.class.as_str(), analysis.reasons.join("; "));
+                    let args = [("command", command.as_str()), ("class", class), ("reasons", &reasons)];
+                    let mut why = super::lang::tf("cli.exec.not_approved", &args);
+                    if !interactive {
+                        why.push_str(&super::lang::t("cli.exec.pass_yes"));
+                    }
+                    why
+                }
             };
-            eprintln!("refused: {why} (change {}: {})", change.id, change.status.as_str());
+            let (id, status) = (change.id.to_string(), change.status.as_str());
+            eprintln!("{}", super::lang::tf("cli.exec.refused", &[("why", &why), ("id", &id), ("status", status)]));
             return Ok(if change.status == PipelineStatus::Cancelled { super::EXIT_CANCELLED } else { EXIT_REFUSED });
         }
     };
@@ -122,7 +126,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
             change_failed = change.status != PipelineStatus::Succeeded;
             if change_failed && results.is_empty() {
                 let why = change.stage(StageName::Apply).map(|s| s.detail.clone()).unwrap_or_default();
-                eprintln!("failed before any host ran: {}", visible_line(&why));
+                eprintln!("{}", super::lang::tf("cli.exec.failed_before", &[("why", &visible_line(&why))]));
             }
             eprintln!("change {}: {} (merlya pipeline show {})", change.id, change.status.as_str(), change.id)
         }
@@ -237,8 +241,8 @@ pub fn summary(results: &[HostResult]) -> String {
                 r.host.clone(),
                 match (r.exit_code, r.failure) {
                     (Some(code), _) => code.to_string(),
-                    (None, Some(HostFailure::Cancelled)) => "cancelled".into(),
-                    (None, Some(HostFailure::TimedOut)) => "timed out".into(),
+                    (None, Some(HostFailure::Cancelled)) => super::lang::t("cli.exec.cancelled"),
+                    (None, Some(HostFailure::TimedOut)) => super::lang::t("cli.exec.timed_out"),
                     (None, _) => "-".into(),
                 },
                 format!("{:.2}s", r.duration_ms as f64 / 1000.0),
@@ -247,7 +251,8 @@ pub fn summary(results: &[HostResult]) -> String {
         })
         .collect();
     let ok = results.iter().filter(|r| r.success()).count();
-    let mut out = table::render(&["HOST", "EXIT", "DURATION", "ERROR"], &rows);
+    let headers = ["cli.h.host", "cli.h.exit", "cli.h.duration", "cli.h.error"].map(super::lang::t);
+    let mut out = table::render(&headers.each_ref().map(String::as_str), &rows);
     for r in results.iter().filter(|r| r.output_cut_bytes > 0) {
         let kept = match (r.output_spill.is_empty(), r.output_dropped_bytes) {
             (true, _) => "not kept".to_string(),
@@ -264,5 +269,6 @@ pub fn summary(results: &[HostResult]) -> String {
             r.output_cut_bytes
         ));
     }
-    format!("{out}{ok}/{} hosts succeeded\n", results.len())
+    let (ok, all) = (ok.to_string(), results.len().to_string());
+    format!("{out}{}\n", super::lang::tf("cli.exec.succeeded", &[("ok", &ok), ("all", &all)]))
 }

@@ -110,7 +110,7 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
             host.elevation = elevation;
             host.identity_file = identity_file;
             store.add_host(&host).await?;
-            println!("added {name}");
+            println!("{}", super::lang::tf("cli.hosts.added", &[("name", &name)]));
         }
         HostsCommand::List { tag, format, names } => {
             let hosts: Vec<Host> = store
@@ -164,7 +164,7 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
         }
         HostsCommand::Rm { name } => {
             store.remove_host(&name).await?;
-            println!("removed {name}");
+            println!("{}", super::lang::tf("cli.hosts.removed", &[("name", &name)]));
         }
         HostsCommand::Tag { name, tags } | HostsCommand::Untag { name, tags } if tags.is_empty() => {
             bail!("no tags given for {name}")
@@ -218,15 +218,26 @@ fn print_hosts(
                         h.jump.clone().unwrap_or_default(),
                         h.elevation.as_str().into(),
                         match h.reachable {
-                            Some(true) => "yes".into(),
-                            Some(false) => "no".into(),
+                            Some(true) => super::lang::t("cli.yes"),
+                            Some(false) => super::lang::t("cli.no"),
                             None => "?".into(),
                         },
                         last_error(&h.name),
                     ]
                 })
                 .collect();
-            let headers = ["NAME", "ADDRESS", "USER", "TAGS", "JUMP", "ELEVATION", "REACHABLE", "LAST ERROR"];
+            let headers = [
+                "cli.h.name",
+                "cli.h.address",
+                "cli.h.user",
+                "cli.h.tags",
+                "cli.h.jump",
+                "cli.h.elevation",
+                "cli.h.reachable",
+                "cli.h.last_error",
+            ]
+            .map(super::lang::t);
+            let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
             print!("{}", table::render(&headers, &rows));
         }
     }
@@ -248,11 +259,15 @@ async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<Impor
     }
     if dry_run {
         print_hosts(&report.hosts, ListFormat::Table, &[])?;
-        println!("dry run: {} host(s) would be imported from {}", report.hosts.len(), file.display());
+        let (count, path) = (report.hosts.len().to_string(), file.display().to_string());
+        println!("{}", super::lang::tf("cli.hosts.dry_run", &[("count", &count), ("path", &path)]));
         return Ok(EXIT_OK);
     }
     let (added, updated) = ctx.store.upsert_hosts(&report.hosts).await?;
-    println!("imported {} host(s) from {} ({added} added, {updated} updated)", report.hosts.len(), file.display());
+    let (count, path) = (report.hosts.len().to_string(), file.display().to_string());
+    let (added, updated) = (added.to_string(), updated.to_string());
+    let args = [("count", count.as_str()), ("path", &path), ("added", &added), ("updated", &updated)];
+    println!("{}", super::lang::tf("cli.hosts.imported", &args));
     Ok(EXIT_OK)
 }
 

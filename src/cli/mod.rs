@@ -28,6 +28,7 @@ mod config_cmd;
 mod doctor;
 mod exec;
 mod hosts;
+mod lang;
 mod mcp;
 mod pipeline;
 mod policy;
@@ -187,7 +188,7 @@ pub fn main() -> ExitCode {
     };
     match out::failure() {
         Some(e) => {
-            eprintln!("Error: cannot write to standard output: {e}");
+            eprintln!("{}: {}", lang::t("cli.error"), lang::tf("cli.stdout_failed", &[("error", &e.to_string())]));
             ExitCode::from(EXIT_ERROR)
         }
         None => ExitCode::from(code),
@@ -197,11 +198,11 @@ pub fn main() -> ExitCode {
 /// An error and its causes for the terminal. Causes can carry words of a host, an MCP server or the
 /// model, so every one is made visible first (an escape sequence in them is shown, not obeyed).
 fn error_text(report: &color_eyre::Report) -> String {
-    let mut out = format!("Error: {}", crate::term_safe::visible(&report.to_string()));
+    let mut out = format!("{}: {}", lang::t("cli.error"), crate::term_safe::visible(&report.to_string()));
     let causes: Vec<String> =
         report.chain().skip(1).map(|c| crate::term_safe::visible(&c.to_string()).into_owned()).collect();
     if !causes.is_empty() {
-        out.push_str("\n\nCaused by:");
+        out.push_str(&format!("\n\n{}:", lang::t("cli.caused_by")));
         for (i, cause) in causes.iter().enumerate() {
             out.push_str(&format!("\n   {i}: {cause}"));
         }
@@ -215,6 +216,10 @@ pub fn run(cli: Cli) -> Result<u8> {
         Some(dir) => MerlyaHome::at(dir),
         None => MerlyaHome::from_env()?,
     };
+    // The console's language for the sentences commands print (not the console itself: it reads its own).
+    if cli.command.is_some() {
+        lang::init(&home.config_file());
+    }
     // A change pipeline waits on one local tool at a time: its tasks run on this thread, so no
     // worker has to be woken for each line or record while the tool uses the cores (ADR 0024).
     let mut builder = match &cli.command {

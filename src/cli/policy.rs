@@ -60,28 +60,26 @@ pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
             println!("{}", serde_json::to_string_pretty(&out)?);
         }
         OutputFormat::Text => {
+            use super::lang::{t, tf};
             let verdict = match (decision.allowed, decision.needs_approval) {
-                (false, _) if asked => "NEEDS APPROVAL",
-                (false, _) => "REFUSED",
-                (true, true) => "ALLOWED after approval",
-                (true, false) => "ALLOWED",
+                (false, _) if asked => t("cli.policy.needs_approval"),
+                (false, _) => t("cli.policy.refused"),
+                (true, true) => t("cli.policy.allowed_after_approval"),
+                (true, false) => t("cli.policy.allowed"),
             };
             println!("{verdict}: {} ({})", command, decision.analysis.class.as_str());
             if let Some(rendering) = runs_as.as_deref().filter(|r| *r != command) {
-                println!("  runs as: {}", crate::term_safe::visible_line(rendering));
+                println!("  {}: {}", t("cli.policy.runs_as"), crate::term_safe::visible_line(rendering));
             }
             for reason in &decision.analysis.reasons {
                 println!("  - {reason}");
             }
             if asked {
                 let who = serde_json::to_value(specialist).ok().and_then(|v| v.as_str().map(str::to_string));
-                println!(
-                    "  = the {} specialist runs only proven reads; `merlya exec` and the execution specialist ask first",
-                    who.unwrap_or_default()
-                );
+                println!("  = {}", tf("cli.policy.asked", &[("specialist", &who.unwrap_or_default())]));
             }
             for leak in &leaks {
-                println!("  ! {}\n    safer: {}", leak.what, leak.rewrite);
+                println!("  ! {}\n    {}: {}", leak.what, t("cli.policy.safer"), leak.rewrite);
             }
         }
     }

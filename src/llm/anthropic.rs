@@ -203,13 +203,13 @@ impl Provider for Anthropic {
         "anthropic"
     }
 
-    async fn probe(&self) -> Result<usize, LlmError> {
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
         let url = format!("{}/v1/models", self.base_url.trim_end_matches('/'));
         let mut builder = self.http.get(&url).header("anthropic-version", API_VERSION);
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key);
         }
-        super::client::probe_models("anthropic", builder).await
+        super::client::list_model_ids("anthropic", builder).await
     }
 
     async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {

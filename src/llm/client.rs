@@ -60,15 +60,21 @@ pub(crate) fn transport(provider: &str, e: reqwest::Error) -> LlmError {
     LlmError::Transport { provider: provider.to_string(), detail: e.to_string(), timeout: e.is_timeout() }
 }
 
-/// Sends a model-list request and counts the `data` entries (both wire formats list models there).
-pub(crate) async fn probe_models(provider: &str, request: reqwest::RequestBuilder) -> Result<usize, LlmError> {
+/// Sends a model-list request and returns the `id` of each `data` entry (both wire formats list
+/// models there), sorted.
+pub(crate) async fn list_model_ids(provider: &str, request: reqwest::RequestBuilder) -> Result<Vec<String>, LlmError> {
     let response = request.send().await.map_err(|e| transport(provider, e))?;
     let response = check_status(provider, response).await?;
     let body: serde_json::Value = response
         .json()
         .await
         .map_err(|e| LlmError::Malformed { provider: provider.to_string(), detail: e.to_string() })?;
-    Ok(body["data"].as_array().map_or(0, Vec::len))
+    let entries = body["data"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut ids: Vec<String> =
+        entries.iter().filter_map(|m| m["id"].as_str()).filter(|id| !id.is_empty()).map(String::from).collect();
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
 }
 
 /// Turns a non-2xx response into [`LlmError::Status`] with its `Retry-After`.
@@ -141,6 +147,39 @@ pub(crate) fn is_json(response: &reqwest::Response) -> bool {
 pub fn split_model(spec: &str) -> Result<(&str, &str), LlmError> {
     spec.split_once('/')
         .ok_or_else(|| LlmError::Config(format!("model {spec:?}: expected provider/model, e.g. openai/gpt-4o")))
+}
+
+/// The provider's default base URL (empty for `openai-compatible`, which has none), for setup.
+pub fn default_base_url(provider: &str) -> Result<&'static str, LlmError> {
+    defaults(provider).map(|(url, _)| url)
+}
+
+/// The keyring entry that holds the key for `provider` at `base_url` (`None`: its default endpoint).
+/// A base URL of one's own uses `llm:custom:api_key`, so a provider's key never goes elsewhere; setup
+/// stores a key under the name the client will read.
+pub fn key_secret_name(provider: &str, base_url: Option<&str>) -> String {
+    let default_url = defaults(provider).map(|(url, _)| url).unwrap_or_default();
+    let custom = base_url.is_some_and(|u| u.trim_end_matches('/') != default_url.trim_end_matches('/'));
+    if custom || default_url.is_empty() { "llm:custom:api_key".to_string() } else { format!("llm:{provider}:api_key") }
+}
+
+/// The models `provider` offers at `base_url` with `api_key` (`GET {base}/models`, or Anthropic's
+/// `GET /v1/models`), sorted; for setup, before anything is configured. Bounded to 15 seconds.
+pub async fn list_models(provider: &str, base_url: &str, api_key: Option<&str>) -> Result<Vec<String>, LlmError> {
+    crate::tls::ensure_crypto_provider();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+    let (api_key, idle) = (api_key.map(String::from), Duration::from_secs(15));
+    let base_url = base_url.to_string();
+    let listing: Arc<dyn Provider> = if provider == "anthropic" {
+        Arc::new(Anthropic { base_url, api_key, stream: false, http, idle })
+    } else {
+        Arc::new(OpenAi { name: provider.to_string(), base_url, api_key, stream: false, http, idle })
+    };
+    listing.models().await
 }
 
 /// The provider's default base URL and key variable.
@@ -227,7 +266,7 @@ impl LlmClient {
 
     /// Whether the provider of `role` answers with this key (lists its models; no tokens spent).
     pub async fn probe(&self, role: ModelRole) -> Result<usize, LlmError> {
-        self.endpoint(role).provider.probe().await
+        self.endpoint(role).provider.models().await.map(|m| m.len())
     }
 
     /// The provider name of `role` (`openai`, `anthropic`, …).
@@ -374,6 +413,25 @@ impl LlmClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Setup stores a key under the name the client reads it from: a provider's own at its default
+    /// address, `llm:custom:api_key` anywhere else (and for servers with no default).
+    #[test]
+    fn the_key_name_follows_the_address() {
+        assert_eq!(key_secret_name("openai", None), "llm:openai:api_key");
+        assert_eq!(key_secret_name("openai", Some("https://api.openai.com/v1/")), "llm:openai:api_key");
+        assert_eq!(key_secret_name("openai", Some("http://gateway.local/v1")), "llm:custom:api_key");
+        assert_eq!(key_secret_name("openai-compatible", Some("http://gateway.local/v1")), "llm:custom:api_key");
+        assert_eq!(default_base_url("ollama").ok(), Some("http://127.0.0.1:11434/v1"));
+        let secrets = crate::secrets::Secrets::memory();
+        secrets.set("llm:custom:api_key", "k-custom").unwrap();
+        let config = ModelConfig {
+            brain: Some("openai-compatible/m".into()),
+            base_url: Some("http://gateway.local/v1".into()),
+            ..ModelConfig::default()
+        };
+        assert!(LlmClient::from_config(&config, &secrets).is_ok(), "a gateway with the key setup stored is usable");
+    }
 
     #[test]
     fn retry_after_in_seconds_or_as_a_date_and_waits_shown_plainly() {

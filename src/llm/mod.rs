@@ -218,6 +218,6 @@ pub trait Provider: Send + Sync {
     /// One attempt (no retries: [`LlmClient`] adds them).
     async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError>;
     /// Lists the provider's models (`GET …/models`): reachability and key check for `merlya doctor`,
-    /// at no token cost. Returns how many models it offers.
-    async fn probe(&self) -> Result<usize, LlmError>;
+    /// and the choice offered by `/setup`, at no token cost. Returns their ids.
+    async fn models(&self) -> Result<Vec<String>, LlmError>;
 }

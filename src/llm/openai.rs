@@ -177,13 +177,13 @@ impl Provider for OpenAi {
         &self.name
     }
 
-    async fn probe(&self) -> Result<usize, LlmError> {
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
         let url = format!("{}/models", self.base_url.trim_end_matches('/'));
         let mut builder = self.http.get(&url);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        super::client::probe_models(&self.name, builder).await
+        super::client::list_model_ids(&self.name, builder).await
     }
 
     async fn chat(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {

@@ -19,6 +19,11 @@ use keyring_core::{CredentialStore, Entry};
 
 use crate::config::SecretsBackend;
 
+/// The Secret Service's label in messages.
+const SECRET_SERVICE: &str = "Secret Service";
+/// The kernel keyring's label in messages.
+const KEYRING: &str = "kernel keyring";
+
 /// The keyring service name under which merlya stores entries.
 pub const SERVICE: &str = "merlya";
 
@@ -36,6 +41,20 @@ pub enum SecretError {
     /// A name that is not `service:host:field` or similar.
     #[error("invalid secret name {0:?}: use letters, digits and . _ - / : (e.g. sudo:web01:password)")]
     BadName(String),
+}
+
+/// Which store holds the secrets of this process, so that a message can say truthfully whether a
+/// secret outlives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretStore {
+    /// The desktop's Secret Service (gnome-keyring, KWallet): kept across logins.
+    SecretService,
+    /// The kernel keyring of the login session: kept until logout or reboot.
+    KernelKeyring,
+    /// This process's memory: lost at exit.
+    Memory,
+    /// The configured store is not usable: nothing is kept.
+    Unavailable,
 }
 
 enum Backend {
@@ -63,8 +82,6 @@ impl Secrets {
     /// memory with a warning. A backend named explicitly is that one or
     /// [`SecretError::Unavailable`] on every use, never memory.
     pub fn open(choice: SecretsBackend) -> Self {
-        const SECRET_SERVICE: &str = "Secret Service";
-        const KEYRING: &str = "kernel keyring";
         let secret_service = || -> Result<Self, String> {
             if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
                 return Err("there is no D-Bus session (DBUS_SESSION_BUS_ADDRESS is not set)".into());
@@ -111,6 +128,16 @@ impl Secrets {
             Backend::Keyring { label, .. } => label,
             Backend::Memory(_) => "memory store (lost at exit)",
             Backend::Unavailable { backend, .. } => backend,
+        }
+    }
+
+    /// The store in use (the memory fallback included), for messages that say where a secret went.
+    pub fn store(&self) -> SecretStore {
+        match &self.backend {
+            Backend::Keyring { label: SECRET_SERVICE, .. } => SecretStore::SecretService,
+            Backend::Keyring { .. } => SecretStore::KernelKeyring,
+            Backend::Memory(_) => SecretStore::Memory,
+            Backend::Unavailable { .. } => SecretStore::Unavailable,
         }
     }
 
@@ -247,6 +274,7 @@ mod tests {
     fn memory_store_round_trip_and_name_rules() {
         let s = Secrets::memory();
         assert!(!s.is_persistent());
+        assert_eq!(s.store(), SecretStore::Memory);
         s.set("sudo:web01:password", "hunter2").unwrap();
         assert_eq!(s.get("sudo:web01:password").unwrap().as_deref(), Some("hunter2"));
         assert!(s.remove("sudo:web01:password").unwrap());

@@ -99,7 +99,7 @@ fn a_fresh_home_is_ready_without_a_model_and_names_what_is_missing() {
     let out = env.run(&["doctor"]);
     let shown = text(&out.stdout);
     assert!(shown.lines().any(|l| l.starts_with("OK    database")), "{shown}");
-    assert!(shown.contains("→ merlya config set model.brain"), "{shown}");
+    assert!(shown.contains("→ type /setup in the console, or: merlya config set model.brain"), "{shown}");
 }
 
 #[test]

@@ -141,7 +141,7 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
         Ok(CommandLine::Mcp(command)) => effects.push(Effect::Mcp(command)),
         Ok(CommandLine::Skill(line)) => effects.push(Effect::Skill(line)),
         Ok(CommandLine::Report(path)) => effects.push(Effect::Report(path)),
-        Ok(CommandLine::Setup) => effects.push(Effect::Setup),
+        Ok(CommandLine::Setup) => super::setup::open(model),
         Ok(CommandLine::Conv(conv)) => effects.push(Effect::Conversations(conv)),
         Ok(CommandLine::Audit(count)) => effects.push(Effect::ShowAudit(count)),
         Ok(CommandLine::New) => {

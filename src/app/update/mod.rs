@@ -9,6 +9,7 @@ mod input;
 mod modal;
 mod panes;
 mod runs;
+mod setup;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 use ratatui::layout::Rect;
@@ -79,6 +80,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                 if matches!(front.request.kind, PromptKind::Secret | PromptKind::Text) {
                     front.typed.extend(text.chars().filter(|c| !c.is_control()));
                 }
+            } else if model.setup.is_some() && model.form.is_none() {
+                setup::on_paste(model, &text);
             } else if let Some(form) = model.form.as_mut() {
                 if let Some(value) = form.values.get_mut(form.focus) {
                     value.extend(text.chars().filter(|c| !c.is_control()));
@@ -152,6 +155,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Typed(line) => input::typed(model, &line),
+        Msg::SetupModels { base_url, result } => setup::on_models(model, &base_url, result),
+        Msg::SetupSaved(saved) => setup::on_saved(model, saved),
         Msg::Note(text) => {
             model.push_chat(ChatEntry::new(ChatRole::System, text));
             model.chat_view.scroll = 0;
@@ -194,6 +199,7 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     match model.input_mode() {
         InputMode::Prompt => modal::on_prompt_key(model, key),
         InputMode::Form => modal::on_form_key(model, key),
+        InputMode::Setup => setup::on_key(model, key),
         InputMode::TagPicker => {
             modal::on_tag_picker_key(model, key);
             Vec::new()
@@ -307,3 +313,5 @@ mod tests;
 mod tests_console;
 #[cfg(test)]
 mod tests_fleet;
+#[cfg(test)]
+mod tests_setup;

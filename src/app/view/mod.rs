@@ -12,6 +12,7 @@ mod output;
 mod pipeline;
 mod prompt;
 mod run_report;
+mod setup;
 mod status;
 mod toast;
 
@@ -56,6 +57,9 @@ pub fn view(model: &Model, frame: &mut Frame) {
     if let Some(form) = &model.form {
         form::draw(model, form, frame, area);
     }
+    if let Some(flow) = &model.setup {
+        setup::draw(model, flow, frame, area);
+    }
     if model.help_open {
         help::draw(model, frame, area);
     }
@@ -81,7 +85,11 @@ fn view_block<'a>(model: &Model, extra: &str) -> Block<'a> {
 
 /// A pane's frame: accent border when focused.
 fn pane_block<'a>(model: &Model, pane: Pane, title: String) -> Block<'a> {
-    let focused = model.focus == pane && model.prompts.is_empty() && !model.help_open && model.form.is_none();
+    let focused = model.focus == pane
+        && model.prompts.is_empty()
+        && !model.help_open
+        && model.form.is_none()
+        && model.setup.is_none();
     let style = if focused { model.theme.accent } else { model.theme.dim };
     Block::default()
         .borders(Borders::ALL)
@@ -107,3 +115,5 @@ mod svg;
 mod tests;
 #[cfg(test)]
 mod tests_runs;
+#[cfg(test)]
+mod tests_setup;

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 /// A request as received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    /// `GET`, `POST`.
+    pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
@@ -114,6 +116,7 @@ fn serve(mut stream: std::net::TcpStream, handler: &Handler, recorded: &Mutex<Ve
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
         return;
     }
+    let method = line.split_whitespace().next().unwrap_or("").to_string();
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut headers = Vec::new();
     loop {
@@ -135,7 +138,7 @@ fn serve(mut stream: std::net::TcpStream, handler: &Handler, recorded: &Mutex<Ve
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body).unwrap();
     let raw = String::from_utf8_lossy(&body).into_owned();
-    let request = Recorded { path, headers, body: serde_json::from_str(&raw).unwrap_or(Value::Null), raw };
+    let request = Recorded { method, path, headers, body: serde_json::from_str(&raw).unwrap_or(Value::Null), raw };
     recorded.lock().unwrap().push(request.clone());
     match handler(&request) {
         Reply::Json { status, body, headers } => {
@@ -172,6 +175,15 @@ fn serve(mut stream: std::net::TcpStream, handler: &Handler, recorded: &Mutex<Ve
 /// Replies in the OpenAI Chat Completions format.
 pub mod openai {
     use super::*;
+
+    /// `GET /v1/models`: the model list, as OpenAI and compatible servers (Ollama, OpenRouter) send it.
+    pub fn models(ids: &[&str]) -> Reply {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "created": 1700000000, "owned_by": "test"}))
+            .collect();
+        Reply::Json { status: 200, body: json!({"object": "list", "data": data}), headers: vec![] }
+    }
 
     pub fn text(content: &str) -> Reply {
         Reply::Json {
@@ -259,6 +271,20 @@ pub mod openai {
 /// Replies in the Anthropic Messages format.
 pub mod anthropic {
     use super::*;
+
+    /// `GET /v1/models`: the model list in Anthropic's format (paged, with display names).
+    pub fn models(ids: &[&str]) -> Reply {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"id": id, "type": "model", "display_name": id.to_uppercase(), "created_at": "2025-01-01T00:00:00Z"}))
+            .collect();
+        let (first, last) = (ids.first().copied().unwrap_or(""), ids.last().copied().unwrap_or(""));
+        Reply::Json {
+            status: 200,
+            body: json!({"data": data, "has_more": false, "first_id": first, "last_id": last}),
+            headers: vec![],
+        }
+    }
 
     pub fn text(content: &str) -> Reply {
         Reply::Json {
