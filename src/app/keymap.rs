@@ -144,10 +144,14 @@ actions! {
     Clear = "clear", "clear the output", "";
     Search = "search", "search the output", "search";
     NextHost = "next_host", "one host at a time (a picker of the hosts with output)", "host";
+    Fold = "fold", "fold or unfold the output of the host on the current line", "fold";
+    FoldAll = "fold_all", "fold every host's output (again: unfold all)", "";
     NextMatch = "next_match", "next (older) match", "";
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";
     Slash = "slash", "a chat command (/setup, /conv, /new…)", "/cmd";
+    Retry = "retry", "send your last question to the agent again", "retry";
+    EditLast = "edit_last", "your last question back in the input line to edit (Esc twice)", "edit";
     Expand = "expand", "expand or collapse the selected tool call's output", "expand";
     ScrollDiffDown = "scroll_diff_down", "scroll the diff down", "";
     ScrollDiffUp = "scroll_diff_up", "scroll the diff up", "";

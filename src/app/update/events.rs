@@ -165,7 +165,10 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
         ExecEvent::Started { .. } => Vec::new(),
         ExecEvent::Line { host, stream, line } => {
             // Host output never reaches the terminal as it is: escape sequences are shown, not run.
-            model.output.push(LineKind::Output { host: host.into(), stream }, visible_line(&line).into_owned());
+            let text = visible_line(&line).into_owned();
+            // A round of a watch: what changed since the previous round is marked.
+            let changed = super::watch::changed(model, run, &host, &text);
+            model.output.push_changed(LineKind::Output { host: host.into(), stream }, text, changed);
             keep_scroll_position(model, 1);
             Vec::new()
         }

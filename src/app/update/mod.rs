@@ -3,12 +3,14 @@
 //! the text input ([`input`]), pane actions ([`panes`]), modals and forms
 //! ([`modal`]), and events from workers ([`events`]).
 
+mod chat;
 mod events;
 mod filter;
 mod input;
 mod modal;
 mod panes;
 mod runs;
+mod watch;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 use ratatui::layout::Rect;
@@ -113,6 +115,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::RunStarted { run } => runs::on_started(model, run),
         Msg::RunDone { run, results } => runs::on_done(model, run, &results),
         Msg::RunDenied { run, by } => runs::on_denied(model, run, &by),
+        Msg::WatchTick { watch } => watch::tick(model, watch),
+        Msg::WatchRefused { watch, why } => watch::refused(model, watch, &why),
         Msg::HostFailed { host, failure, error, at } => {
             runs::on_host_failed(model, host, failure, error, at);
             Vec::new()
@@ -212,7 +216,12 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         InputMode::Panes => {
             // The focused pane's bindings win over the global ones.
             let context = KeyContext::of(model.focus);
-            match model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key)) {
+            let action = model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key));
+            // Only a second Esc in a row edits the last question.
+            if action != Some(Action::EditLast) {
+                model.chat_view.edit_armed = false;
+            }
+            match action {
                 Some(action) => run_action(model, action),
                 None => Vec::new(),
             }
