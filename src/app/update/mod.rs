@@ -310,3 +310,5 @@ mod tests;
 mod tests_console;
 #[cfg(test)]
 mod tests_fleet;
+#[cfg(test)]
+mod tests_watch;
