@@ -150,9 +150,9 @@ actions! {
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";
     Slash = "slash", "a chat command (/setup, /conv, /new…)", "/cmd";
-    Retry = "retry", "send your last question to the agent again", "retry";
-    EditLast = "edit_last", "your last question back in the input line to edit (Esc twice)", "edit";
     Expand = "expand", "expand or collapse the selected tool call's output", "expand";
+    Retry = "retry", "send your last question to the agent again", "retry";
+    EditLast = "edit_last", "your last question back in the input line to edit (Esc twice)", "";
     ScrollDiffDown = "scroll_diff_down", "scroll the diff down", "";
     ScrollDiffUp = "scroll_diff_up", "scroll the diff up", "";
     NextHunk = "next_hunk", "next hunk of the diff", "hunk";
