@@ -107,3 +107,5 @@ mod svg;
 mod tests;
 #[cfg(test)]
 mod tests_runs;
+#[cfg(test)]
+mod tests_output;
