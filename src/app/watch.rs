@@ -72,7 +72,8 @@ impl Watch {
 /// The byte ranges of `new` that differ from `old` (the whole line when there was none).
 pub fn changed(old: Option<&str>, new: &str) -> Option<Box<[Range<usize>]>> {
     let Some(old) = old else {
-        return (!new.is_empty()).then(|| vec![0..new.len()].into_boxed_slice());
+        let whole = 0..new.len();
+        return (!new.is_empty()).then(|| std::iter::once(whole).collect());
     };
     if old == new {
         return None;

@@ -32,7 +32,6 @@ pub(super) fn edit_last(model: &mut Model) {
         return;
     };
     open_input(model, &question);
-    model.flash = Some(model.locale.t("chat.editing").to_string());
 }
 
 /// Esc in the chat: the first says what a second does; the second edits.

@@ -508,10 +508,10 @@ pub fn fixture_watch() -> Model {
     let mut m = fixture_model();
     m.inventory.marked = ["web01", "web02"].into_iter().map(String::from).collect();
     update(&mut m, Msg::Typed(":watch 5 -- df -h /".into()));
-    let rounds = [["/dev/vda1  40G  16G  24G  41% /", "/dev/vda1  40G  30G  10G  75% /"], [
-        "/dev/vda1  40G  19G  21G  47% /",
-        "/dev/vda1  40G  30G  10G  75% /",
-    ]];
+    let rounds = [
+        ["/dev/vda1  40G  16G  24G  41% /", "/dev/vda1  40G  30G  10G  75% /"],
+        ["/dev/vda1  40G  19G  21G  47% /", "/dev/vda1  40G  30G  10G  75% /"],
+    ];
     for lines in rounds {
         update(&mut m, Msg::WatchTick { watch: 1 });
         let run = m.next_run - 1;

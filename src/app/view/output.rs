@@ -180,7 +180,7 @@ mod tests {
     fn finds_every_match_ignoring_case() {
         let needle: Vec<char> = "err".chars().collect();
         assert_eq!(find_all("ERROR: err, Err", &needle), [0..3, 7..10, 12..15]);
-        assert_eq!(find_all("é err", &needle), [3..6], "offsets are bytes of the original text");
+        assert_eq!(find_all("é err", &needle), vec![3..6_usize; 1], "offsets are bytes of the original text");
         assert!(find_all("none", &needle).is_empty());
         assert!(find_all("anything", &[]).is_empty());
     }
