@@ -100,7 +100,7 @@ macro_rules! actions {
 
 actions! {
     Quit = "quit", "quit (asks when runs are in flight)", "quit";
-    Interrupt = "interrupt", "cancel the newest run (or the agent's turn); with nothing running, ask to quit", "";
+    Interrupt = "interrupt", "stop a watch, else cancel the newest run (or the agent's turn); with nothing running, ask to quit", "";
     Rerun = "rerun", "run the newest run again on the same hosts", "rerun";
     RerunFailed = "rerun_failed", "run the newest run again on its failed hosts", "";
     Group = "group", "fold identical outputs of the newest run (again: live lines)", "group";
