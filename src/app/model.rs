@@ -552,8 +552,9 @@ pub struct Model {
     pub ssh_aliases: Vec<String>,
     /// The run that stands for the agent's current turn (its commands, per host).
     pub agent_run: Option<u64>,
-    /// The watch in progress (`:watch N -- CMD`), and how many were started (its number).
+    /// The watch in progress (`:watch N -- CMD`).
     pub watch: Option<super::watch::Watch>,
+    /// Watches started (the newest's number: a tick of an older one is ignored).
     pub watches: u64,
     /// Each host's last failure, by host name.
     pub host_errors: BTreeMap<String, HostError>,

@@ -141,3 +141,21 @@ fn r_retries_the_last_question_and_esc_twice_puts_it_back_to_edit() {
     update(&mut m, Msg::Typed("/edit".into()));
     assert_eq!(m.input.text(), "why is web01 slow?", "/edit does the same at once");
 }
+
+#[test]
+fn lines_of_a_folded_host_do_not_move_a_scrolled_up_screen() {
+    let mut m = model();
+    m.set_focus(Pane::Output);
+    for i in 0..40 {
+        let host = if i % 2 == 0 { "web01" } else { "web02" };
+        update(&mut m, Msg::Exec { run: 1, event: line(host, &format!("line {i}")) });
+    }
+    m.output.set_folded("web02", true);
+    update(&mut m, key(KeyCode::Char('k')));
+    update(&mut m, key(KeyCode::Char('k')));
+    let scroll = m.output_view.scroll;
+    update(&mut m, Msg::Exec { run: 1, event: line("web02", "hidden") });
+    assert_eq!(m.output_view.scroll, scroll, "a folded host's line is not on screen");
+    update(&mut m, Msg::Exec { run: 1, event: line("web01", "shown") });
+    assert_eq!(m.output_view.scroll, scroll + 1, "a shown line keeps the same lines on screen");
+}
