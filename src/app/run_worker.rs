@@ -48,7 +48,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
                 audited_fan_out(&env, &hosts, clearance, None).await.map(Some)
             }
             (Route::Ask { analysis, .. }, Some(watch)) => {
-                sender.send(Msg::WatchRefused { watch, why: analysis.reasons.join("; ") });
+                sender.send(Msg::WatchRefused { watch, why: why_refused(&analysis, &locale) });
                 sender.send(Msg::RunDenied { run, by: locale.t("watch.not_read_only").to_string() });
                 Ok(None)
             }
@@ -72,7 +72,7 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
 pub(super) fn start_watch(services: &Services, watch: u64, every: u64, command: String) {
     let sender = services.sender.clone();
     if let Route::Ask { analysis, .. } = services.gate.route(&command) {
-        return sender.send(Msg::WatchRefused { watch, why: analysis.reasons.join("; ") });
+        return sender.send(Msg::WatchRefused { watch, why: why_refused(&analysis, &services.locale()) });
     }
     let stop = services.control.start_watch();
     tokio::spawn(async move {
@@ -86,6 +86,14 @@ pub(super) fn start_watch(services: &Services, watch: u64, every: u64, command: 
             }
         }
     });
+}
+
+/// Why a watch is refused: the analysis's reasons, or (a proven read asked anyway) the setting that asks.
+fn why_refused(analysis: &crate::safety::Analysis, locale: &crate::i18n::Locale) -> String {
+    if analysis.reasons.is_empty() {
+        return locale.t("watch.always_asked").to_string();
+    }
+    analysis.reasons.join("; ")
 }
 
 /// A change on `hosts`: a Bash pipeline. `Ok(None)` when it never applied (denied, refused, cancelled).
