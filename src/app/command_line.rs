@@ -13,7 +13,7 @@ use super::keymap::Action;
 use crate::i18n::Text;
 
 /// Slash commands: the word, whether it takes arguments, and its locale help key.
-pub const SLASH: [(&str, bool, &str); 14] = [
+pub const SLASH: [(&str, bool, &str); 16] = [
     ("/hosts", true, "slash.hosts"),
     ("/model", true, "slash.model"),
     ("/metrics", false, "slash.metrics"),
@@ -27,6 +27,8 @@ pub const SLASH: [(&str, bool, &str); 14] = [
     ("/language", true, "slash.language"),
     ("/help", false, "slash.help"),
     ("/new", false, "slash.new"),
+    ("/retry", false, "slash.retry"),
+    ("/edit", false, "slash.edit"),
     ("/exit", false, "slash.exit"),
 ];
 
@@ -58,8 +60,9 @@ pub const PALETTE: [(&str, Action); 23] = [
 ];
 
 /// Palette words with their own syntax, and their locale help keys.
-pub const PALETTE_COMMANDS: [(&str, bool, &str); 8] = [
+pub const PALETTE_COMMANDS: [(&str, bool, &str); 9] = [
     (":exec", true, "palette.exec"),
+    (":watch", true, "palette.watch"),
     (":change", true, "palette.change"),
     (":plan", true, "palette.plan"),
     (":reload", false, "palette.reload"),
@@ -124,6 +127,14 @@ pub enum CommandLine {
     RunOnSelection(String),
     /// `:exec TARGETS -- CMD`.
     Exec { targets: String, command: String },
+    /// `:watch N -- CMD`: CMD every N seconds on the marked hosts (or the one under the cursor).
+    Watch { every: u64, command: String },
+    /// `:watch off`: stop the watch.
+    WatchOff,
+    /// `/retry`: send the last question again.
+    Retry,
+    /// `/edit`: the last question back in the input line.
+    EditLast,
     /// `:q`, `/exit`.
     Quit,
     /// `/help`.
@@ -231,6 +242,7 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
                 _ => Err(Text::key("cmd.change_usage", &[])),
             }
         }
+        "watch" => parse_watch(args),
         "exec" => {
             let (targets, command) = args.split_once(" -- ").ok_or_else(|| Text::key("cmd.exec_usage", &[]))?;
             let (targets, command) = (targets.trim(), command.trim());
@@ -240,6 +252,28 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
             Ok(CommandLine::Exec { targets: targets.into(), command: command.into() })
         }
         other => Err(Text::key("cmd.unknown_palette", &[("word", other)])),
+    }
+}
+
+/// Longest pause between two rounds of a watch (a day).
+const WATCH_MAX_SECONDS: u64 = 86_400;
+
+/// `N -- CMD` or `off`.
+fn parse_watch(args: &str) -> Result<CommandLine, Text> {
+    if args.trim() == "off" {
+        return Ok(CommandLine::WatchOff);
+    }
+    let usage = || Text::key("cmd.watch_usage", &[]);
+    let (every, command) = args.split_once("--").ok_or_else(usage)?;
+    let (every, command) = (every.trim(), command.trim());
+    if command.is_empty() {
+        return Err(usage());
+    }
+    match every.trim_end_matches('s').parse::<u64>() {
+        Ok(every) if (1..=WATCH_MAX_SECONDS).contains(&every) => {
+            Ok(CommandLine::Watch { every, command: command.to_string() })
+        }
+        _ => Err(Text::key("cmd.watch_seconds", &[("value", every)])),
     }
 }
 
@@ -263,6 +297,8 @@ fn parse_slash(input: &str) -> Result<CommandLine, Text> {
         "/help" => return Ok(CommandLine::Help),
         "/exit" | "/quit" => return Ok(CommandLine::Quit),
         "/new" => return Ok(CommandLine::New),
+        "/retry" => return Ok(CommandLine::Retry),
+        "/edit" => return Ok(CommandLine::EditLast),
         "/mcp" => {
             return match args.as_slice() {
                 [] | ["list"] => Ok(CommandLine::Mcp(McpCommand::List)),
@@ -359,6 +395,11 @@ mod tests {
             Ok(CommandLine::Exec { targets: "@web,db1".into(), command: "df -h".into() })
         );
         assert_eq!(parse(":q"), Ok(CommandLine::Quit));
+        assert_eq!(parse(":watch 5 -- df -h"), Ok(CommandLine::Watch { every: 5, command: "df -h".into() }));
+        assert_eq!(parse(":watch 2s -- cat /tmp/f"), Ok(CommandLine::Watch { every: 2, command: "cat /tmp/f".into() }));
+        assert_eq!(parse(":watch off"), Ok(CommandLine::WatchOff));
+        assert_eq!(parse("/retry"), Ok(CommandLine::Retry));
+        assert_eq!(parse("/edit"), Ok(CommandLine::EditLast));
         use crate::pipeline::Kind;
         assert_eq!(
             parse(":change terraform ./infra"),
@@ -419,5 +460,9 @@ mod tests {
         assert!(parse("/audit many").unwrap_err().english().contains("expected a number"));
         assert!(parse(":cancel x").unwrap_err().english().contains("run number"));
         assert!(parse(":diff web01").unwrap_err().english().contains("usage"));
+        assert!(parse(":watch df -h").unwrap_err().english().contains("usage"));
+        assert!(parse(":watch 5 --").unwrap_err().english().contains("usage"));
+        assert!(parse(":watch 0 -- uptime").unwrap_err().english().contains("seconds"));
+        assert!(parse(":watch soon -- uptime").unwrap_err().english().contains("seconds"));
     }
 }

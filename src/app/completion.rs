@@ -96,8 +96,8 @@ mod tests {
 
     #[test]
     fn slash_and_palette_words_complete() {
-        assert_eq!(labels("/", &[]).len(), 14, "every slash command is offered");
-        assert_eq!(labels(":", &[]).len(), 31, "every palette word is offered");
+        assert_eq!(labels("/", &[]).len(), 16, "every slash command is offered");
+        assert_eq!(labels(":", &[]).len(), 32, "every palette word is offered");
         assert_eq!(labels("/h", &[]), ["/hosts", "/help"]);
         assert_eq!(labels("/la", &[]), ["/language"]);
         assert_eq!(
@@ -107,7 +107,7 @@ mod tests {
         );
         assert_eq!(
             labels(":ch", &[]),
-            [":change", ":chat", ":check", ":search"],
+            [":change", ":chat", ":check", ":watch", ":search"],
             "prefix matches first, then the rest"
         );
         assert_eq!(labels(":ex", &[])[0], ":exec");

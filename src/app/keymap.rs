@@ -100,7 +100,7 @@ macro_rules! actions {
 
 actions! {
     Quit = "quit", "quit (asks when runs are in flight)", "quit";
-    Interrupt = "interrupt", "cancel the newest run (or the agent's turn); with nothing running, ask to quit", "";
+    Interrupt = "interrupt", "stop a watch, else cancel the newest run (or the agent's turn); with nothing running, ask to quit", "";
     Rerun = "rerun", "run the newest run again on the same hosts", "rerun";
     RerunFailed = "rerun_failed", "run the newest run again on its failed hosts", "";
     Group = "group", "fold identical outputs of the newest run (again: live lines)", "group";
@@ -144,11 +144,15 @@ actions! {
     Clear = "clear", "clear the output", "";
     Search = "search", "search the output", "search";
     NextHost = "next_host", "one host at a time (a picker of the hosts with output)", "host";
+    Fold = "fold", "fold or unfold the output of the host on the current line", "fold";
+    FoldAll = "fold_all", "fold every host's output (again: unfold all)", "";
     NextMatch = "next_match", "next (older) match", "";
     PreviousMatch = "previous_match", "previous (newer) match", "";
     Write = "write", "write to the agent", "write";
     Slash = "slash", "a chat command (/setup, /conv, /new…)", "/cmd";
     Expand = "expand", "expand or collapse the selected tool call's output", "expand";
+    Retry = "retry", "send your last question to the agent again", "retry";
+    EditLast = "edit_last", "your last question back in the input line to edit (Esc twice)", "";
     ScrollDiffDown = "scroll_diff_down", "scroll the diff down", "";
     ScrollDiffUp = "scroll_diff_up", "scroll the diff up", "";
     NextHunk = "next_hunk", "next hunk of the diff", "hunk";

@@ -64,6 +64,8 @@ pub mod theme;
 pub mod update;
 /// Drawing.
 pub mod view;
+/// A command run again every N seconds, with what changed marked.
+pub mod watch;
 /// Effects that touch the store, the keyring or the network.
 mod workers;
 

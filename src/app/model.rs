@@ -279,6 +279,8 @@ pub struct ChatView {
     /// Entries added while the person was not following the bottom (scrolled up or on a cell):
     /// shown as "↓ N new" until they go back down.
     pub unseen: usize,
+    /// Esc was pressed once in the chat: a second Esc puts the last question back for editing.
+    pub edit_armed: bool,
 }
 
 impl ChatView {
@@ -574,6 +576,10 @@ pub struct Model {
     pub ssh_aliases: Vec<String>,
     /// The run that stands for the agent's current turn (its commands, per host).
     pub agent_run: Option<u64>,
+    /// The watch in progress (`:watch N -- CMD`).
+    pub watch: Option<super::watch::Watch>,
+    /// Watches started (the newest's number: a tick of an older one is ignored).
+    pub watches: u64,
     /// Each host's last failure, by host name.
     pub host_errors: BTreeMap<String, HostError>,
     /// One-line notice in the status bar (errors, confirmations).
@@ -663,6 +669,8 @@ impl Model {
             runs: BTreeMap::new(),
             run_hosts: BTreeMap::new(),
             next_run: 1,
+            watch: None,
+            watches: 0,
             ssh_aliases: Vec::new(),
             agent_run: None,
             host_errors: BTreeMap::new(),

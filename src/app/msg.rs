@@ -83,6 +83,10 @@ pub enum Msg {
     RunDone { run: u64, results: Vec<HostResult> },
     /// Run `run` was not approved.
     RunDenied { run: u64, by: String },
+    /// Time for the next round of watch `watch`.
+    WatchTick { watch: u64 },
+    /// Watch `watch` was refused: its command is not proven read-only (the reasons, for the person).
+    WatchRefused { watch: u64, why: String },
     /// A worker needs a person.
     Prompt(PromptRequest),
     /// Something the agent did during the current turn.
@@ -118,6 +122,12 @@ pub enum Msg {
 pub enum Effect {
     /// Run `command` on `hosts` as run number `run`.
     RunCommand { run: u64, hosts: Vec<Host>, command: String },
+    /// One round of a watch: like `RunCommand`, but refused, never asked, when not proven read-only.
+    RunWatchRound { run: u64, watch: u64, hosts: Vec<Host>, command: String },
+    /// Check that `command` is proven read-only, then tick every `every` seconds (the first at once).
+    StartWatch { watch: u64, every: u64, command: String },
+    /// Stop the watch's timer (a round in flight is cancelled with `CancelRun`).
+    StopWatch,
     /// Start a change pipeline of another kind than Bash (`:change`).
     StartChange { kind: crate::pipeline::Kind, path: String, hosts: Vec<Host>, plan_only: bool },
     /// Stop run `run` on its hosts (SIGINT, SIGTERM, then SIGKILL there).

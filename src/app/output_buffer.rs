@@ -42,11 +42,15 @@ pub struct OutputLine {
     pub text: String,
     /// Order of arrival across all hosts.
     pub seq: u64,
+    /// Byte ranges of `text` that changed since the previous round of a watch (drawn highlighted).
+    pub changed: Option<Box<[std::ops::Range<usize>]>>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct Ring {
     lines: VecDeque<OutputLine>,
+    /// A folded host's lines leave the interleaved view (one line says how many wait there).
+    folded: bool,
 }
 
 impl Ring {
@@ -82,7 +86,17 @@ impl OutputBuffer {
     }
 
     /// Appends to the line's host ring, dropping that host's oldest line when full.
-    pub fn push(&mut self, mut kind: LineKind, text: impl Into<String>) {
+    pub fn push(&mut self, kind: LineKind, text: impl Into<String>) {
+        self.push_changed(kind, text, None);
+    }
+
+    /// Appends a line with the ranges that changed since a watch's previous round.
+    pub fn push_changed(
+        &mut self,
+        mut kind: LineKind,
+        text: impl Into<String>,
+        changed: Option<Box<[std::ops::Range<usize>]>>,
+    ) {
         let ring = match &mut kind {
             LineKind::Header | LineKind::Note => 0,
             LineKind::Output { host, .. } | LineKind::Outcome { host, .. } => {
@@ -108,14 +122,14 @@ impl OutputBuffer {
             // Grow by doubling but never past the limit, so a full ring wastes no slots.
             lines.reserve_exact(lines.len().max(64).min(self.capacity - lines.len()));
         }
-        lines.push_back(OutputLine { kind, text: text.into(), seq: self.next_seq });
+        lines.push_back(OutputLine { kind, text: text.into(), seq: self.next_seq, changed });
         self.next_seq += 1;
     }
 
-    /// The rings in a view: all, or the shared one and one host's.
+    /// The rings in a view: all but the folded hosts', or the shared one and one host's.
     fn rings(&self, only: Option<&str>) -> Vec<&Ring> {
         match only {
-            None => self.rings.iter().collect(),
+            None => self.rings.iter().filter(|r| !r.folded).collect(),
             Some(host) => {
                 let mut picked = vec![&self.rings[0]];
                 picked.extend(self.index.get(host).map(|i| &self.rings[*i]));
@@ -215,6 +229,35 @@ impl OutputBuffer {
         found.map(|i| last - i)
     }
 
+    /// Folds or unfolds `host`'s lines in the interleaved view; false when it has no output.
+    pub fn set_folded(&mut self, host: &str, folded: bool) -> bool {
+        let Some(i) = self.index.get(host) else { return false };
+        self.rings[*i].folded = folded;
+        true
+    }
+
+    /// Folds or unfolds every host.
+    pub fn set_all_folded(&mut self, folded: bool) {
+        for ring in self.rings.iter_mut().skip(1) {
+            ring.folded = folded;
+        }
+    }
+
+    /// Whether `host`'s lines are folded.
+    pub fn is_folded(&self, host: &str) -> bool {
+        self.index.get(host).is_some_and(|i| self.rings[*i].folded)
+    }
+
+    /// The folded hosts with the lines each holds, in order of first output.
+    pub fn folded(&self) -> Vec<(&str, usize)> {
+        self.hosts
+            .iter()
+            .zip(self.rings.iter().skip(1))
+            .filter(|(_, r)| r.folded)
+            .map(|(h, r)| (h.as_ref(), r.lines.len()))
+            .collect()
+    }
+
     /// Hosts that produced output, in order of first appearance.
     pub fn hosts(&self) -> Vec<&str> {
         self.hosts.iter().map(|h| h.as_ref()).collect()
@@ -282,6 +325,29 @@ mod tests {
         }
         b.clear();
         assert!(b.is_empty());
+        assert!(b.window(5, 0, None).is_empty());
+    }
+
+    #[test]
+    fn folded_hosts_leave_the_interleaved_view() {
+        let mut b = OutputBuffer::new(10);
+        b.push(LineKind::Header, "h");
+        b.push(out("a"), "a0");
+        b.push(out("b"), "b0");
+        b.push(out("a"), "a1");
+        assert!(b.set_folded("a", true));
+        assert!(!b.set_folded("nobody", true), "a host without output cannot be folded");
+        assert_eq!(texts(b.window(10, 0, None)), ["h", "b0"]);
+        assert_eq!(b.count(None), 2);
+        assert_eq!(b.folded(), [("a", 2)]);
+        assert_eq!(texts(b.window(10, 0, Some("a"))), ["h", "a0", "a1"], "picking the host shows it anyway");
+        assert_eq!(b.find("a1", 0, true, None), None, "a folded line is not a match");
+        b.set_all_folded(true);
+        assert_eq!(texts(b.window(10, 0, None)), ["h"]);
+        b.set_all_folded(false);
+        assert!(!b.is_folded("a"));
+        assert_eq!(b.count(None), 4);
+        b.clear();
         assert!(b.window(5, 0, None).is_empty());
     }
 }

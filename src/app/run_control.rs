@@ -19,6 +19,8 @@ pub(super) struct RunControl {
     agent: Mutex<Option<(AbortHandle, CancellationToken)>>,
     /// Fires on quit: work that is not a numbered run (a `:change` pipeline) watches it.
     quitting: CancellationToken,
+    /// The watch's timer (one at a time).
+    watch: Mutex<Option<CancellationToken>>,
 }
 
 impl RunControl {
@@ -34,6 +36,24 @@ impl RunControl {
     /// A token that fires when the console quits.
     pub(super) fn shutdown_token(&self) -> CancellationToken {
         self.quitting.child_token()
+    }
+
+    /// A token for a new watch's timer; the previous watch's timer stops.
+    pub(super) fn start_watch(&self) -> CancellationToken {
+        let token = self.quitting.child_token();
+        if let Ok(mut watch) = self.watch.lock()
+            && let Some(old) = watch.replace(token.clone())
+        {
+            old.cancel();
+        }
+        token
+    }
+
+    /// Stops the watch's timer.
+    pub(super) fn stop_watch(&self) {
+        if let Some(token) = self.watch.lock().ok().and_then(|mut w| w.take()) {
+            token.cancel();
+        }
     }
 
     pub(super) fn forget(&self, run: u64) {

@@ -14,8 +14,9 @@ use crate::pipeline::fanout::audited_fan_out;
 use crate::pipeline::vars::Vars;
 use crate::pipeline::{Change, Env, Kind, PipelineRun, PipelineStatus, StageName, StageStatus, runner};
 
-/// Runs `command` on `hosts` as run `run`.
-pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, command: String) {
+/// Runs `command` on `hosts` as run `run`. A round of watch `watch` runs only a proven read: anything
+/// else is refused, not asked (a watch would otherwise ask every N seconds).
+pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, command: String, watch: Option<u64>) {
     let (ctx, executor, sender, gate) =
         (services.ctx.clone(), services.executor.clone(), services.sender.clone(), services.gate.clone());
     let control = services.control.clone();
@@ -41,12 +42,17 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
         // One routing decision: a proven read runs as merlya's rendering, anything else is a change.
         let route = env.gate.route(&command);
         let to_run = route.command(&command).to_string();
-        let results = match route {
-            Route::Read(clearance) => {
+        let results = match (route, watch) {
+            (Route::Read(clearance), _) => {
                 sender.send(Msg::RunStarted { run });
                 audited_fan_out(&env, &hosts, clearance, None).await.map(Some)
             }
-            Route::Ask { .. } => change(&env, &sender, run, &hosts, &to_run, &locale).await,
+            (Route::Ask { analysis, .. }, Some(watch)) => {
+                sender.send(Msg::WatchRefused { watch, why: why_refused(&analysis, &locale) });
+                sender.send(Msg::RunDenied { run, by: locale.t("watch.not_read_only").to_string() });
+                Ok(None)
+            }
+            (Route::Ask { .. }, None) => change(&env, &sender, run, &hosts, &to_run, &locale).await,
         };
         drop(env);
         let _ = forward.await;
@@ -59,6 +65,35 @@ pub(super) fn run_command(services: &Services, run: u64, hosts: Vec<Host>, comma
             )),
         }
     });
+}
+
+/// A watch: `command` must be proven read-only now (refused at once otherwise, never asked); then a
+/// tick every `every` seconds, the first at once, until `:watch off`, Ctrl-C, another watch or quit.
+pub(super) fn start_watch(services: &Services, watch: u64, every: u64, command: String) {
+    let sender = services.sender.clone();
+    if let Route::Ask { analysis, .. } = services.gate.route(&command) {
+        return sender.send(Msg::WatchRefused { watch, why: why_refused(&analysis, &services.locale()) });
+    }
+    let stop = services.control.start_watch();
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(std::time::Duration::from_secs(every));
+        // A round slower than the interval delays the next one; rounds never pile up.
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => sender.send(Msg::WatchTick { watch }),
+                () = stop.cancelled() => return,
+            }
+        }
+    });
+}
+
+/// Why a watch is refused: the analysis's reasons, or (a proven read asked anyway) the setting that asks.
+fn why_refused(analysis: &crate::safety::Analysis, locale: &crate::i18n::Locale) -> String {
+    if analysis.reasons.is_empty() {
+        return locale.t("watch.always_asked").to_string();
+    }
+    analysis.reasons.join("; ")
 }
 
 /// A change on `hosts`: a Bash pipeline. `Ok(None)` when it never applied (denied, refused, cancelled).

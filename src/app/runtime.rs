@@ -317,7 +317,14 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::AnswerPrompt { reply, answer } => {
             let _ = reply.send(answer);
         }
-        Effect::RunCommand { run, hosts, command } => super::run_worker::run_command(services, run, hosts, command),
+        Effect::RunCommand { run, hosts, command } => {
+            super::run_worker::run_command(services, run, hosts, command, None)
+        }
+        Effect::RunWatchRound { run, watch, hosts, command } => {
+            super::run_worker::run_command(services, run, hosts, command, Some(watch))
+        }
+        Effect::StartWatch { watch, every, command } => super::run_worker::start_watch(services, watch, every, command),
+        Effect::StopWatch => services.control.stop_watch(),
         Effect::StartChange { kind, path, hosts, plan_only } => {
             super::run_worker::start_change(services, kind, path, hosts, plan_only)
         }

@@ -461,3 +461,107 @@ fn the_drift_worker_shows_a_missing_resource_without_a_key_press() {
     let shown = env.ok(&["state", "show", "m1"]);
     assert!(shown.contains("accepted as it is"), "{shown}");
 }
+
+#[test]
+fn watch_reruns_a_read_on_a_host_highlights_what_changed_and_stops() {
+    let (sshd, _env, tmux) = console_with_one_host("watched", "", true);
+    tmux.wait_for("Inventory · 2");
+    let file = format!("/tmp/merlya-e2e-watch-{}.txt", sshd.port);
+    let write = |content: &str| {
+        std::fs::write(&file, content).unwrap();
+        // The sshd's own user reads it.
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    };
+    write("disk 41% used\nsteady line\n");
+
+    // A watch of a change is refused at once, never asked, and nothing runs.
+    tmux.keys(&["j"]);
+    tmux.command(&format!(":watch 1 -- rm -f {file}"));
+    let screen = tmux.wait_for("watch refused");
+    assert!(screen.contains("not proven read-only"), "{screen}");
+    assert!(!screen.contains("once   [a] always"), "no approval is asked:\n{screen}");
+    assert!(std::path::Path::new(&file).exists());
+
+    // A read: one round per second on the host under the cursor.
+    tmux.command(&format!(":watch 1 -- cat {file}"));
+    tmux.wait_for("│ disk 41% used");
+    tmux.wait_until("a third round", |s| s.contains("watch 1s · round 3"));
+    write("disk 47% used\nsteady line\n");
+    tmux.wait_for("│ disk 47% used");
+    // Only the characters that changed are marked (bold: NO_COLOR has no colours); the rest is not.
+    let styled = tmux.styled_screen();
+    // The attributes inside a line's text (after the host, before the pane's bold border).
+    let bold_in = |line: &str| -> usize {
+        let text = line.split_once("watched").map_or("", |(_, t)| t);
+        let text = text.rsplit_once('┃').map_or(text, |(t, _)| t).trim_end_matches("\u{1b}[1m");
+        text.matches("\u{1b}[1m").count() + text.matches(";1m").count()
+    };
+    // The round after the change marks its 7; rounds before and after it (same as their previous) do not.
+    let disk: Vec<&str> = styled.lines().filter(|l| l.contains("disk 4")).collect();
+    let marked: Vec<&&str> = disk.iter().filter(|l| bold_in(l) > 0).collect();
+    assert_eq!(marked.len(), 1, "one round saw the change: {disk:?}");
+    assert!(marked[0].contains("\u{1b}[1m7") && bold_in(marked[0]) == 1, "only the 7 is marked: {marked:?}");
+    let same = styled.lines().filter(|l| l.contains("steady line")).collect::<Vec<_>>();
+    assert!(!same.is_empty() && same.iter().all(|l| bold_in(l) == 0), "an unchanged line is not marked: {same:?}");
+
+    // Ctrl-C stops it: no more rounds, even when the file changes again.
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("watch stopped after");
+    write("disk 99% used\nsteady line\n");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let screen = tmux.screen();
+    assert!(!screen.contains("99%") && !screen.contains("watch 1s"), "{screen}");
+    assert!(!screen.contains("Quit merlya?"), "Ctrl-C stopped the watch, it did not ask to quit:\n{screen}");
+    let _ = std::fs::remove_file(&file);
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}
+
+#[test]
+fn retry_sends_the_last_question_again_and_esc_twice_edits_it() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use support::llm::{ScriptedLlm, openai};
+    let turns = Arc::new(AtomicUsize::new(0));
+    let counted = turns.clone();
+    let llm = ScriptedLlm::start(move |r| {
+        // The start-up check lists the models too: only questions are counted.
+        let chat = r.path.ends_with("/chat/completions");
+        let n = if chat { counted.fetch_add(1, Ordering::SeqCst) + 1 } else { 0 };
+        openai::sse_text(&[&format!("Answer number {n}.")])
+    });
+    let env = TestEnv::new();
+    let tmux = Tmux::start_with_llm("retry", &env, &llm.url, 130, 40);
+    tmux.wait_for("Inventory · 1");
+    tmux.keys(&["3", "i"]);
+    tmux.type_text("how full is the disk?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Answer number 1.");
+    let questions = || -> Vec<String> {
+        llm.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .filter_map(|r| {
+                let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+                let last = messages.iter().rev().find(|m| m["role"] == "user")?;
+                last["content"].as_str().map(str::to_string)
+            })
+            .collect()
+    };
+    // r in the chat: the same question, sent again.
+    tmux.keys(&["r"]);
+    tmux.wait_for("Answer number 2.");
+    assert_eq!(questions(), ["how full is the disk?", "how full is the disk?"]);
+
+    // Esc twice: the question is back in the input line, to change and send.
+    tmux.escape();
+    tmux.wait_for("Esc again");
+    tmux.escape();
+    tmux.wait_for("❯ how full is the disk?");
+    tmux.type_text(" on web01");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Answer number 3.");
+    assert_eq!(questions().last().map(String::as_str), Some("how full is the disk? on web01"));
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

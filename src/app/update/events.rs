@@ -165,14 +165,19 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
         ExecEvent::Started { .. } => Vec::new(),
         ExecEvent::Line { host, stream, line } => {
             // Host output never reaches the terminal as it is: escape sequences are shown, not run.
-            model.output.push(LineKind::Output { host: host.into(), stream }, visible_line(&line).into_owned());
-            keep_scroll_position(model, 1);
+            let text = visible_line(&line).into_owned();
+            // A round of a watch: what changed since the previous round is marked.
+            let changed = super::watch::changed(model, run, &host, &text);
+            let shown = in_view(model, &host);
+            model.output.push_changed(LineKind::Output { host: host.into(), stream }, text, changed);
+            keep_scroll_position(model, shown);
             Vec::new()
         }
         ExecEvent::Finished(result) => {
             let kind = LineKind::Outcome { host: result.host.as_str().into(), ok: result.success() };
+            let shown = in_view(model, &result.host);
             model.output.push(kind, visible_line(&outcome_text(&result, &model.locale)).into_owned());
-            keep_scroll_position(model, 1);
+            keep_scroll_position(model, shown);
             let mut effects = Vec::new();
             if let Some(reachable) = reachability(&result) {
                 let at = model.checked.get(&result.host).and_then(|c| c.at.clone());
@@ -182,6 +187,16 @@ pub(super) fn on_exec_event(model: &mut Model, run: u64, event: ExecEvent) -> Ve
             effects
         }
     }
+}
+
+/// 1 when a line of `host` shows in the output pane (not folded, not another host's view), else 0: what a
+/// scrolled-up screen moves by to keep its lines.
+fn in_view(model: &Model, host: &str) -> usize {
+    let shown = match model.output_view.host.as_deref() {
+        Some(only) => only == host,
+        None => !model.output.is_folded(host),
+    };
+    usize::from(shown)
 }
 
 /// What a result says about reachability: ran → yes; could not connect → no; otherwise unknown.

@@ -124,6 +124,10 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
         Err(e) => model.flash = Some(e.render(&model.locale)),
         Ok(CommandLine::Nothing) => {}
         Ok(CommandLine::Quit) => effects.extend(super::runs::quit(model)),
+        Ok(CommandLine::Watch { every, command }) => effects.extend(super::watch::start(model, every, command)),
+        Ok(CommandLine::WatchOff) => effects.extend(super::watch::stop(model)),
+        Ok(CommandLine::Retry) => effects.extend(super::chat::retry(model)),
+        Ok(CommandLine::EditLast) => super::chat::edit_last(model),
         Ok(CommandLine::Cancel(id)) => effects.extend(super::runs::cancel(model, id)),
         Ok(CommandLine::Export { run, path }) => effects.extend(super::runs::export(model, run, path)),
         Ok(CommandLine::Diff(a, b)) => super::runs::diff(model, a, b),

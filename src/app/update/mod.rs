@@ -3,6 +3,7 @@
 //! the text input ([`input`]), pane actions ([`panes`]), modals and forms
 //! ([`modal`]), and events from workers ([`events`]).
 
+mod chat;
 mod events;
 mod filter;
 mod input;
@@ -10,6 +11,7 @@ mod modal;
 mod panes;
 mod runs;
 mod setup;
+mod watch;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 use ratatui::layout::Rect;
@@ -116,6 +118,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::RunStarted { run } => runs::on_started(model, run),
         Msg::RunDone { run, results } => runs::on_done(model, run, &results),
         Msg::RunDenied { run, by } => runs::on_denied(model, run, &by),
+        Msg::WatchTick { watch } => watch::tick(model, watch),
+        Msg::WatchRefused { watch, why } => watch::refused(model, watch, &why),
         Msg::HostFailed { host, failure, error, at } => {
             runs::on_host_failed(model, host, failure, error, at);
             Vec::new()
@@ -224,7 +228,12 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         InputMode::Panes => {
             // The focused pane's bindings win over the global ones.
             let context = KeyContext::of(model.focus);
-            match model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key)) {
+            let action = model.keymap.action(context, &key).or_else(|| model.keymap.action(KeyContext::Global, &key));
+            // Only a second Esc in a row edits the last question.
+            if action != Some(Action::EditLast) {
+                model.chat_view.edit_armed = false;
+            }
+            match action {
                 Some(action) => run_action(model, action),
                 None => Vec::new(),
             }
@@ -315,3 +324,5 @@ mod tests_console;
 mod tests_fleet;
 #[cfg(test)]
 mod tests_setup;
+#[cfg(test)]
+mod tests_watch;

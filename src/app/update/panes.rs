@@ -250,6 +250,8 @@ pub(super) fn on_chat_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::PageDown => scroll_chat(model, page(model), false),
         Action::Top => model.chat_view.scroll = usize::MAX / 2,
         Action::Bottom => model.chat_view = Default::default(),
+        Action::Retry => return super::chat::retry(model),
+        Action::EditLast => super::chat::on_escape(model),
         Action::Expand => {
             let target = selected.or(tools.last().copied());
             if let Some(entry) = target.and_then(|i| model.chat.get_mut(i)) {
@@ -359,9 +361,37 @@ pub(super) fn on_output_action(model: &mut Model, action: Action) -> Vec<Effect>
             };
         }
         Action::Copy => return copy_output(model),
+        Action::Fold => fold_current(model),
+        Action::FoldAll => {
+            let all = model.output.folded().len() < model.output.hosts().len();
+            model.output.set_all_folded(all);
+            scroll_output(model, 0, false);
+        }
         _ => {}
     }
     Vec::new()
+}
+
+/// Folds (or unfolds) the host of the line at the cursor, or of the nearest host line above it;
+/// with every host folded, the folded one named first unfolds.
+fn fold_current(model: &mut Model) {
+    let view = &model.output_view;
+    let host = model
+        .output
+        .window(usize::from(model.size.1).max(50), view.cursor, view.host.as_deref())
+        .iter()
+        .rev()
+        .find_map(|l| l.kind.host().map(str::to_string))
+        .or_else(|| model.output.folded().first().map(|(h, _)| h.to_string()));
+    let Some(host) = host else {
+        model.flash = Some(model.locale.t("flash.no_host_line").to_string());
+        return;
+    };
+    let fold = !model.output.is_folded(&host);
+    model.output.set_folded(&host, fold);
+    let key = if fold { "flash.folded" } else { "flash.unfolded" };
+    model.flash = Some(model.locale.tf(key, &[("host", &host)]));
+    scroll_output(model, 0, false);
 }
 
 /// Copies the selected lines, or the lines on screen when nothing is selected.

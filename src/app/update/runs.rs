@@ -13,6 +13,10 @@ use crate::i18n::Text;
 /// Ctrl-C: cancels the newest run in flight; with none (or once it is
 /// already being cancelled) stops the agent's turn; otherwise asks to quit.
 pub(super) fn interrupt(model: &mut Model) -> Vec<Effect> {
+    // A watch stops first (and its round in flight with it).
+    if model.watch.is_some() {
+        return super::watch::stop(model);
+    }
     let newest = model.newest_active_run().map(|r| (r.id, r.cancel_requested));
     match newest {
         Some((id, false)) => cancel(model, Some(id)),
@@ -226,6 +230,7 @@ fn on_done_inner(model: &mut Model, run: u64, results: &[HostResult]) -> Vec<Eff
     for result in results.iter().filter(|r| r.success()) {
         model.host_errors.remove(&result.host);
     }
+    let watched = super::watch::round_done(model, run);
     let Some(r) = model.runs.get_mut(&run) else { return vec![Effect::Refresh] };
     r.finish(results);
     let ok = results.iter().filter(|r| r.success()).count();
@@ -244,7 +249,8 @@ fn on_done_inner(model: &mut Model, run: u64, results: &[HostResult]) -> Vec<Eff
     let level = if r.state == RunState::Done { ToastLevel::Success } else { ToastLevel::Error };
     model.output.push(LineKind::Note, text.clone());
     // With the output on screen the run is not in the background: a line in the status area is enough.
-    if model.view == crate::app::model::Pane::Output {
+    // A watch's rounds never toast: one every few seconds would bury everything else.
+    if model.view == crate::app::model::Pane::Output || watched {
         model.flash = Some(text);
     } else {
         model.toast(level, text);

@@ -501,3 +501,33 @@ pub fn fixture_host_keys() -> (Model, Vec<oneshot::Receiver<crate::app::msg::Pro
     }
     (m, answers)
 }
+
+/// A watch of `df -h /` on web01 and web02 in its second round: web01's use went from 41% to 47%.
+pub fn fixture_watch() -> Model {
+    use crate::exec::{ExecEvent, HostResult};
+    let mut m = fixture_model();
+    m.inventory.marked = ["web01", "web02"].into_iter().map(String::from).collect();
+    update(&mut m, Msg::Typed(":watch 5 -- df -h /".into()));
+    let rounds = [
+        ["/dev/vda1  40G  16G  24G  41% /", "/dev/vda1  40G  30G  10G  75% /"],
+        ["/dev/vda1  40G  19G  21G  47% /", "/dev/vda1  40G  30G  10G  75% /"],
+    ];
+    for lines in rounds {
+        update(&mut m, Msg::WatchTick { watch: 1 });
+        let run = m.next_run - 1;
+        update(&mut m, Msg::RunStarted { run });
+        let mut results = Vec::new();
+        for (host, line) in ["web01", "web02"].into_iter().zip(lines) {
+            for text in ["Filesystem  Size  Used Avail Use% Mounted on", line] {
+                let event = ExecEvent::Line { host: host.into(), stream: Stream::Stdout, line: text.into() };
+                update(&mut m, Msg::Exec { run, event });
+            }
+            let result = HostResult { host: host.into(), exit_code: Some(0), duration_ms: 40, ..Default::default() };
+            update(&mut m, Msg::Exec { run, event: ExecEvent::Finished(result.clone()) });
+            results.push(result);
+        }
+        update(&mut m, Msg::RunDone { run, results });
+    }
+    m.flash = None;
+    m
+}

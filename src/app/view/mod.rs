@@ -114,6 +114,8 @@ mod svg;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_output;
+#[cfg(test)]
 mod tests_runs;
 #[cfg(test)]
 mod tests_setup;

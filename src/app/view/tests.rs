@@ -473,9 +473,10 @@ fn write_screenshots() {
     let mut host_picker = fixture_fleet_run();
     host_picker.set_focus(Pane::Output);
     host_picker.output_view.host_picker = Some(1);
-    let shots: [(&str, Model); 25] = [
+    let shots: [(&str, Model); 26] = [
         ("setup-models", super::tests_setup::fixture_setup_models()),
         ("run-in-flight", fixture_fleet_run()),
+        ("output-watch", fixture_watch()),
         ("output-grouped", grouped),
         ("output-failed-hosts", failed),
         ("quit-with-runs", quitting),

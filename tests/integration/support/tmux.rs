@@ -61,6 +61,14 @@ impl Tmux {
         text(&out.stdout)
     }
 
+    /// The screen with its attributes as escape sequences (`NO_COLOR`: bold, reverse...).
+    #[allow(dead_code)]
+    pub fn styled_screen(&self) -> String {
+        let out =
+            Command::new("tmux").args(["-L", &self.socket, "capture-pane", "-p", "-e", "-t", "0"]).output().unwrap();
+        text(&out.stdout)
+    }
+
     pub fn keys(&self, keys: &[&str]) {
         let mut args = vec!["-L", self.socket.as_str(), "send-keys", "-t", "0"];
         args.extend_from_slice(keys);
