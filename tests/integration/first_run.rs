@@ -51,7 +51,9 @@ fn ask(tmux: &Tmux, text: &str, answer: &str) -> String {
     tmux.keys(&["i"]);
     tmux.type_text(text);
     tmux.keys(&["Enter"]);
-    tmux.wait_for(answer)
+    tmux.wait_for(answer);
+    // The turn is over (a `q` while it is still being wound up asks first).
+    tmux.wait_until("the turn to end", |s| !s.contains("… working"))
 }
 
 /// The chat requests the scripted LLM received (not the model lists).
