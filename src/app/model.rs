@@ -176,6 +176,41 @@ pub struct InventoryState {
     /// lists the answer typed before again, and a query is narrowed from the
     /// smallest answer it narrows.
     pub answers: VecDeque<Shown>,
+    /// The column the table is ordered by (`None`: the filter's order).
+    pub sort: Option<super::inventory::Sort>,
+    /// `shown` in `sort`'s order, as fleet indices (`None`: not ordered, or to compute again).
+    pub order: Option<Arc<[u32]>>,
+    /// The columns shown, in order (`ui.inventory_columns`, changed by the column picker).
+    pub columns: Vec<crate::inventory::columns::Column>,
+    /// The order or column picker, open on a row.
+    pub picker: Option<(super::inventory::Picker, usize)>,
+}
+
+impl InventoryState {
+    /// How many hosts are listed.
+    pub fn len(&self) -> usize {
+        self.shown.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.shown.is_empty()
+    }
+
+    /// The `i`th host listed, in the table's order.
+    pub fn row(&self, i: usize) -> Option<&Host> {
+        match &self.order {
+            Some(order) if order.len() == self.shown.len() => {
+                order.get(i).and_then(|&r| self.shown.fleet.get(r as usize))
+            }
+            _ => self.shown.get(i),
+        }
+    }
+
+    /// The hosts listed from the `start`th, at most `count`, in the table's order.
+    pub fn window(&self, start: usize, count: usize) -> Vec<&Host> {
+        (start..self.len().min(start.saturating_add(count))).filter_map(|i| self.row(i)).collect()
+    }
 }
 
 /// What a reachability check or a run learnt about a host since the fleet
@@ -446,6 +481,8 @@ pub enum InputMode {
     Form,
     /// The tag picker over the inventory.
     TagPicker,
+    /// The inventory's order or column picker.
+    InventoryPicker,
     /// The help overlay.
     Help,
     /// The text input at the bottom (`!`, `:`, `/`, chat).
@@ -552,6 +589,8 @@ pub struct Model {
     pub agent_run: Option<u64>,
     /// Each host's last failure, by host name.
     pub host_errors: BTreeMap<String, HostError>,
+    /// Each host's last health readings (load, disk, memory), by host name.
+    pub health: BTreeMap<String, super::inventory::Health>,
     /// One-line notice in the status bar (errors, confirmations).
     pub flash: Option<String>,
     pub model_configured: bool,
@@ -596,7 +635,11 @@ impl Model {
         }
         let hosts = Arc::new(Fleet::new(hosts));
         Self {
-            inventory: InventoryState { shown: Shown::all(hosts.clone()), ..Default::default() },
+            inventory: InventoryState {
+                shown: Shown::all(hosts.clone()),
+                columns: crate::inventory::columns::Column::ALL.to_vec(),
+                ..Default::default()
+            },
             hosts,
             checked: BTreeMap::new(),
             output: OutputBuffer::new(scrollback),
@@ -641,6 +684,7 @@ impl Model {
             ssh_aliases: Vec::new(),
             agent_run: None,
             host_errors: BTreeMap::new(),
+            health: BTreeMap::new(),
             flash: None,
             model_configured,
             agent_busy: false,
@@ -685,6 +729,7 @@ impl Model {
     pub fn set_fleet(&mut self, fleet: Arc<Fleet>) {
         self.hosts = fleet;
         self.inventory.shown = Shown::all(self.hosts.clone());
+        self.inventory.order = None;
         self.inventory.pending = None;
         self.inventory.answers.clear();
         self.checked.clear();
@@ -702,12 +747,12 @@ impl Model {
 
     /// The host under the inventory cursor.
     pub fn current_host(&self) -> Option<&Host> {
-        self.inventory.shown.get(self.inventory.cursor)
+        self.inventory.row(self.inventory.cursor)
     }
 
     /// How many hosts the inventory lists.
     pub fn visible_count(&self) -> usize {
-        self.inventory.shown.len()
+        self.inventory.len()
     }
 
     /// The diff of the selected pipeline run, parsed.
@@ -746,6 +791,8 @@ impl Model {
             InputMode::Form
         } else if self.inventory.tag_picker.is_some() || self.output_view.host_picker.is_some() {
             InputMode::TagPicker
+        } else if self.inventory.picker.is_some() {
+            InputMode::InventoryPicker
         } else if self.help_open {
             InputMode::Help
         } else if self.input.active {
@@ -776,9 +823,19 @@ impl Model {
         self.runs.values().rev().find(|r| r.state.is_active())
     }
 
-    /// A host's state in the newest run that includes it.
+    /// A host's state in the newest run that reached it: a run denied or stopped before it
+    /// started there leaves the state it had before (a host is not "pending" on a change that
+    /// will never run).
     pub fn host_run_state(&self, host: &str) -> Option<crate::exec::runs::HostState> {
-        self.runs.values().rev().find_map(|r| r.hosts.get(host)).map(|h| h.state)
+        use crate::exec::runs::HostState;
+        self.runs
+            .values()
+            .rev()
+            .filter_map(|r| r.hosts.get(host).map(|h| (r.state, h.state)))
+            .find(|(run, state)| {
+                *run != crate::exec::runs::RunState::Denied && (run.is_active() || *state != HostState::Pending)
+            })
+            .map(|(_, state)| state)
     }
 
     /// Whether an approval is on screen or queued.
@@ -813,9 +870,9 @@ impl Model {
     }
 
     /// Hosts that pass the filter, best matches first (see [`super::fleet::filter`]); every one
-    /// of them, so linear in the fleet: screens take a window of `inventory.shown`.
+    /// of them, so linear in the fleet: screens take a window of the inventory.
     pub fn visible_hosts(&self) -> Vec<&Host> {
-        self.inventory.shown.window(0, usize::MAX)
+        self.inventory.window(0, usize::MAX)
     }
 
     /// The marked hosts, or the one under the cursor when none is marked.
