@@ -241,9 +241,9 @@ async fn event_loop(
                 match effect {
                     Effect::Suspend => suspend(terminal)?,
                     Effect::Ssh(host) => {
-                        // The terminal's reader stops while `ssh` reads the keys (a new one starts
-                        // with the next frame's wait).
-                        drop(std::mem::replace(&mut events, EventStream::new()));
+                        // The terminal's reader is idle here (it just gave the key that asked for
+                        // the session, and is not polled again until the session ends): `ssh` alone
+                        // reads the keys.
                         super::ssh_session::run(terminal, services, &host).await?;
                         // A Ctrl-C typed before `ssh` took the terminal was the session's, not the console's.
                         while futures::FutureExt::now_or_never(interrupt.recv()).flatten().is_some() {}
