@@ -31,7 +31,7 @@ pub const SLASH: [(&str, bool, &str); 14] = [
 ];
 
 /// Palette words that do what a key does, anywhere.
-pub const PALETTE: [(&str, Action); 23] = [
+pub const PALETTE: [(&str, Action); 26] = [
     (":group", Action::Group),
     (":failed", Action::FailedOnly),
     (":rerun", Action::Rerun),
@@ -48,6 +48,9 @@ pub const PALETTE: [(&str, Action); 23] = [
     (":check", Action::Check),
     (":details", Action::Details),
     (":tags", Action::Tags),
+    (":order", Action::Sort),
+    (":columns", Action::Columns),
+    (":ssh", Action::Ssh),
     (":follow", Action::Follow),
     (":search", Action::Search),
     (":copy", Action::Copy),

@@ -1,6 +1,6 @@
 //! All console state. Plain data: `update` changes it, `view` reads it.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use super::fleet::{Fleet, Shown};
@@ -11,6 +11,7 @@ use super::theme::Theme;
 use crate::i18n::Locale;
 use crate::inventory::Host;
 
+pub use super::inventory::InventoryState;
 pub use super::pane::Pane;
 
 /// What the metrics and pipeline panes show, refreshed from the store.
@@ -147,69 +148,6 @@ impl MetricHistory {
                 series.pop_front();
             }
         }
-    }
-}
-
-/// Inventory pane state.
-#[derive(Debug, Clone, Default)]
-pub struct InventoryState {
-    /// Row under the cursor, among the filtered hosts.
-    pub cursor: usize,
-    /// Names of marked hosts.
-    pub marked: BTreeSet<String>,
-    /// Current filter text.
-    pub filter: String,
-    /// Whether keys go to the filter.
-    pub filtering: bool,
-    /// Whether the detail panel of the host under the cursor is open.
-    pub details: bool,
-    /// The tag picker, open with its cursor.
-    pub tag_picker: Option<usize>,
-    /// What is listed: the answer of the filter (or of the one before, while
-    /// a worker answers a large fleet's).
-    pub shown: Shown,
-    /// The filter job a worker is answering (its number, query and fleet), if any.
-    pub pending: Option<(u64, String, Arc<Fleet>)>,
-    /// Filter jobs started so far (the newest's number).
-    pub jobs: u64,
-    /// Recent answers over the current fleet, newest last: erasing a character
-    /// lists the answer typed before again, and a query is narrowed from the
-    /// smallest answer it narrows.
-    pub answers: VecDeque<Shown>,
-    /// The column the table is ordered by (`None`: the filter's order).
-    pub sort: Option<super::inventory::Sort>,
-    /// `shown` in `sort`'s order, as fleet indices (`None`: not ordered, or to compute again).
-    pub order: Option<Arc<[u32]>>,
-    /// The columns shown, in order (`ui.inventory_columns`, changed by the column picker).
-    pub columns: Vec<crate::inventory::columns::Column>,
-    /// The order or column picker, open on a row.
-    pub picker: Option<(super::inventory::Picker, usize)>,
-}
-
-impl InventoryState {
-    /// How many hosts are listed.
-    pub fn len(&self) -> usize {
-        self.shown.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.shown.is_empty()
-    }
-
-    /// The `i`th host listed, in the table's order.
-    pub fn row(&self, i: usize) -> Option<&Host> {
-        match &self.order {
-            Some(order) if order.len() == self.shown.len() => {
-                order.get(i).and_then(|&r| self.shown.fleet.get(r as usize))
-            }
-            _ => self.shown.get(i),
-        }
-    }
-
-    /// The hosts listed from the `start`th, at most `count`, in the table's order.
-    pub fn window(&self, start: usize, count: usize) -> Vec<&Host> {
-        (start..self.len().min(start.saturating_add(count))).filter_map(|i| self.row(i)).collect()
     }
 }
 
