@@ -3,6 +3,7 @@
 //! filter's answer or the fleet changes, or when readings arrive — not per frame, and not as a run
 //! moves a host's state (rows do not jump under the cursor while a command runs).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -152,18 +153,26 @@ pub fn health_text(model: &Model, host: &Host, column: Column) -> String {
     }
 }
 
-/// What a row is ordered by in `column`: a number, a text, or nothing (always last).
+/// What a row is ordered by in `column`: a number, a text, or nothing (always last). Texts are
+/// borrowed from the host when already in lower case (most names): a 200,000-host fleet is ordered
+/// without a copy of each name.
 #[derive(Debug, Clone, PartialEq, PartialOrd)]
-enum Key {
+enum Key<'a> {
     Number(f64),
-    Text(String),
+    Text(Cow<'a, str>),
 }
 
-fn key(model: &Model, host: &Host, column: Column) -> Option<Key> {
-    let text = |s: String| (!s.is_empty()).then(|| Key::Text(s.to_lowercase()));
+fn text(s: Cow<'_, str>) -> Option<Key<'_>> {
+    if s.is_empty() {
+        return None;
+    }
+    Some(Key::Text(if s.chars().any(char::is_uppercase) { Cow::Owned(s.to_lowercase()) } else { s }))
+}
+
+fn key<'a>(model: &'a Model, host: &'a Host, column: Column) -> Option<Key<'a>> {
     match column {
-        Column::Name => text(host.name.clone()),
-        Column::Address => text(format!("{}:{:05}", host.hostname, host.port)),
+        Column::Name => text(Cow::Borrowed(&host.name)),
+        Column::Address => text(Cow::Owned(format!("{}:{:05}", host.hostname, host.port))),
         // Worse states sort higher: failed, exited, then running, pending and ok.
         Column::State => model.host_run_state(&host.name).map(|s| {
             use crate::exec::runs::HostState;
@@ -178,11 +187,11 @@ fn key(model: &Model, host: &Host, column: Column) -> Option<Key> {
         Column::Load | Column::Disk | Column::Mem => {
             model.health.get(&host.name).and_then(|h| h.of(column)).map(|(v, _)| Key::Number(v))
         }
-        Column::LastError => model.host_errors.get(&host.name).and_then(|e| text(e.at.clone())),
-        Column::Tags => text(host.tags.join(",")),
-        Column::User => host.username.clone().and_then(text),
-        Column::Elevation => text(host.elevation.as_str().to_string()),
-        Column::LastCheck => model.last_check(host).and_then(|at| text(at.to_string())),
+        Column::LastError => model.host_errors.get(&host.name).and_then(|e| text(Cow::Borrowed(&e.at))),
+        Column::Tags => text(Cow::Owned(host.tags.join(","))),
+        Column::User => host.username.as_deref().and_then(|u| text(Cow::Borrowed(u))),
+        Column::Elevation => text(Cow::Borrowed(host.elevation.as_str())),
+        Column::LastCheck => model.last_check(host).and_then(|at| text(Cow::Borrowed(at))),
     }
 }
 
