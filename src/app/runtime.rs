@@ -245,6 +245,10 @@ async fn event_loop(
                         // the session, and is not polled again until the session ends): `ssh` alone
                         // reads the keys.
                         super::ssh_session::run(terminal, services, &host).await?;
+                        // The window may have changed size meanwhile.
+                        if let Ok(size) = terminal.size() {
+                            update(model, Msg::Resize(size.width, size.height));
+                        }
                         // A Ctrl-C typed before `ssh` took the terminal was the session's, not the console's.
                         while futures::FutureExt::now_or_never(interrupt.recv()).flatten().is_some() {}
                     }
