@@ -33,7 +33,7 @@ pub const SLASH: [(&str, bool, &str); 16] = [
 ];
 
 /// Palette words that do what a key does, anywhere.
-pub const PALETTE: [(&str, Action); 23] = [
+pub const PALETTE: [(&str, Action); 26] = [
     (":group", Action::Group),
     (":failed", Action::FailedOnly),
     (":rerun", Action::Rerun),
@@ -50,6 +50,9 @@ pub const PALETTE: [(&str, Action); 23] = [
     (":check", Action::Check),
     (":details", Action::Details),
     (":tags", Action::Tags),
+    (":order", Action::Sort),
+    (":columns", Action::Columns),
+    (":ssh", Action::Ssh),
     (":follow", Action::Follow),
     (":search", Action::Search),
     (":copy", Action::Copy),

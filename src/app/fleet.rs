@@ -112,6 +112,14 @@ impl Shown {
         }
     }
 
+    /// The fleet index of the `i`th host listed.
+    pub fn index(&self, i: usize) -> Option<u32> {
+        match &self.rows {
+            None => (i < self.fleet.len()).then(|| u32::try_from(i).ok()).flatten(),
+            Some(rows) => rows.get(i).copied(),
+        }
+    }
+
     /// The hosts listed from the `start`th, at most `count` (what a screen shows).
     pub fn window(&self, start: usize, count: usize) -> Vec<&Host> {
         (start..self.len().min(start.saturating_add(count))).filter_map(|i| self.get(i)).collect()

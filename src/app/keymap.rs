@@ -132,6 +132,9 @@ actions! {
     Open = "open", "open an exec prompt on the selection", "exec";
     Details = "details", "show or hide the host's details", "details";
     Tags = "tags", "filter by tag", "tags";
+    Sort = "sort", "order by a column (again on the same column: reverse)", "order";
+    Columns = "columns", "choose the columns shown (this session)", "";
+    Ssh = "ssh", "an interactive SSH session to the host (the console comes back on exit)", "ssh";
     Check = "check", "check reachability of the selection (Drift: check for drift now)", "check";
     Reconcile = "reconcile", "apply the selected resource's expected configuration again (asks first)", "reconcile";
     Accept = "accept", "accept the selected row as it is now (asks first)", "accept";

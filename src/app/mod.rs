@@ -26,6 +26,8 @@ mod drift_worker;
 pub mod fleet;
 /// syntect highlighting for code blocks and diffs.
 pub mod highlight;
+/// The inventory table's order, pickers and health readings.
+pub mod inventory;
 /// Key bindings per context, from YAML.
 pub mod keymap;
 /// Where each pane sits for a screen size.
@@ -58,6 +60,8 @@ pub mod setup;
 mod setup_worker;
 /// `/skill` and chat messages a runbook answers, run on a worker.
 mod skill_worker;
+/// `s` on a host: an interactive session with the system `ssh`.
+pub mod ssh_session;
 /// Colours from YAML themes.
 pub mod theme;
 /// The pure state transition.

@@ -1,6 +1,6 @@
 //! All console state. Plain data: `update` changes it, `view` reads it.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use super::fleet::{Fleet, Shown};
@@ -11,6 +11,7 @@ use super::theme::Theme;
 use crate::i18n::Locale;
 use crate::inventory::Host;
 
+pub use super::inventory::InventoryState;
 pub use super::pane::Pane;
 
 /// What the metrics and pipeline panes show, refreshed from the store.
@@ -148,34 +149,6 @@ impl MetricHistory {
             }
         }
     }
-}
-
-/// Inventory pane state.
-#[derive(Debug, Clone, Default)]
-pub struct InventoryState {
-    /// Row under the cursor, among the filtered hosts.
-    pub cursor: usize,
-    /// Names of marked hosts.
-    pub marked: BTreeSet<String>,
-    /// Current filter text.
-    pub filter: String,
-    /// Whether keys go to the filter.
-    pub filtering: bool,
-    /// Whether the detail panel of the host under the cursor is open.
-    pub details: bool,
-    /// The tag picker, open with its cursor.
-    pub tag_picker: Option<usize>,
-    /// What is listed: the answer of the filter (or of the one before, while
-    /// a worker answers a large fleet's).
-    pub shown: Shown,
-    /// The filter job a worker is answering (its number, query and fleet), if any.
-    pub pending: Option<(u64, String, Arc<Fleet>)>,
-    /// Filter jobs started so far (the newest's number).
-    pub jobs: u64,
-    /// Recent answers over the current fleet, newest last: erasing a character
-    /// lists the answer typed before again, and a query is narrowed from the
-    /// smallest answer it narrows.
-    pub answers: VecDeque<Shown>,
 }
 
 /// What a reachability check or a run learnt about a host since the fleet
@@ -470,6 +443,8 @@ pub enum InputMode {
     Setup,
     /// The tag picker over the inventory.
     TagPicker,
+    /// The inventory's order or column picker.
+    InventoryPicker,
     /// The help overlay.
     Help,
     /// The text input at the bottom (`!`, `:`, `/`, chat).
@@ -582,6 +557,8 @@ pub struct Model {
     pub watches: u64,
     /// Each host's last failure, by host name.
     pub host_errors: BTreeMap<String, HostError>,
+    /// Each host's last health readings (load, disk, memory), by host name.
+    pub health: BTreeMap<String, super::inventory::Health>,
     /// One-line notice in the status bar (errors, confirmations).
     pub flash: Option<String>,
     pub model_configured: bool,
@@ -626,7 +603,11 @@ impl Model {
         }
         let hosts = Arc::new(Fleet::new(hosts));
         Self {
-            inventory: InventoryState { shown: Shown::all(hosts.clone()), ..Default::default() },
+            inventory: InventoryState {
+                shown: Shown::all(hosts.clone()),
+                columns: crate::inventory::columns::Column::ALL.to_vec(),
+                ..Default::default()
+            },
             hosts,
             checked: BTreeMap::new(),
             output: OutputBuffer::new(scrollback),
@@ -674,6 +655,7 @@ impl Model {
             ssh_aliases: Vec::new(),
             agent_run: None,
             host_errors: BTreeMap::new(),
+            health: BTreeMap::new(),
             flash: None,
             model_configured,
             agent_busy: false,
@@ -724,6 +706,7 @@ impl Model {
     pub fn set_fleet(&mut self, fleet: Arc<Fleet>) {
         self.hosts = fleet;
         self.inventory.shown = Shown::all(self.hosts.clone());
+        self.inventory.order = None;
         self.inventory.pending = None;
         self.inventory.answers.clear();
         self.checked.clear();
@@ -741,12 +724,12 @@ impl Model {
 
     /// The host under the inventory cursor.
     pub fn current_host(&self) -> Option<&Host> {
-        self.inventory.shown.get(self.inventory.cursor)
+        self.inventory.row(self.inventory.cursor)
     }
 
     /// How many hosts the inventory lists.
     pub fn visible_count(&self) -> usize {
-        self.inventory.shown.len()
+        self.inventory.len()
     }
 
     /// The diff of the selected pipeline run, parsed.
@@ -787,6 +770,8 @@ impl Model {
             InputMode::Setup
         } else if self.inventory.tag_picker.is_some() || self.output_view.host_picker.is_some() {
             InputMode::TagPicker
+        } else if self.inventory.picker.is_some() {
+            InputMode::InventoryPicker
         } else if self.help_open {
             InputMode::Help
         } else if self.input.active {
@@ -817,9 +802,19 @@ impl Model {
         self.runs.values().rev().find(|r| r.state.is_active())
     }
 
-    /// A host's state in the newest run that includes it.
+    /// A host's state in the newest run that reached it: a run denied or stopped before it
+    /// started there leaves the state it had before (a host is not "pending" on a change that
+    /// will never run).
     pub fn host_run_state(&self, host: &str) -> Option<crate::exec::runs::HostState> {
-        self.runs.values().rev().find_map(|r| r.hosts.get(host)).map(|h| h.state)
+        use crate::exec::runs::HostState;
+        self.runs
+            .values()
+            .rev()
+            .filter_map(|r| r.hosts.get(host).map(|h| (r.state, h.state)))
+            .find(|(run, state)| {
+                *run != crate::exec::runs::RunState::Denied && (run.is_active() || *state != HostState::Pending)
+            })
+            .map(|(_, state)| state)
     }
 
     /// Whether an approval is on screen or queued.
@@ -854,9 +849,9 @@ impl Model {
     }
 
     /// Hosts that pass the filter, best matches first (see [`super::fleet::filter`]); every one
-    /// of them, so linear in the fleet: screens take a window of `inventory.shown`.
+    /// of them, so linear in the fleet: screens take a window of the inventory.
     pub fn visible_hosts(&self) -> Vec<&Host> {
-        self.inventory.shown.window(0, usize::MAX)
+        self.inventory.window(0, usize::MAX)
     }
 
     /// The marked hosts, or the one under the cursor when none is marked.

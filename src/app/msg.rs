@@ -69,6 +69,8 @@ pub enum Msg {
     Resize(u16, u16),
     /// The inventory was (re)loaded (laid out for the console by the worker that read it).
     HostsLoaded(std::sync::Arc<super::fleet::Fleet>),
+    /// Each host's last health readings (at start, and after a runbook read new ones).
+    Health(Vec<crate::store::host_health::HealthReading>),
     /// A worker's answer to filter job `job`.
     Filtered { job: u64, shown: Box<super::fleet::Shown> },
     /// Live output of run `run`.
@@ -166,6 +168,10 @@ pub enum Effect {
     SaveSetting { key: String, value: String },
     /// Give the terminal back to the shell until `fg`.
     Suspend,
+    /// `s`: leave the screen, run the system `ssh` to this host (the inventory's user, port, jumps,
+    /// keys and merlya's known_hosts), wait for it, and take the screen back. Audited as the start
+    /// of an interactive session; the session itself is the operator's.
+    Ssh(Box<Host>),
     /// Put text on the clipboard through the terminal (OSC 52).
     Copy(String),
     /// Show (`None`) or switch and save a model role.

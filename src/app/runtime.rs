@@ -67,6 +67,11 @@ pub fn run_console(
                 model.host_errors.insert(e.host, record);
             }
         }
+        // Each host's last health readings (the inventory's load, disk and memory columns).
+        model.health = super::inventory::by_host(ctx.store.host_health().await.unwrap_or_default());
+        // Validated with the configuration: a name that is not a column never gets here.
+        model.inventory.columns = crate::inventory::columns::Column::parse_list(&ctx.config.ui.inventory_columns)
+            .unwrap_or_else(|_| crate::inventory::columns::Column::ALL.to_vec());
         model.keymap = Keymap::load(&ctx.config.ui.keymap, &ctx.home.keymaps_dir())?;
         let locale = crate::i18n::Locale::new(&ctx.config.ui.language).map_err(|code| {
             color_eyre::eyre::eyre!(
@@ -235,6 +240,18 @@ async fn event_loop(
             for effect in update(model, msg) {
                 match effect {
                     Effect::Suspend => suspend(terminal)?,
+                    Effect::Ssh(host) => {
+                        // The terminal's reader is idle here (it just gave the key that asked for
+                        // the session, and is not polled again until the session ends): `ssh` alone
+                        // reads the keys.
+                        super::ssh_session::run(terminal, services, &host).await?;
+                        // The window may have changed size meanwhile.
+                        if let Ok(size) = terminal.size() {
+                            update(model, Msg::Resize(size.width, size.height));
+                        }
+                        // A Ctrl-C typed before `ssh` took the terminal was the session's, not the console's.
+                        while futures::FutureExt::now_or_never(interrupt.recv()).flatten().is_some() {}
+                    }
                     Effect::Copy(text) => {
                         let _ = std::io::stdout().write_all(osc52(&text).as_bytes());
                         let _ = std::io::stdout().flush();
@@ -276,7 +293,7 @@ fn run_effect(effect: Effect, services: &Services) {
             }
         }
         // Handled by the loop, which owns the terminal.
-        Effect::Suspend | Effect::Copy(_) => {}
+        Effect::Suspend | Effect::Copy(_) | Effect::Ssh(_) => {}
         Effect::Refresh => refresh_dashboard(services),
         Effect::CheckDrift => super::drift_worker::check_all(services),
         Effect::Reconcile(name) => super::drift_worker::reconcile(services, name),

@@ -89,6 +89,11 @@ fn start(services: &Services, skill: Skill, given: BTreeMap<String, String>, tar
             Err(e) => return done(Some(e.to_string())),
         };
         sender.send(Msg::Note(outcome.to_text()));
+        // The readings it took, for the inventory's health columns.
+        match ctx.store.host_health().await {
+            Ok(readings) => sender.send(Msg::Health(readings)),
+            Err(e) => tracing::warn!(error = %e, "cannot read the health readings"),
+        }
         if let Some(llm) = llm {
             match crate::skills::summary::summarise(&llm, &outcome).await {
                 Ok(text) => sender.send(Msg::Note(crate::term_safe::visible(&text).into_owned())),

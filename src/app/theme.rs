@@ -36,6 +36,12 @@ pub struct Theme {
     pub removed: Style,
     /// Inline code and code blocks without a known language.
     pub code: Style,
+    /// A health reading within its runbook's thresholds (inventory load, disk, memory).
+    pub health_ok: Style,
+    /// A health reading past its warning threshold.
+    pub health_warn: Style,
+    /// A health reading past its critical threshold.
+    pub health_crit: Style,
     /// The syntect theme that colours code (`None` under `NO_COLOR`: no highlighting).
     pub syntax: Option<String>,
     /// How colours were degraded, so highlighted code degrades the same way.
@@ -85,7 +91,21 @@ struct StyleSpec {
     modifiers: Vec<String>,
 }
 
-const FIELDS: [&str; 10] = ["accent", "dim", "ok", "error", "host", "selected", "warn", "added", "removed", "code"];
+const FIELDS: [&str; 13] = [
+    "accent",
+    "dim",
+    "ok",
+    "error",
+    "host",
+    "selected",
+    "warn",
+    "added",
+    "removed",
+    "code",
+    "health_ok",
+    "health_warn",
+    "health_crit",
+];
 
 /// The syntect themes a theme file may name in `syntax:`.
 pub const SYNTAX_THEMES: [&str; 7] = [
@@ -237,6 +257,10 @@ impl Theme {
             added: Style::new(),
             removed: Style::new(),
             code: bold,
+            health_ok: Style::new(),
+            health_warn: bold,
+            // Not only a colour: without one, a critical reading still stands out.
+            health_crit: bold.add_modifier(Modifier::UNDERLINED),
             syntax: None,
             depth: ColorDepth::None,
         }
@@ -303,6 +327,9 @@ impl Theme {
             added: get("added"),
             removed: get("removed"),
             code: get("code"),
+            health_ok: get("health_ok"),
+            health_warn: get("health_warn"),
+            health_crit: get("health_crit"),
             syntax: specs.syntax.clone(),
             depth,
         }

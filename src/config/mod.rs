@@ -360,6 +360,9 @@ pub struct UiConfig {
     pub max_fps: u32,
     /// Lines of output kept per host in the console.
     pub scrollback_lines: usize,
+    /// The inventory table's columns, in order (names of `inventory::columns::Column`); the
+    /// console's column picker changes them for the session.
+    pub inventory_columns: Vec<String>,
 }
 
 impl Default for UiConfig {
@@ -370,6 +373,7 @@ impl Default for UiConfig {
             language: "en".into(),
             max_fps: 60,
             scrollback_lines: 10_000,
+            inventory_columns: crate::inventory::columns::Column::ALL.iter().map(|c| c.name().to_string()).collect(),
         }
     }
 }
@@ -449,6 +453,18 @@ impl Config {
                 var: from_env.then(|| var.to_string()),
                 field: "policy.egress_allow".into(),
                 message,
+            });
+        }
+        if let Err(bad) = crate::inventory::columns::Column::parse_list(&self.ui.inventory_columns) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: line_of(text, "ui", "inventory_columns"),
+                var: None,
+                field: "ui.inventory_columns".into(),
+                message: format!(
+                    "unknown column {bad:?}; expected a list of {}",
+                    crate::inventory::columns::Column::names()
+                ),
             });
         }
         const COUNT: &str = "expected a whole number of at least 1";

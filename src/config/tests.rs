@@ -102,6 +102,19 @@ fn settings_that_cannot_work_are_refused_with_file_line_field_and_expectation() 
 }
 
 #[test]
+fn inventory_columns_are_checked_against_the_known_names() {
+    let err = parse("ui:\n  theme: dark\n  inventory_columns: [name, cpu]\n", &[]).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "/h/config.yaml:3: ui.inventory_columns: unknown column \"cpu\"; expected a list of name, address,"
+        ),
+        "{err}"
+    );
+    let c = parse("ui:\n  inventory_columns: [load, disk]\n", &[]).unwrap();
+    assert_eq!(c.ui.inventory_columns, ["load", "disk"]);
+}
+
+#[test]
 fn set_value_validates_and_writes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.yaml");

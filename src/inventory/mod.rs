@@ -1,6 +1,7 @@
 //! The host inventory: what a host is, how target expressions select hosts,
 //! and the importers and exporters that move hosts in and out of merlya.
 
+pub mod columns;
 pub mod export;
 pub mod host;
 pub mod import;

@@ -255,6 +255,10 @@ pub async fn run(
     {
         tracing::warn!(error = %e, "cannot record the skill run for the report");
     }
+    // Load, disk and memory as read: the console's inventory shows each host's newest.
+    if let Err(e) = env.store.record_health(&health_readings(&outcome.findings)).await {
+        tracing::warn!(error = %e, "cannot record the health readings");
+    }
     Ok(outcome)
 }
 
@@ -282,6 +286,25 @@ async fn change(
     } else {
         Err(format!("not run: change {} {}", done.id, done.status.as_str()))
     }
+}
+
+/// The findings that are health readings the inventory shows (load, disk, memory with a number).
+pub fn health_readings(findings: &[Finding]) -> Vec<crate::store::host_health::HealthReading> {
+    use crate::store::host_health::{HealthCheck, HealthLevel, HealthReading};
+    let at = crate::store::now_rfc3339();
+    findings
+        .iter()
+        .filter_map(|f| {
+            let check = HealthCheck::from_check(&f.check)?;
+            let level = match f.verdict {
+                Verdict::Crit => HealthLevel::Crit,
+                Verdict::Warn => HealthLevel::Warn,
+                Verdict::Ok => HealthLevel::Ok,
+                Verdict::Unknown => return None,
+            };
+            Some(HealthReading { host: f.host.clone(), check, value: f.number?, level, at: at.clone() })
+        })
+        .collect()
 }
 
 /// Hosts with a warning or worse, worst first (most critical findings, then most warnings).

@@ -12,6 +12,7 @@ pub mod capabilities;
 pub mod conversations;
 pub mod history;
 pub mod host_errors;
+pub mod host_health;
 pub mod hosts;
 mod integrity;
 pub mod lock;

@@ -565,3 +565,76 @@ fn retry_sends_the_last_question_again_and_esc_twice_edits_it() {
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
+
+#[test]
+fn s_opens_an_interactive_ssh_session_and_exit_brings_the_console_back() {
+    let (_sshd, env, tmux) = console_with_one_host("web1", "", true);
+    tmux.wait_for("Inventory · 2");
+    // localhost first: the host is the second row.
+    tmux.keys(&["j", "s"]);
+    tmux.wait_alternate_screen(false);
+    let screen = tmux.wait_for("merlya: ssh web1");
+    assert!(!screen.contains("Inventory · 2"), "the console gave the terminal to ssh:\n{screen}");
+    // The remote shell, on the inventory's port and user, trusting merlya's known hosts.
+    tmux.wait_until("a shell prompt", |s| s.lines().any(|l| l.trim_end().ends_with('$')));
+    tmux.type_text("echo MARK-$((6*7)) $(whoami)");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!("MARK-42 {}", support::TEST_USER));
+    tmux.type_text("exit");
+    tmux.keys(&["Enter"]);
+    tmux.wait_alternate_screen(true);
+    let back = tmux.wait_for("Inventory · 2");
+    assert!(back.contains("web1"), "the console is back, redrawn:\n{back}");
+    tmux.wait_for("ssh session to web1 ended (exit 0)");
+    // Keys go to the console again.
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+    let audit: Vec<serde_json::Value> = serde_json::from_str(&env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let session: Vec<&serde_json::Value> =
+        audit.iter().filter(|e| e["command"] == "interactive ssh session to web1").collect();
+    assert_eq!(session.len(), 1, "one audit entry for the session:\n{audit:#?}");
+    assert_eq!(session[0]["host"], "web1");
+    assert_eq!(session[0]["login_user"], support::TEST_USER);
+}
+
+#[test]
+fn the_inventory_orders_by_health_read_by_a_triage_with_an_arrow_in_the_header() {
+    let key = TestKey::generate("");
+    let env = TestEnv::new();
+    env.install_default_key(&key);
+    // busy1's load is 7.5 per whatever core count this machine has (its /proc/loadavg is its own);
+    // calm1's is 0.
+    let with_load = |load: &str| {
+        let options = SshdOptions {
+            files: vec![("/proc/loadavg".into(), format!("{load} {load} {load} 1/100 4242\n"))],
+            ..SshdOptions::allowing(&key)
+        };
+        Sshd::start(options)
+    };
+    let (busy, calm) = (with_load("64.00"), with_load("0.00"));
+    for (name, sshd) in [("calm1", &calm), ("busy1", &busy)] {
+        env.trust(sshd);
+        env.add_host(name, sshd, &[]);
+    }
+    // A triage outside the console: its readings are stored and shown when the console starts.
+    let _ = env.run(&["skill", "run", "incident_triage", "--targets", "calm1,busy1"]);
+    let tmux = Tmux::start("health", &env, 200, 30);
+    tmux.wait_for("Inventory · 3");
+    tmux.keys(&["z"]);
+    let screen = tmux.wait_for("load");
+    let row = |screen: &str, name: &str| screen.lines().find(|l| l.contains(&format!(" {name} "))).map(String::from);
+    let calm_row = row(&screen, "calm1").expect("calm1 listed");
+    assert!(calm_row.contains("0.00"), "calm1's load per core:\n{screen}");
+    assert!(row(&screen, "localhost").is_some_and(|r| r.contains('–')), "never read:\n{screen}");
+    assert!(screen.contains('%'), "disk and memory in %:\n{screen}");
+    // o, then the load row (inventory order, name, address, state, load), Enter; again: descending.
+    tmux.keys(&["o", "g", "j", "j", "j", "j", "Enter"]);
+    tmux.wait_for("load▲");
+    tmux.keys(&["o", "Enter"]);
+    let sorted = tmux.wait_for("load▼");
+    let position = |name: &str| sorted.lines().position(|l| l.contains(&format!(" {name} ")));
+    assert!(position("busy1") < position("calm1"), "the busiest first:\n{sorted}");
+    assert!(position("calm1") < position("localhost"), "never read last:\n{sorted}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}

@@ -71,6 +71,7 @@ pub(super) fn on_filtered(model: &mut Model, id: u64, shown: Shown) -> Vec<Effec
 fn install(model: &mut Model, shown: Shown) -> Vec<Effect> {
     let old = std::mem::replace(&mut model.inventory.shown, shown);
     model.inventory.pending = None;
+    model.inventory.order = None;
     clamp_cursor(model);
     if Arc::ptr_eq(&old.fleet, &model.hosts) {
         if old.rows.is_some() {

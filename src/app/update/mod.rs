@@ -7,6 +7,7 @@ mod chat;
 mod events;
 mod filter;
 mod input;
+mod inventory;
 mod modal;
 mod panes;
 mod runs;
@@ -31,6 +32,7 @@ use runs::quit_now;
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
     let mut effects = apply(model, msg);
     effects.extend(filter::follow(model));
+    super::inventory::follow(model);
     effects
 }
 
@@ -61,8 +63,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                     }
                     model.set_focus(pane);
                     if pane == Pane::Inventory {
-                        let details = if model.inventory.details { 12 } else { 0 };
-                        let rows = usize::from(areas.inventory.height.saturating_sub(3 + details));
+                        // The detail panel lies over rows next to the cursor: the table keeps its height.
+                        let rows = usize::from(areas.inventory.height.saturating_sub(3));
                         if let Some(i) = areas.inventory_row(mouse.row, rows, model.inventory.cursor)
                             && i < model.visible_count()
                         {
@@ -114,6 +116,12 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             vec![Effect::Discard(old)]
         }
         Msg::Filtered { job, shown } => filter::on_filtered(model, job, *shown),
+        Msg::Health(readings) => {
+            model.health = super::inventory::by_host(readings);
+            // Ordered by a reading: the order follows the new ones.
+            model.inventory.order = None;
+            Vec::new()
+        }
         Msg::Exec { run, event } => events::on_exec_event(model, run, event),
         Msg::RunStarted { run } => runs::on_started(model, run),
         Msg::RunDone { run, results } => runs::on_done(model, run, &results),
@@ -206,6 +214,10 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         InputMode::Setup => setup::on_key(model, key),
         InputMode::TagPicker => {
             modal::on_tag_picker_key(model, key);
+            Vec::new()
+        }
+        InputMode::InventoryPicker => {
+            inventory::on_picker_key(model, key);
             Vec::new()
         }
         InputMode::Help => {
@@ -303,9 +315,15 @@ fn run_action(model: &mut Model, action: Action) -> Vec<Effect> {
 /// A palette word: focus the pane the action belongs to, then do it.
 fn run_palette_action(model: &mut Model, action: Action) -> Vec<Effect> {
     let pane = match action {
-        Action::Add | Action::Edit | Action::Delete | Action::Check | Action::Details | Action::Tags => {
-            Some(Pane::Inventory)
-        }
+        Action::Add
+        | Action::Edit
+        | Action::Delete
+        | Action::Check
+        | Action::Details
+        | Action::Tags
+        | Action::Sort
+        | Action::Columns
+        | Action::Ssh => Some(Pane::Inventory),
         Action::Follow | Action::Search | Action::Copy | Action::Group | Action::FailedOnly => Some(Pane::Output),
         Action::SideBySide => Some(Pane::Pipeline),
         _ => None,
@@ -322,6 +340,8 @@ mod tests;
 mod tests_console;
 #[cfg(test)]
 mod tests_fleet;
+#[cfg(test)]
+mod tests_inventory;
 #[cfg(test)]
 mod tests_setup;
 #[cfg(test)]

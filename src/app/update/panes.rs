@@ -95,6 +95,9 @@ pub(super) fn on_inventory_action(model: &mut Model, action: Action) -> Vec<Effe
         Action::Details => model.inventory.details = !model.inventory.details,
         Action::Tags if model.tags().is_empty() => model.flash = Some(model.locale.t("flash.no_tags").to_string()),
         Action::Tags => model.inventory.tag_picker = Some(0),
+        Action::Sort => super::inventory::open_picker(model, crate::app::inventory::Picker::Order),
+        Action::Columns => super::inventory::open_picker(model, crate::app::inventory::Picker::Columns),
+        Action::Ssh => return super::inventory::ssh(model),
         Action::Check => {
             let hosts = model.selection();
             if hosts.is_empty() {

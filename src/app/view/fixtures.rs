@@ -531,3 +531,42 @@ pub fn fixture_watch() -> Model {
     m.flash = None;
     m
 }
+
+/// The inventory filling the screen with health columns from a triage (web02's disk critical, its
+/// load past the warning), ordered by disk, fullest first; cache01 never read.
+pub fn fixture_inventory_health() -> Model {
+    use crate::store::host_health::{HealthCheck, HealthLevel, HealthReading};
+    let mut m = fixture_detailed_inventory();
+    m.inventory.details = false;
+    m.inventory.cursor = 0;
+    m.zoomed = true;
+    let at = "2026-11-26T10:00:00Z";
+    let mut readings = Vec::new();
+    for (host, load, disk, memory) in [
+        ("localhost", 0.12, 41.0, 37.0),
+        ("web01", 0.31, 62.0, 48.0),
+        ("web02", 1.48, 97.0, 71.0),
+        ("db01", 0.72, 88.0, 91.0),
+    ] {
+        let level = |v: f64, warn: f64, crit: f64| match v {
+            v if v >= crit => HealthLevel::Crit,
+            v if v >= warn => HealthLevel::Warn,
+            _ => HealthLevel::Ok,
+        };
+        for (check, value, warn, crit) in [
+            (HealthCheck::Load, load, 1.0, 2.0),
+            (HealthCheck::Disk, disk, 85.0, 95.0),
+            (HealthCheck::Memory, memory, 85.0, 95.0),
+        ] {
+            let reading =
+                HealthReading { host: host.into(), check, value, level: level(value, warn, crit), at: at.into() };
+            readings.push(reading);
+        }
+    }
+    update(&mut m, Msg::Health(readings));
+    crate::app::inventory::set_sort(
+        &mut m,
+        Some(crate::app::inventory::Sort { column: crate::inventory::columns::Column::Disk, descending: true }),
+    );
+    m
+}

@@ -1,18 +1,22 @@
-//! The inventory pane: a table of hosts (reachability dot, name, address,
-//! then user, tags, elevation and last check as the width allows), marks and
-//! the filter; the detail panel of the host under the cursor; the tag picker.
+//! The inventory pane: a table of hosts (reachability dot, then the chosen
+//! columns as the width allows, health readings coloured by their verdict, the
+//! order's arrow in its header), marks and the filter; the detail panel of the
+//! host under the cursor, next to its row; the tag, order and column pickers.
 //!
 //! Only the rows on screen are built, and column widths fit them: a frame
 //! costs the same for 10 hosts as for 200,000.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState};
 
 use super::pane_block;
 use crate::app::model::{Model, Pane};
 use crate::inventory::Host;
+use crate::inventory::columns::Column;
+use crate::store::host_health::HealthLevel;
 
 fn address(model: &Model, h: &Host) -> String {
     if h.is_local() { model.locale.t("inventory.local").to_string() } else { format!("{}:{}", h.hostname, h.port) }
@@ -35,31 +39,66 @@ fn reachable_text(model: &Model, h: &Host) -> String {
     model.locale.t(key).to_string()
 }
 
-/// An optional column: its header's locale key and how to fill a cell.
-type Column = (&'static str, fn(&Model, &Host) -> String);
-
-const OPTIONAL: [Column; 6] = [
-    ("col.state", |m, h| m.host_run_state(&h.name).map(|s| super::run_report::state_text(m, s)).unwrap_or_default()),
-    ("col.last_error", |m, h| {
-        m.host_errors
+/// A cell of `column` for `h`, and its style (health readings coloured by their verdict).
+fn cell(model: &Model, h: &Host, column: Column) -> (String, Style) {
+    let theme = &model.theme;
+    let text = match column {
+        Column::Name => return (h.name.clone(), Style::default()),
+        Column::Address => address(model, h),
+        Column::State => {
+            model.host_run_state(&h.name).map(|s| super::run_report::state_text(model, s)).unwrap_or_default()
+        }
+        Column::Load | Column::Disk | Column::Mem => {
+            let style = match model.health.get(&h.name).and_then(|r| r.of(column)) {
+                Some((_, HealthLevel::Ok)) => theme.health_ok,
+                Some((_, HealthLevel::Warn)) => theme.health_warn,
+                Some((_, HealthLevel::Crit)) => theme.health_crit,
+                None => theme.dim,
+            };
+            return (crate::app::inventory::health_text(model, h, column), style);
+        }
+        Column::LastError => model
+            .host_errors
             .get(&h.name)
-            .map(|e| format!("{} {}", m.locale.t(e.failure.key()), short_time(&e.at)))
-            .unwrap_or_default()
-    }),
-    ("col.tags", |_, h| h.tags.join(",")),
-    ("col.user", |_, h| h.username.clone().unwrap_or_default()),
-    ("col.elevation", |_, h| h.elevation.as_str().to_string()),
-    ("col.last_check", |m, h| {
-        m.last_check(h).map(short_time).unwrap_or_else(|| m.locale.t("inventory.never").to_string())
-    }),
-];
+            .map(|e| format!("{} {}", model.locale.t(e.failure.key()), short_time(&e.at)))
+            .unwrap_or_default(),
+        Column::Tags => h.tags.join(","),
+        Column::User => h.username.clone().unwrap_or_default(),
+        Column::Elevation => h.elevation.as_str().to_string(),
+        Column::LastCheck => {
+            model.last_check(h).map(short_time).unwrap_or_else(|| model.locale.t("inventory.never").to_string())
+        }
+    };
+    (text, theme.dim)
+}
+
+/// Whether a cell says nothing (an empty text, or a reading never taken).
+fn blank(text: &str) -> bool {
+    text.is_empty() || text == "–"
+}
+
+/// `text` cut to `width` characters, the last one `…` when cut.
+fn fit(text: String, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text;
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// Widest a column grows for its values (its header is never cut).
+const MAX_WIDTH: usize = 24;
+
+/// Rows the detail panel takes (its borders and ten fields).
+pub const DETAILS_HEIGHT: u16 = 12;
 
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
-    let shown = &model.inventory.shown;
+    let count = model.inventory.len();
     // "…" while a worker answers a newer filter than the one listed.
     let busy = if model.inventory.pending.is_some() { "…" } else { "" };
-    let mut title = format!(" {} · {}{busy} ", model.locale.t("pane.inventory"), shown.len());
+    let mut title = format!(" {} · {}{busy} ", model.locale.t("pane.inventory"), count);
     if !model.inventory.marked.is_empty() {
         let marked = model.locale.tf("inventory.marked", &[("count", &model.inventory.marked.len().to_string())]);
         title.push_str(&format!("· {marked} "));
@@ -70,49 +109,40 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
         block =
             block.title_bottom(Line::from(format!(" /{}{cursor} ", model.inventory.filter)).style(model.theme.accent));
     }
-    let inner = block.inner(area);
+    let table_area = block.inner(area);
     frame.render_widget(block, area);
-    let (table_area, detail_area) = if model.inventory.details {
-        let [t, d] = Layout::vertical([Constraint::Min(3), Constraint::Length(12)]).areas(inner);
-        (t, Some(d))
-    } else {
-        (inner, None)
-    };
     // The rows on screen: the cursor's row stays in view, at the bottom once it is past the
     // first screenful (as the table scrolled when it was given every row).
     let body = usize::from(table_area.height.saturating_sub(1)).max(1);
     let first = (model.inventory.cursor + 1).saturating_sub(body);
-    let hosts = shown.window(first, body);
+    let hosts = model.inventory.window(first, body);
     let theme = &model.theme;
-    let width_of = |texts: &mut dyn Iterator<Item = String>, header: &str| {
-        texts.map(|t| t.chars().count()).max().unwrap_or(0).max(header.chars().count())
-    };
-    let name_header = model.locale.t("col.name").to_string();
-    let address_header = model.locale.t("col.address").to_string();
-    let name_width = width_of(&mut hosts.iter().map(|h| h.name.clone()), &name_header);
-    let address_width = width_of(&mut hosts.iter().map(|h| address(model, h)), &address_header);
-    // Optional columns join while they fit.
-    // Mark column, name, address, with one space between columns.
-    let mut used = 2 + 1 + name_width + 1 + address_width;
-    let mut columns: Vec<(&Column, usize)> = Vec::new();
-    for column in &OPTIONAL {
-        // A column nobody has a value for (no user set anywhere) is left out.
-        if hosts.iter().all(|h| (column.1)(model, h).is_empty()) {
+    // The chosen columns join while they fit, each as wide as its values (up to MAX_WIDTH) and
+    // never narrower than its header in the language shown; the name column is always there.
+    let sorted_by = model.inventory.sort.map(|s| s.column);
+    let mut used = 2;
+    let mut columns: Vec<(Column, String, usize)> = Vec::new();
+    for &column in &model.inventory.columns {
+        let texts: Vec<String> = hosts.iter().map(|h| cell(model, h, column).0).collect();
+        // A column nobody on screen has a value for (no user set anywhere) is left out, unless the
+        // table is ordered by it.
+        let required = column == Column::Name || sorted_by == Some(column);
+        if !required && texts.iter().all(|t| blank(t)) {
             continue;
         }
-        let header = model.locale.t(column.0).to_string();
-        let w = width_of(&mut hosts.iter().map(|h| (column.1)(model, h)), &header).min(24);
-        // Columns come in order of importance: once one does not fit, the rest are left out.
+        let header = crate::app::inventory::header(model, column);
+        let header_width = header.chars().count();
+        let values = texts.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+        let wanted = if column == Column::Name { values } else { values.min(MAX_WIDTH) }.max(header_width);
         let room = usize::from(table_area.width).saturating_sub(used + 1);
-        if w > room {
-            // The first column that does not fit still shows, cut, when there is some room.
-            if room >= 6 {
-                columns.push((column, room));
-            }
+        // Columns come in the order chosen: once one does not fit even cut to its header, the rest
+        // are left out.
+        let width = wanted.min(room);
+        if width < header_width && column != Column::Name {
             break;
         }
-        used += 1 + w;
-        columns.push((column, w));
+        used += 1 + width;
+        columns.push((column, header, width));
     }
     let rows: Vec<Row> = hosts
         .iter()
@@ -124,38 +154,62 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
                 None => ("○", theme.dim),
             };
             let mark = if model.inventory.marked.contains(&h.name) { "▸" } else { " " };
-            let mut cells = vec![
-                Cell::from(Line::from(vec![Span::styled(mark, theme.accent), Span::styled(dot, style)])),
-                Cell::from(h.name.clone()),
-                Cell::from(Span::styled(address(model, h), theme.dim)),
-            ];
-            cells.extend(columns.iter().map(|(c, _)| Cell::from(Span::styled((c.1)(model, h), theme.dim))));
+            let mut cells =
+                vec![Cell::from(Line::from(vec![Span::styled(mark, theme.accent), Span::styled(dot, style)]))];
+            cells.extend(columns.iter().map(|(column, _, width)| {
+                let (text, style) = cell(model, h, *column);
+                Cell::from(Span::styled(fit(text, *width), style))
+            }));
             Row::new(cells)
         })
         .collect();
     let empty = rows.is_empty();
     let to16 = |w: usize| u16::try_from(w).unwrap_or(u16::MAX);
-    let mut widths =
-        vec![Constraint::Length(2), Constraint::Length(to16(name_width)), Constraint::Length(to16(address_width))];
-    widths.extend(columns.iter().map(|(_, w)| Constraint::Length(to16(*w))));
-    let mut header = vec![Cell::from(""), Cell::from(name_header), Cell::from(address_header)];
-    header.extend(columns.iter().map(|(c, _)| Cell::from(model.locale.t(c.0).to_string())));
+    let mut widths = vec![Constraint::Length(2)];
+    widths.extend(columns.iter().map(|(_, _, w)| Constraint::Length(to16(*w))));
+    let mut header = vec![Cell::from("")];
+    header.extend(columns.into_iter().map(|(_, text, _)| Cell::from(text)));
     let table = Table::new(rows, widths)
         .header(Row::new(header).style(theme.dim.add_modifier(ratatui::style::Modifier::UNDERLINED)))
         .column_spacing(1)
         .row_highlight_style(if model.focus == Pane::Inventory { theme.selected } else { theme.dim });
-    let mut state = TableState::default().with_selected((!empty).then_some(model.inventory.cursor - first));
+    let selected = model.inventory.cursor.saturating_sub(first);
+    let mut state = TableState::default().with_selected((!empty).then_some(selected));
     frame.render_stateful_widget(table, table_area, &mut state);
-    if let (Some(area), Some(host)) = (detail_area, model.current_host()) {
-        draw_details(model, host, frame, area);
+    if model.inventory.details
+        && let Some(host) = model.current_host()
+    {
+        // Next to the cursor's row: below it, or above it when there is no room below.
+        let height = DETAILS_HEIGHT.min(table_area.height.saturating_sub(2));
+        let row_y = table_area.y + 1 + u16::try_from(selected).unwrap_or(0);
+        let below = table_area.bottom().saturating_sub(row_y + 1);
+        let y = if below >= height { row_y + 1 } else { row_y.saturating_sub(height).max(table_area.y) };
+        let rect = Rect { x: table_area.x, y, width: table_area.width, height };
+        frame.render_widget(Clear, rect);
+        draw_details(model, host, frame, rect);
     }
 }
 
 /// Every field of the host under the cursor.
 fn draw_details(model: &Model, h: &Host, frame: &mut Frame, area: Rect) {
     let theme = &model.theme;
+    // Labels as wide as the longest in the language shown, and a space before the value.
+    const LABELS: [&str; 10] = [
+        "col.name",
+        "col.address",
+        "col.user",
+        "col.tags",
+        "form.jump",
+        "inventory.identity",
+        "col.elevation",
+        "col.reachable",
+        "col.last_check",
+        "col.last_error",
+    ];
+    let label_width = LABELS.iter().map(|k| model.locale.t(k).chars().count()).max().unwrap_or(11) + 1;
     let field = |key: &str, value: String| {
-        Line::from(vec![Span::styled(format!("{:<12}", model.locale.t(key)), theme.dim), Span::raw(value)])
+        let label = format!("{:<label_width$}", model.locale.t(key));
+        Line::from(vec![Span::styled(label, theme.dim), Span::raw(value)])
     };
     let lines = vec![
         field("col.name", h.name.clone()),
@@ -180,8 +234,8 @@ fn draw_details(model: &Model, h: &Host, frame: &mut Frame, area: Rect) {
         ),
     ];
     let block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(theme.dim)
+        .borders(Borders::TOP | Borders::BOTTOM)
+        .border_style(theme.accent)
         .title(format!(" {} ", model.locale.t("inventory.details")));
     frame.render_widget(Paragraph::new(lines).block(block).wrap(ratatui::widgets::Wrap { trim: false }), area);
 }
@@ -222,6 +276,39 @@ pub fn draw_tag_picker(model: &Model, frame: &mut Frame, area: Rect) {
         .border_style(theme.accent)
         .title(format!(" {} ", model.locale.t("inventory.tags_title")));
     let mut state = ListState::default().with_selected(model.inventory.tag_picker);
+    frame.render_widget(Clear, rect);
+    frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);
+}
+
+/// The order or column picker over the inventory.
+pub fn draw_picker(model: &Model, frame: &mut Frame, area: Rect) {
+    use crate::app::inventory::Picker;
+    let Some((picker, cursor)) = model.inventory.picker else { return };
+    let theme = &model.theme;
+    let rows = picker.rows();
+    let texts: Vec<String> = rows
+        .iter()
+        .map(|row| match (picker, row) {
+            (Picker::Order, None) => model.locale.t("inventory.order_none").to_string(),
+            (Picker::Order, Some(column)) => crate::app::inventory::header(model, *column),
+            (Picker::Columns, Some(column)) => {
+                let on = if model.inventory.columns.contains(column) { "[x]" } else { "[ ]" };
+                format!("{on} {}", model.locale.t(column.header_key()))
+            }
+            (Picker::Columns, None) => String::new(),
+        })
+        .collect();
+    let title = match picker {
+        Picker::Order => model.locale.t("inventory.order_title"),
+        Picker::Columns => model.locale.t("inventory.columns_title"),
+    };
+    let widest = texts.iter().map(|t| t.chars().count()).max().unwrap_or(10).max(title.chars().count() + 2);
+    let width = u16::try_from(widest).unwrap_or(30).clamp(18, 40) + 4;
+    let height = u16::try_from(rows.len()).unwrap_or(12).min(14) + 2;
+    let rect = super::centered(area, width, height);
+    let block = Block::default().borders(Borders::ALL).border_style(theme.accent).title(format!(" {title} "));
+    let items: Vec<ListItem> = texts.into_iter().map(|t| ListItem::new(Line::raw(format!(" {t} ")))).collect();
+    let mut state = ListState::default().with_selected(Some(cursor));
     frame.render_widget(Clear, rect);
     frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);
 }

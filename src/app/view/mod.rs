@@ -51,6 +51,9 @@ pub fn view(model: &Model, frame: &mut Frame) {
     if model.inventory.tag_picker.is_some() {
         inventory::draw_tag_picker(model, frame, areas.inventory);
     }
+    if model.inventory.picker.is_some() {
+        inventory::draw_picker(model, frame, areas.inventory);
+    }
     if model.output_view.host_picker.is_some() {
         inventory::draw_host_picker(model, frame, areas.view);
     }
@@ -113,6 +116,8 @@ pub(crate) mod fixtures;
 mod svg;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_inventory;
 #[cfg(test)]
 mod tests_output;
 #[cfg(test)]

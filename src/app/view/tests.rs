@@ -473,7 +473,11 @@ fn write_screenshots() {
     let mut host_picker = fixture_fleet_run();
     host_picker.set_focus(Pane::Output);
     host_picker.output_view.host_picker = Some(1);
-    let shots: [(&str, Model); 26] = [
+    let mut columns = crate::app::view::fixtures::fixture_inventory_health();
+    columns.inventory.picker = Some((crate::app::inventory::Picker::Columns, 2));
+    let shots: [(&str, Model); 28] = [
+        ("inventory-health", crate::app::view::fixtures::fixture_inventory_health()),
+        ("inventory-columns", columns),
         ("setup-models", super::tests_setup::fixture_setup_models()),
         ("run-in-flight", fixture_fleet_run()),
         ("output-watch", fixture_watch()),

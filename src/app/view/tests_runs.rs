@@ -70,7 +70,7 @@ fn the_inventory_details_name_the_last_error_and_its_time() {
     m.inventory.details = true;
     let terminal = render(&m, 120, 30);
     let text = screen(&terminal);
-    assert!(text.contains("Last error  11-23 09:14 · host key") && text.contains("the host key of web09"), "{text}");
+    assert!(text.contains("last error 11-23 09:14 · host key") && text.contains("the host key of web09"), "{text}");
     insta::assert_snapshot!(terminal.backend());
 }
 
