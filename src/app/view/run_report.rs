@@ -98,6 +98,13 @@ fn grouped_lines(model: &Model, run: &Run, only_failed: bool) -> Vec<Line<'stati
         if let Some(error) = &group.host.error {
             lines.push(Line::styled(format!("  {}", crate::term_safe::visible_line(error)), theme.error));
         }
+        // A group whose hosts are all folded (Space or Z in the Output pane) keeps its header only.
+        if group.names.iter().all(|name| model.output.is_folded(name)) {
+            let count = group.host.output.len().to_string();
+            let text = model.locale.tf("output.group_folded", &[("count", &count)]);
+            lines.push(Line::styled(format!("  {text}"), theme.dim));
+            continue;
+        }
         for text in &group.host.output {
             lines.push(Line::from(vec![
                 Span::styled("  │ ", theme.dim),

@@ -43,6 +43,20 @@ fn grouped_output_folds_identical_hosts() {
 }
 
 #[test]
+fn a_group_of_folded_hosts_keeps_its_header_only() {
+    let mut m = fixture_fleet_run();
+    m.output_view.mode = OutputMode::Grouped;
+    let open = screen(&render(&m, 120, 30));
+    let web07_line = open.lines().skip_while(|l| !l.contains("═ web07")).nth(1).unwrap_or_default().to_string();
+    assert!(web07_line.contains("┃  │ "), "web07's output shows: {open}");
+    m.output.set_folded("web07", true);
+    let text = screen(&render(&m, 120, 30));
+    let after = text.lines().skip_while(|l| !l.contains("═ web07")).nth(1).unwrap_or_default().to_string();
+    assert!(after.contains("folded") && !after.contains("┃  │ "), "web07's block is folded: {text}");
+    assert!(text.contains("9 hosts identical"), "the other group stays open: {text}");
+}
+
+#[test]
 fn failed_hosts_only() {
     let mut m = fixture_fleet_run();
     m.output_view.mode = OutputMode::Failed;
