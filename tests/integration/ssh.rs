@@ -536,32 +536,41 @@ fn detect_elevation_tells_no_sudo_rights_from_sudo_with_a_password() {
     env.install_default_key(&key);
     env.trust(&with_rights);
     env.trust(&without);
-    env.add_host("rights", &with_rights, &[]);
-    env.add_host("norights", &without, &[]);
+    // Names of this run's own: the kernel keyring's user keyring outlives a test, so a password
+    // stored by an earlier run must not answer for this one.
+    let (rights, norights) = (format!("rights{}", with_rights.port), format!("norights{}", without.port));
+    env.add_host(&rights, &with_rights, &[]);
+    env.add_host(&norights, &without, &[]);
     let merlya = env!("CARGO_BIN_EXE_merlya");
 
     // Without a password to give, the answer says it is unchecked and how to check it.
-    let unchecked = env.keyring_session(&format!("'{merlya}' hosts detect-elevation norights")).output().unwrap();
+    let unchecked = env.keyring_session(&format!("'{merlya}' hosts detect-elevation {norights}")).output().unwrap();
     let shown = text(&unchecked.stdout);
     assert!(shown.contains("sudo_password") && shown.contains("unchecked"), "{shown}{}", text(&unchecked.stderr));
-    assert!(shown.contains("sudo:norights:password"), "names the secret to store: {shown}");
+    assert!(shown.contains(&format!("sudo:{norights}:password")), "names the secret to store: {shown}");
 
     let script = format!(
-        "printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:norights:password >/dev/null && \
-         printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:rights:password >/dev/null && \
-         '{merlya}' hosts detect-elevation rights,norights",
+        "printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:{norights}:password >/dev/null && \
+         printf '%s\\n' '{pw}' | '{merlya}' secret set sudo:{rights}:password >/dev/null && \
+         '{merlya}' hosts detect-elevation {rights},{norights}",
         pw = TEST_PASSWORD
     );
     let out = env.keyring_session(&script).output().unwrap();
     let shown = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{shown}{}", text(&out.stderr));
     let row = |name: &str| shown.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_default().to_string();
-    assert!(row("norights").contains("none") && row("norights").contains("no sudo rights"), "{shown}");
-    assert!(row("rights").contains("sudo_password") && row("rights").contains("(checked)"), "{shown}");
+    assert!(row(&norights).contains("none") && row(&norights).contains("no sudo rights"), "{shown}");
+    assert!(row(&rights).contains("sudo_password") && row(&rights).contains("(checked)"), "{shown}");
     // What was found is remembered.
     let show: serde_json::Value =
-        serde_json::from_str(&env.ok(&["hosts", "show", "norights", "--format", "json"])).unwrap();
+        serde_json::from_str(&env.ok(&["hosts", "show", &norights, "--format", "json"])).unwrap();
     assert_eq!(show["elevation"], "none");
+    // Leave no password behind in the user keyring.
+    let _ = env
+        .keyring_session(&format!(
+            "'{merlya}' secret rm sudo:{rights}:password; '{merlya}' secret rm sudo:{norights}:password"
+        ))
+        .output();
 }
 
 #[test]
