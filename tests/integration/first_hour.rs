@@ -56,7 +56,6 @@ fn the_chat_follows_the_newest_answer_and_counts_what_arrives_while_scrolled_up(
         tmux.wait_until("the turn to end", |s| !s.contains("… working"));
     }
     let screen = tmux.screen();
-    eprintln!("{screen}");
     assert!(!screen.contains("answer 1 point 1"), "three answers overflow the chat:\n{screen}");
 
     // A fourth question; while its answer is on its way, the person scrolls up.
@@ -67,12 +66,11 @@ fn the_chat_follows_the_newest_answer_and_counts_what_arrives_while_scrolled_up(
         std::thread::sleep(Duration::from_millis(100));
     }
     tmux.keys(&["PPage"]);
-    let screen = tmux.wait_until("the chat scrolled up", |s| !s.contains("question 4"));
-    eprintln!("{screen}");
+    let scrolled = tmux.wait_until("the chat scrolled up", |s| !s.contains("question 4"));
+    assert!(!scrolled.contains("new · G follows"), "nothing new yet:\n{scrolled}");
     release.store(true, Ordering::SeqCst);
     // The answer arrived below: the view stays where the person reads, the border counts it.
     let screen = tmux.wait_for("new · G follows");
-    eprintln!("{screen}");
     assert!(screen.contains("↓ 1 new · G follows"), "{screen}");
     assert!(!screen.contains("answer 4 point"), "the view stayed where the person was reading:\n{screen}");
     // The follow key brings the newest answer back and the count goes.
@@ -97,7 +95,6 @@ fn unknown_keys_of_hosts_run_together_are_listed_in_one_modal_and_trusted_at_onc
     tmux.wait_for("Inventory · 4");
     tmux.command(":exec @db -- echo first-contact");
     let screen = tmux.wait_until("one modal with the three keys", |s| s.contains("trust all 3 listed"));
-    eprintln!("{screen}");
     for (name, sshd) in names.iter().zip(&daemons) {
         assert!(screen.contains(&format!("{name} ([127.0.0.1]:{})", sshd.port)), "{name} by its name:\n{screen}");
         assert!(screen.contains(&sshd.fingerprint()), "{name}'s fingerprint:\n{screen}");
@@ -106,7 +103,9 @@ fn unknown_keys_of_hosts_run_together_are_listed_in_one_modal_and_trusted_at_onc
     assert!(daemons.iter().all(|d| d.accepted_logins() == 0), "nothing logged in before the answer");
     tmux.keys(&["a"]);
     let screen = tmux.wait_for("echo first-contact: 3/3 hosts succeeded");
-    eprintln!("{screen}");
+    for name in names {
+        assert!(screen.contains(&format!("{name} │ first-contact")), "{name} ran it:\n{screen}");
+    }
     let recorded = std::fs::read_to_string(env.merlya_home().join("known_hosts")).unwrap();
     for sshd in &daemons {
         assert!(recorded.contains(&sshd.known_hosts_line()), "{recorded}");
@@ -115,6 +114,112 @@ fn unknown_keys_of_hosts_run_together_are_listed_in_one_modal_and_trusted_at_onc
     tmux.command(":exec @db -- echo known-now");
     let screen = tmux.wait_for("echo known-now: 3/3 hosts succeeded");
     assert!(!screen.contains("Unknown host key"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}
+
+/// The output lines on `screen` (`outNN-…`), each from its marker to the pane's border.
+fn output_rows(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let at = l.match_indices("out").map(|(i, _)| i).find(|&i| {
+                let digits = l.as_bytes().get(i + 3..i + 6);
+                digits.is_some_and(|d| d[0].is_ascii_digit() && d[1].is_ascii_digit() && d[2] == b'-')
+            })?;
+            Some(l[at..].trim_end().trim_end_matches(['│', '┃']).trim_end().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn notifications_take_rows_of_their_own_and_hide_no_output_line() {
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &["--tag", "fleet"]);
+    // A host nobody answers on: its check fails, with a long notification.
+    let closed = support::sshd::free_port().to_string();
+    env.ok(&["hosts", "add", "dead01", "--hostname", "127.0.0.1", "--port", &closed, "--tag", "fleet"]);
+    let tmux = Tmux::start("notices", &env, 140, 40);
+    tmux.wait_for("Inventory · 3");
+    // Lines nearly as wide as the Output pane, from its top row down (where a corner overlay sat).
+    let filler = "x".repeat(70);
+    tmux.command(&format!(":exec web01 -- seq -f 'out%02g-{filler}' 1 12"));
+    let before = tmux.wait_until("the run's twelve lines and its end", |s| {
+        s.contains("1/1 hosts succeeded") && output_rows(s).len() == 12
+    });
+    let rows = output_rows(&before);
+    assert!(rows.iter().all(|r| r.ends_with(&filler)), "each line whole before any notification:\n{before}");
+    assert!(!before.contains("is unreachable"), "{before}");
+    // Check both fleet hosts: two notifications, one of them long (the failure).
+    tmux.keys(&["1", "/"]);
+    tmux.type_text("@fleet");
+    tmux.keys(&["Enter", "a", "c"]);
+    let during = tmux
+        .wait_until("both notifications", |s| s.contains("dead01 is unreachable") && s.contains("web01 is reachable"));
+    assert_eq!(output_rows(&during), rows, "every output line is still on screen, whole:\n{during}");
+    // The notifications are rows of their own, above the input line, outside every pane.
+    for notice in ["dead01 is unreachable", "web01 is reachable"] {
+        let line = during.lines().find(|l| l.contains(notice)).unwrap_or_default();
+        assert!(line.starts_with(['✓', '✗']), "{notice} has a row of its own: {line:?}\n{during}");
+        assert!(!line.contains(['│', '┃']), "{notice} is drawn over no pane: {line:?}\n{during}");
+    }
+    // They fade, and the panes take their rows back.
+    let after = tmux.wait_until("the notifications to fade", |s| !s.contains("is unreachable"));
+    assert_eq!(output_rows(&after), rows, "{after}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("EXITED 0");
+}
+
+/// Whether the row of the list on a styled screen that starts with `status` is drawn reversed (selected).
+fn row_is_selected(styled: &str, status: &str) -> Option<bool> {
+    let line = styled.lines().find(|l| l.contains(status))?;
+    let at = line.find(status)?;
+    let before = &line[..at];
+    let border = before.rfind(['│', '┃'])?;
+    Some(before[border..].contains("7m"))
+}
+
+#[test]
+fn the_pipeline_pane_selects_the_run_awaiting_approval() {
+    let env = TestEnv::new();
+    // Two earlier changes in the store, approved on the command line.
+    let work = env.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    for n in 1..=2 {
+        let marker = work.join(format!("earlier-{n}"));
+        let touch = format!("touch {}", marker.display());
+        env.ok(&["pipeline", "run", "bash", "--targets", "localhost", "--yes", "--", &touch]);
+        assert!(marker.exists());
+    }
+    let infra = env.dir.path().join("infra");
+    std::fs::create_dir_all(&infra).unwrap();
+    std::fs::write(infra.join("main.tf"), "resource \"terraform_data\" \"awaiting\" {\n  input = \"asked\"\n}\n")
+        .unwrap();
+    let rc = env.dir.path().join("terraformrc");
+    std::fs::write(&rc, "").unwrap();
+    let tf = format!("TF_CLI_CONFIG_FILE='{}'", rc.display());
+    let tmux = Tmux::start_with("pipeline-select", &env, &tf, 150, 44);
+    tmux.wait_for("Inventory · 1");
+    // The person reads the oldest run.
+    tmux.keys(&["4"]);
+    tmux.wait_for("2 runs");
+    tmux.keys(&["G"]);
+    tmux.wait_for("earlier-1 (mutating)");
+    // A change waits for approval: the pane moves to it (its stages and its diff), not the oldest run.
+    tmux.command(&format!(":change terraform {}", infra.display()));
+    let screen = tmux.wait_until("the approval and the awaiting run in the pane", |s| {
+        s.contains("[y/o] once") && s.contains("3 runs")
+    });
+    assert!(screen.contains("… Approval"), "the selected run's stages wait at the approval:\n{screen}");
+    assert!(screen.contains("── terraform_data.awaiting · unified"), "the pane shows its diff:\n{screen}");
+    assert!(!screen.contains("earlier-1 (mutating)"), "not the run the person was on:\n{screen}");
+    let styled = tmux.styled_screen();
+    assert_eq!(row_is_selected(&styled, "awaiting approval"), Some(true), "{styled}");
+    assert_eq!(row_is_selected(&styled, "succeeded"), Some(false), "{styled}");
+    // Denied, it stays the selected run.
+    tmux.keys(&["n"]);
+    let screen = tmux.wait_for("✗ Approval");
+    assert!(screen.contains("── terraform_data.awaiting · unified"), "{screen}");
+    assert!(!infra.join("terraform.tfstate").exists(), "nothing applied");
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
