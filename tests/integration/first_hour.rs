@@ -132,6 +132,21 @@ fn output_rows(screen: &str) -> Vec<String> {
         .collect()
 }
 
+/// The non-empty rows inside the Output pane (the top-right pane) on `screen`, borders cut.
+fn output_pane(screen: &str) -> Vec<String> {
+    let mut lines = screen.lines();
+    let top = lines.next().unwrap_or_default();
+    // The second top-left corner on the first row: where the top-right pane starts.
+    let mut corners = top.chars().enumerate().filter(|(_, c)| *c == '╭' || *c == '┏');
+    let Some((left, _)) = corners.nth(1) else { return Vec::new() };
+    lines
+        .map(|l| l.chars().skip(left).collect::<String>())
+        .take_while(|l| !l.starts_with(['╰', '┗']))
+        .map(|l| l.trim_matches(['│', '┃', ' ']).to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
 #[test]
 fn notifications_take_rows_of_their_own_and_hide_no_output_line() {
     let (_key, _sshd, env) = support::one_trusted_host("web01", &["--tag", "fleet"]);
@@ -149,6 +164,8 @@ fn notifications_take_rows_of_their_own_and_hide_no_output_line() {
     let rows = output_rows(&before);
     assert!(rows.iter().all(|r| r.ends_with(&filler)), "each line whole before any notification:\n{before}");
     assert!(!before.contains("is unreachable"), "{before}");
+    let pane = output_pane(&before);
+    assert!(pane.first().is_some_and(|l| l.starts_with("── $ seq")) && pane.len() >= 15, "{pane:?}");
     // Check both fleet hosts: two notifications, one of them long (the failure).
     tmux.keys(&["1", "/"]);
     tmux.type_text("@fleet");
@@ -156,6 +173,7 @@ fn notifications_take_rows_of_their_own_and_hide_no_output_line() {
     let during = tmux
         .wait_until("both notifications", |s| s.contains("dead01 is unreachable") && s.contains("web01 is reachable"));
     assert_eq!(output_rows(&during), rows, "every output line is still on screen, whole:\n{during}");
+    assert_eq!(output_pane(&during), output_pane(&before), "the pane shows what it showed:\n{before}\n{during}");
     // The notifications are rows of their own, above the input line, outside every pane.
     for notice in ["dead01 is unreachable", "web01 is reachable"] {
         let line = during.lines().find(|l| l.contains(notice)).unwrap_or_default();
@@ -164,7 +182,7 @@ fn notifications_take_rows_of_their_own_and_hide_no_output_line() {
     }
     // They fade, and the panes take their rows back.
     let after = tmux.wait_until("the notifications to fade", |s| !s.contains("is unreachable"));
-    assert_eq!(output_rows(&after), rows, "{after}");
+    assert_eq!(output_pane(&after), output_pane(&before), "{after}");
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }
