@@ -80,7 +80,7 @@ pub fn check(files: &[PathBuf], host: &str, port: u16, key_type: &str, key_b64: 
     }
 }
 
-/// Appends a key for `host:port` to `file` (created with mode 600 if missing).
+/// Appends a key for `host:port` to `file` (created with mode 600 if missing), in one write.
 pub fn append(file: &Path, host: &str, port: u16, key_type: &str, key_b64: &str) -> std::io::Result<()> {
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
@@ -93,7 +93,10 @@ pub fn append(file: &Path, host: &str, port: u16, key_type: &str, key_b64: &str)
         options.mode(0o600);
     }
     let mut f = options.open(file)?;
-    writeln!(f, "{} {key_type} {key_b64}", host_pattern(host, port))
+    // One write of the whole line: keys trusted together are appended from several connections at
+    // once, and `writeln!` would write the line in pieces that interleave with the others'.
+    let line = format!("{} {key_type} {key_b64}\n", host_pattern(host, port));
+    f.write_all(line.as_bytes())
 }
 
 /// How the host key check matches a known_hosts line's host patterns.
@@ -180,6 +183,44 @@ mod tests {
             KnownHostStatus::Known
         );
         assert_eq!(check(&[path], "other.example", 22, "ssh-ed25519", KEY), KnownHostStatus::Unknown);
+    }
+
+    /// Keys trusted together ("trust all") are appended from several connections at once: each
+    /// line must arrive whole, never interleaved with another's pieces.
+    #[test]
+    fn concurrent_appends_write_whole_lines() {
+        let (_d, path) = file_with("");
+        let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8u16)
+            .map(|t| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    for i in 0..50u16 {
+                        append(
+                            &path,
+                            "127.0.0.1",
+                            40000 + t * 100 + i,
+                            "ssh-ed25519",
+                            if t % 2 == 0 { KEY } else { OTHER },
+                        )
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let files = [path.clone()];
+        for t in 0..8u16 {
+            for i in 0..50u16 {
+                let key = if t % 2 == 0 { KEY } else { OTHER };
+                let port = 40000 + t * 100 + i;
+                assert_eq!(check(&files, "127.0.0.1", port, "ssh-ed25519", key), KnownHostStatus::Known, "{port}");
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 400);
     }
 
     #[test]

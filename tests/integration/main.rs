@@ -13,6 +13,7 @@ mod console_runs;
 mod doctor;
 mod drift;
 mod exec_safety;
+mod first_hour;
 mod first_run;
 mod input_files;
 mod local_sandbox;

@@ -205,6 +205,13 @@ impl Sshd {
         format!("[127.0.0.1]:{} {} {}", self.port, parts.next().unwrap(), parts.next().unwrap())
     }
 
+    /// The host key's SHA256 fingerprint (`SHA256:…`), as `ssh-keygen -l` prints it.
+    pub fn fingerprint(&self) -> String {
+        let out = Command::new("ssh-keygen").arg("-lf").arg(self.host_key.with_extension("pub")).output().unwrap();
+        let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+        listed.split_whitespace().nth(1).expect("ssh-keygen -l prints BITS FINGERPRINT …").to_string()
+    }
+
     /// The daemon's log so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
