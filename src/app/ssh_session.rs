@@ -54,8 +54,22 @@ fn jump_spec(jump: &SshTarget) -> String {
     format!("{}@{host}:{}", jump.user, jump.port)
 }
 
-/// The arguments of `ssh` (after the program name) for an interactive session to `target`.
-pub fn argv(target: &SshTarget, options: &SshOptions) -> Vec<OsString> {
+/// The arguments of `ssh` (after the program name) for an interactive session to `target`, or why
+/// there is none: every login name and host, the jumps' included, must be one OpenSSH can put in
+/// the shell command it builds for `-J` (rows stored before the door checked them, and
+/// `~/.ssh/config` values, reach this point too).
+pub fn argv(target: &SshTarget, options: &SshOptions) -> Result<Vec<OsString>, String> {
+    for hop in target.jumps.iter().chain(std::iter::once(target)) {
+        crate::inventory::check_login_name(&hop.user).map_err(|e| format!("{}: {e}", hop.name))?;
+        crate::inventory::check_hostname(&hop.hostname).map_err(|e| format!("{}: {e}", hop.name))?;
+        if target.jumps.iter().any(|j| j.hostname.contains('%')) {
+            return Err(format!("{}: a jump host's address holds '%', which OpenSSH expands", hop.name));
+        }
+    }
+    Ok(argv_checked(target, options))
+}
+
+fn argv_checked(target: &SshTarget, options: &SshOptions) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut push = |a: &str| args.push(OsString::from(a));
     push("-p");
@@ -121,7 +135,13 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
             return Ok(());
         }
     };
-    let args = argv(&target, &options(services));
+    let args = match argv(&target, &options(services)) {
+        Ok(args) => args,
+        Err(e) => {
+            failed(e);
+            return Ok(());
+        }
+    };
     let request = ctx.audit_request(
         &services.executor,
         &crate::ssh::target::local_user(),
@@ -139,9 +159,14 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
     };
     let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
     ratatui::restore();
+    let via: Vec<String> = target.jumps.iter().map(|j| format!(" via {}@{}:{}", j.user, j.hostname, j.port)).collect();
     println!(
-        "merlya: ssh {} ({}@{}:{}); exit to come back to the console",
-        host.name, target.user, target.hostname, target.port
+        "merlya: ssh {} ({}@{}:{}{}); exit to come back to the console",
+        host.name,
+        target.user,
+        target.hostname,
+        target.port,
+        via.concat()
     );
     let status = tokio::process::Command::new("ssh").args(&args).kill_on_drop(true).status().await;
     let resumed = resume(terminal);
@@ -208,7 +233,7 @@ mod tests {
             default_keys: vec![PathBuf::from("/home/me/.ssh/id_ed25519")],
         };
         assert_eq!(
-            words(&argv(&web, &options)),
+            words(&argv(&web, &options).unwrap_or_default()),
             [
                 "-p",
                 "2222",
@@ -233,8 +258,33 @@ mod tests {
     #[test]
     fn a_hostile_name_stays_one_word_after_the_options() {
         let options = SshOptions { known_hosts: vec![], policy: HostKeyPolicy::Ask, default_keys: vec![] };
-        let args = words(&argv(&target("x", "-oProxyCommand=touch /tmp/p; h", 22, "u"), &options));
+        let args = words(&argv_checked(&target("x", "-oProxyCommand=touch /tmp/p; h", 22, "u"), &options));
         assert_eq!(args[args.len() - 2..], ["--", "-oProxyCommand=touch /tmp/p; h"]);
         assert!(args.contains(&"StrictHostKeyChecking=ask".to_string()));
+    }
+
+    #[test]
+    fn names_a_shell_would_read_are_refused_before_ssh_runs() {
+        let options = SshOptions { known_hosts: vec![], policy: HostKeyPolicy::Ask, default_keys: vec![] };
+        let with_jump = |user: &str, host: &str| {
+            let mut web = target("web", "10.0.0.5", 22, "ops");
+            web.jumps = vec![target("bastion", host, 22, user)];
+            argv(&web, &options)
+        };
+        for (user, host) in [
+            ("$OPENAI_API_KEY", "10.255.0.1"),
+            ("$(touch${IFS}/tmp/p)", "10.255.0.1"),
+            ("`id`", "10.255.0.1"),
+            ("j'x", "10.255.0.1"),
+            ("jump", "a,b.example"),
+            ("jump", "x$(id)"),
+            ("jump", "-oProxyCommand=x"),
+            ("jump", "fe80::1%eth0"),
+        ] {
+            assert!(with_jump(user, host).is_err(), "{user}@{host}");
+        }
+        assert!(with_jump("deploy", "bastion.example").is_ok());
+        assert!(argv(&target("web", "-oProxyCommand=x", 22, "u"), &options).is_err());
+        assert!(argv(&target("web", "fe80::1%eth0", 22, "first.last@corp"), &options).is_ok());
     }
 }

@@ -170,6 +170,31 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `user` is a login name OpenSSH may pass to a shell unharmed: it builds a jump host's
+/// `ProxyCommand` from `-J user@host:port` and runs it with `$SHELL -c`, so `$VAR`, `$(…)`, quotes or
+/// `%` tokens in a name would be expanded on the operator's machine.
+pub fn check_login_name(user: &str) -> Result<(), String> {
+    match user.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | '+'))) {
+        Some(c) => Err(format!("the user {user:?} contains {c:?}; use letters, digits, '.', '_', '-', '@' and '+'")),
+        None if user.starts_with('-') => Err(format!("the user {user:?} starts with '-'")),
+        None => Ok(()),
+    }
+}
+
+/// Whether `hostname` is a name or an address (`web01.example`, `10.0.0.5`, `fd00::1`,
+/// `fe80::1%eth0`) and nothing a shell or OpenSSH's `-J` list would read otherwise (`,` adds a hop,
+/// `$` expands, a leading `-` is an option).
+pub fn check_hostname(hostname: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '[' | ']' | '%');
+    match hostname.chars().find(|c| !allowed(*c)) {
+        Some(c) => Err(format!(
+            "the hostname {hostname:?} contains {c:?}; use a DNS name or an IP address (letters, digits, '.', '-', '_', ':')"
+        )),
+        None if hostname.starts_with('-') => Err(format!("the hostname {hostname:?} starts with '-'")),
+        None => Ok(()),
+    }
+}
+
 /// Checks every field of `host` before it is stored: the name, tags, address, login user, jump
 /// host and key path (lengths, and no control characters or blanks where a command line or a
 /// listing would misread them).
@@ -192,8 +217,10 @@ pub fn validate_host(host: &Host) -> Result<(), String> {
         return Err(format!("host {}: empty hostname", host.name));
     }
     plain("hostname", &host.hostname, MAX_NAME)?;
+    check_hostname(&host.hostname).map_err(|e| format!("host {}: {e}", host.name))?;
     if let Some(user) = &host.username {
         plain("user", user, MAX_USER)?;
+        check_login_name(user).map_err(|e| format!("host {}: {e}", host.name))?;
     }
     if let Some(jump) = &host.jump {
         validate_name(jump).map_err(|e| format!("host {}: jump host: {e}", host.name))?;
@@ -217,4 +244,30 @@ pub fn validate_tag(tag: &str) -> Result<(), String> {
         return Err(format!("tag {tag:?} contains {c:?}; use letters, digits, '.', '-', '_', ':' and '/'"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_door_refuses_names_a_shell_or_ssh_would_read() {
+        let host = |hostname: &str, user: &str| {
+            let mut h = Host::new("web01", hostname);
+            h.username = Some(user.into());
+            validate_host(&h)
+        };
+        assert!(host("10.0.0.5", "deploy").is_ok());
+        assert!(host("fe80::1%eth0", "first.last@corp").is_ok());
+        for (hostname, user) in [
+            ("10.255.0.1", "$OPENAI_API_KEY"),
+            ("10.255.0.1", "$(id)"),
+            ("10.255.0.1", "-oProxyCommand=x"),
+            ("a,b", "deploy"),
+            ("-oProxyCommand=x", "deploy"),
+            ("x$(id)", "deploy"),
+        ] {
+            assert!(host(hostname, user).is_err(), "{hostname} {user}");
+        }
+    }
 }

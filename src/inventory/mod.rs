@@ -7,5 +7,5 @@ pub mod host;
 pub mod import;
 pub mod targets;
 
-pub use host::{Elevation, Host, LOCALHOST};
+pub use host::{Elevation, Host, LOCALHOST, check_hostname, check_login_name};
 pub use targets::{Scope, TargetError, resolve_inventory_targets, resolve_targets, scope_of};
