@@ -11,6 +11,11 @@ use crate::inventory::Host;
 
 /// Lines of one host kept from a round to compare the next one with.
 const KEPT_LINES: usize = 2000;
+/// Bytes of one host's lines kept from a round (a host printing 64 KiB lines keeps fewer of them).
+const KEPT_BYTES: usize = 256 * 1024;
+/// Lines longer than this are compared whole (changed or not): a character diff of two long lines
+/// runs on the loop thread, and a host chooses what it prints.
+const COMPARED_LINE: usize = 1024;
 
 /// The watch in progress (one at a time: a new one replaces it).
 #[derive(Debug, Clone)]
@@ -31,12 +36,24 @@ pub struct Watch {
     previous: HashMap<String, Vec<String>>,
     /// Each host's lines so far in the round in flight.
     current: HashMap<String, Vec<String>>,
+    /// Bytes kept of each host's lines in the round in flight.
+    current_bytes: HashMap<String, usize>,
 }
 
 impl Watch {
     /// A watch of `command` on `hosts` every `every` seconds, before its first round.
     pub fn new(id: u64, every: u64, command: String, hosts: Vec<Host>) -> Self {
-        Self { id, every, command, hosts, rounds: 0, run: None, previous: HashMap::new(), current: HashMap::new() }
+        Self {
+            id,
+            every,
+            command,
+            hosts,
+            rounds: 0,
+            run: None,
+            previous: HashMap::new(),
+            current: HashMap::new(),
+            current_bytes: HashMap::new(),
+        }
     }
 
     /// Round `run` starts.
@@ -44,15 +61,18 @@ impl Watch {
         self.rounds += 1;
         self.run = Some(run);
         self.current.clear();
+        self.current_bytes.clear();
     }
 
     /// A line of `host` in the round in flight, with what changed since the same line of the
     /// previous round (nothing in the first round; the whole line when it is new).
     pub fn line(&mut self, host: &str, text: &str) -> Option<Box<[Range<usize>]>> {
         let lines = self.current.entry(host.to_string()).or_default();
+        let bytes = self.current_bytes.entry(host.to_string()).or_default();
         let at = lines.len();
-        if at < KEPT_LINES {
+        if at < KEPT_LINES && *bytes + text.len() <= KEPT_BYTES {
             lines.push(text.to_string());
+            *bytes += text.len();
         }
         if self.rounds < 2 {
             return None;
@@ -78,7 +98,13 @@ pub fn changed(old: Option<&str>, new: &str) -> Option<Box<[Range<usize>]>> {
     if old == new {
         return None;
     }
-    let diff = similar::TextDiff::configure().algorithm(similar::Algorithm::Myers).diff_chars(old, new);
+    if old.len() > COMPARED_LINE || new.len() > COMPARED_LINE {
+        return (!new.is_empty()).then(|| std::iter::once(0..new.len()).collect());
+    }
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(std::time::Duration::from_millis(5))
+        .diff_chars(old, new);
     let mut ranges: Vec<Range<usize>> = Vec::new();
     let mut at = 0;
     for change in diff.iter_all_changes() {
@@ -116,6 +142,9 @@ mod tests {
         assert_eq!(marked(None, "new line"), ["new line"]);
         assert_eq!(marked(Some("héllo wörld"), "héllo wärld"), ["ä"]);
         assert_eq!(marked(Some("abcdef"), "abc"), ["c"], "a shorter line shows its end");
+        // A host's long lines are marked whole, never diffed character by character on the loop.
+        let (old, new) = ("x".repeat(64 * 1024), format!("{}y", "x".repeat(64 * 1024 - 1)));
+        assert_eq!(changed(Some(&old), &new).map(|r| r.to_vec()), Some(vec![0..new.len()]));
     }
 
     #[test]
