@@ -65,6 +65,10 @@ fn save_now(
         Some(key) => {
             let name = crate::llm::client::key_secret_name(choice.provider.name(), choice.base_url.as_deref());
             secrets.set(&name, &key.0).map_err(|e| e.to_string())?;
+            // A custom key is kept with the address it was given for: the client sends it nowhere else.
+            if let (true, Some(url)) = (name == "llm:custom:api_key", &choice.base_url) {
+                secrets.set(crate::llm::client::CUSTOM_KEY_URL, url).map_err(|e| e.to_string())?;
+            }
             KeyPlace::Stored { name, store: secrets.store() }
         }
         None => KeyPlace::NotGiven,
@@ -74,6 +78,9 @@ fn save_now(
     config.brain = Some(spec.clone());
     config.fast = Some(spec.clone());
     config.base_url = choice.base_url.clone();
+    // Setup decides where the key comes from: a variable named earlier (model.api_key_env) would win
+    // over the key just typed and be sent to the address just chosen.
+    config.api_key_env = None;
     // The client first: nothing is written for a model that cannot be used.
     let client = LlmClient::from_config(&config, secrets.as_ref()).map_err(|e| e.to_string())?;
     let base_url = choice.base_url.clone();
@@ -87,6 +94,7 @@ fn save_now(
             Some(url) => model.insert(key("base_url"), key(url)),
             None => model.remove(key("base_url")),
         };
+        model.remove(key("api_key_env"));
         Ok(())
     })
     .map_err(|e| e.to_string())?;

@@ -163,13 +163,32 @@ pub fn key_secret_name(provider: &str, base_url: Option<&str>) -> String {
     if custom || default_url.is_empty() { "llm:custom:api_key".to_string() } else { format!("llm:{provider}:api_key") }
 }
 
+/// Where the address a custom key was given for is kept, beside the key (`llm:custom:api_key`).
+pub const CUSTOM_KEY_URL: &str = "llm:custom:base_url";
+
+/// The key stored under `name` for `base_url`: a custom key kept with another address is not
+/// given (keys stored before the address was kept are, as they always were).
+fn stored_key(secrets: &dyn SecretSource, name: &str, custom: bool, base_url: &str) -> Option<String> {
+    let key = secrets.lookup(name)?;
+    let elsewhere = custom && secrets.lookup(CUSTOM_KEY_URL).is_some_and(|url| !same_url(&url, base_url));
+    (!elsewhere).then_some(key)
+}
+
+/// Whether two base URLs name the same endpoint (a trailing `/` aside).
+pub fn same_url(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
 /// The models `provider` offers at `base_url` with `api_key` (`GET {base}/models`, or Anthropic's
 /// `GET /v1/models`), sorted; for setup, before anything is configured. Bounded to 15 seconds.
 pub async fn list_models(provider: &str, base_url: &str, api_key: Option<&str>) -> Result<Vec<String>, LlmError> {
     crate::tls::ensure_crypto_provider();
+    // No redirect is followed: reqwest drops `Authorization` on a redirect to another host, but not
+    // Anthropic's `x-api-key`.
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
         .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
     let (api_key, idle) = (api_key.map(String::from), Duration::from_secs(15));
@@ -179,7 +198,16 @@ pub async fn list_models(provider: &str, base_url: &str, api_key: Option<&str>) 
     } else {
         Arc::new(OpenAi { name: provider.to_string(), base_url, api_key, stream: false, http, idle })
     };
-    listing.models().await
+    // A model name is one visible line of bounded length, and the list is bounded: a hostile server
+    // chooses both, and a name chosen is written into config.yaml.
+    let mut models: Vec<String> = listing
+        .models()
+        .await?
+        .into_iter()
+        .filter(|m| !m.is_empty() && m.len() <= 200 && !m.chars().any(char::is_control))
+        .collect();
+    models.truncate(5000);
+    Ok(models)
 }
 
 /// The provider's default base URL and key variable.
@@ -230,11 +258,10 @@ impl LlmClient {
                 .is_some_and(|u| u.trim_end_matches('/') != default_url.trim_end_matches('/'));
             let env_name = config.api_key_env.clone().or(if custom { None } else { default_env.map(String::from) });
             let secret_name = if custom { "llm:custom:api_key".to_string() } else { format!("llm:{provider}:api_key") };
-            let api_key = env_name
-                .as_deref()
-                .and_then(|n| std::env::var(n).ok())
-                .filter(|k| !k.is_empty())
-                .or_else(|| secrets.lookup(&secret_name));
+            // The custom slot is shared by every address of one's own: a key stored with the address it
+            // was given for (setup does) is never sent to another one.
+            let stored = stored_key(secrets, &secret_name, custom, &base_url);
+            let api_key = env_name.as_deref().and_then(|n| std::env::var(n).ok()).filter(|k| !k.is_empty()).or(stored);
             if api_key.is_none() && default_env.is_some() && config.base_url.is_none() {
                 return Err(LlmError::NoKey(format!(
                     "no API key for {provider}: set {} or run `merlya secret set llm:{provider}:api_key`",
@@ -431,6 +458,11 @@ mod tests {
             ..ModelConfig::default()
         };
         assert!(LlmClient::from_config(&config, &secrets).is_ok(), "a gateway with the key setup stored is usable");
+        // A custom key kept with its address is given to that address only.
+        secrets.set(CUSTOM_KEY_URL, "http://gateway.local/v1/").unwrap();
+        let name = "llm:custom:api_key";
+        assert_eq!(stored_key(&secrets, name, true, "http://gateway.local/v1").as_deref(), Some("k-custom"));
+        assert_eq!(stored_key(&secrets, name, true, "https://other.example/v1"), None, "never to another gateway");
     }
 
     #[test]
