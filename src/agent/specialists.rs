@@ -200,6 +200,7 @@ impl ToolBox for HostTools {
                     post_check: a.post_check,
                     rollback: a.rollback,
                     rollback_display: None,
+                    restore: None,
                     previous: None,
                 };
                 Ok(run_change(agent, &self.host, change).await)
@@ -328,6 +329,8 @@ struct Change {
     rollback: Option<String>,
     /// What the person sees as the rollback (a file restored, not its encoding).
     rollback_display: Option<String>,
+    /// The file the rollback puts back from its private copy.
+    restore: Option<String>,
     /// The file as it was, kept in the run's private folder.
     previous: Option<crate::pipeline::bash::PreviousFile>,
 }
@@ -347,6 +350,7 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
         check: change.post_check.clone(),
         rollback: change.rollback.clone(),
         rollback_display: change.rollback_display.clone(),
+        restore: change.restore.clone(),
         previous: change.previous.clone(),
     };
     let mut bash = BashChange::new(spec, vec![host.clone()]);
@@ -398,11 +402,12 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
     if let (Some(check), Some(result)) = (&change.post_check, bash.checked.first()) {
         report.push_str(&format!("\nPOST-CHECK `{check}`: {}", describe_or_withhold(agent, result, secret(check))));
     }
-    if let (Some(rollback), Some(stage)) = (&change.rollback, run.stage(StageName::Rollback))
+    let undo = change.rollback_display.as_deref().or(change.rollback.as_deref());
+    if let (Some(shown), Some(stage)) = (undo, run.stage(StageName::Rollback))
         && stage.status != StageStatus::Skipped
     {
-        let output = if secret(rollback) { WITHHELD.to_string() } else { stage.output.trim_end().to_string() };
-        let shown = change.rollback_display.as_deref().unwrap_or(rollback);
+        let with_secret = change.rollback.as_deref().is_some_and(secret);
+        let output = if with_secret { WITHHELD.to_string() } else { stage.output.trim_end().to_string() };
         report.push_str(&format!("\nROLLED BACK with `{shown}`: {}\n{output}", stage.detail));
     }
     report
@@ -414,7 +419,10 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
         return "ERROR: path must be absolute and contain no quote or newline".into();
     }
     let who = format!("execution@{}", host.name);
-    let read = format!("cat -- '{}'", a.path);
+    // The file's bytes, whole (base64 survives the line splitter: no `\r`, invalid UTF-8 or long
+    // line is changed on the way), or a word saying there is none. A file that exists but cannot be
+    // read stops the edit: it must never be taken for a new one (its rollback would remove it).
+    let read = format!("if test -e '{0}'; then base64 -w0 -- '{0}'; else echo absent; fi", a.path);
     // The pre-read passes the same gate as any command (paranoid mode asks for it too).
     let request = ApprovalRequest::new(
         "read the file before editing it".into(),
@@ -428,21 +436,30 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
     };
     let (current, _) =
         execute(agent, &who, Run { asker: "agent@execution", host, clearance, approval_ref: None }).await;
-    let existed = current.success();
-    let old = if existed { current.stdout.clone() } else { String::new() };
-    // The rollback puts the file back as it was read (or removes a file the edit creates); a file
-    // read only in part cannot be put back, so it gets none (the approval says so).
-    let (rollback, rollback_display) = if existed && current.output_cut_bytes > 0 {
-        (None, None)
-    } else if existed {
-        (
-            Some(crate::exec::file_write::command(&a.path, old.as_bytes())),
-            Some(format!("restore {} as it was ({} bytes)", a.path, old.len())),
-        )
-    } else {
-        (Some(format!("rm -f -- '{}'", a.path)), Some(format!("remove {} (it did not exist)", a.path)))
+    let encoded = current.stdout.trim();
+    let before: Option<Vec<u8>> = match (current.success(), encoded) {
+        (true, "absent") => None,
+        (true, _) if current.output_cut_bytes == 0 => {
+            match base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded) {
+                Ok(bytes) => Some(bytes),
+                Err(_) => return format!("ERROR: {} could not be read whole; it was not edited", a.path),
+            }
+        }
+        _ => {
+            let why = current.error.clone().unwrap_or_else(|| current.stderr.trim().to_string());
+            return format!("ERROR: {} exists but could not be read ({why}); it was not edited", a.path);
+        }
     };
-    let previous = existed.then(|| crate::pipeline::bash::PreviousFile { path: a.path.clone(), content: old.clone() });
+    let old = before.as_deref().map(String::from_utf8_lossy).unwrap_or_default().into_owned();
+    // The rollback puts the file back as it was read, byte for byte, from the run's private copy (or
+    // removes a file the edit creates).
+    let (rollback, rollback_display, restore) = match &before {
+        Some(bytes) => {
+            (None, Some(format!("restore {} as it was ({} bytes)", a.path, bytes.len())), Some(a.path.clone()))
+        }
+        None => (Some(format!("rm -f -- '{}'", a.path)), Some(format!("remove {} (it did not exist)", a.path)), None),
+    };
+    let previous = before.map(|content| crate::pipeline::bash::PreviousFile { path: a.path.clone(), content });
     let diff = similar::TextDiff::from_lines(&old, &a.content)
         .unified_diff()
         .header(&format!("a{}", a.path), &format!("b{}", a.path))
@@ -455,6 +472,7 @@ async fn edit_file(agent: &Agent, host: &Host, a: EditArgs) -> String {
         post_check: a.post_check,
         rollback,
         rollback_display,
+        restore,
         previous,
     };
     run_change(agent, host, change).await

@@ -44,8 +44,12 @@ pub struct BashSpec {
     /// What the person sees as the rollback when it is not the command itself (a file restored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_display: Option<String>,
-    /// A file's content before the change, kept in the run's private folder when it is planned
-    /// (never in the database), so the operator has it beside the run whatever happens next.
+    /// A file the change writes, put back by the rollback from the run's private copy (the
+    /// rollback command, which holds its content, is built when it is needed, never stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<String>,
+    /// That file's content before the change, kept in the run's private folder when it is planned
+    /// (never in the database), and read back from there for an on-demand rollback.
     #[serde(skip)]
     pub previous: Option<PreviousFile>,
 }
@@ -55,8 +59,8 @@ pub struct BashSpec {
 pub struct PreviousFile {
     /// Its path on the host.
     pub path: String,
-    /// Its content then.
-    pub content: String,
+    /// Its bytes then.
+    pub content: Vec<u8>,
 }
 
 /// A Bash change on its hosts.
@@ -72,6 +76,16 @@ pub struct BashChange {
 }
 
 impl BashChange {
+    /// What the rollback runs: the command given, or the file put back from its private copy.
+    fn rollback_command(&self) -> Option<String> {
+        if let Some(rollback) = &self.spec.rollback {
+            return Some(rollback.clone());
+        }
+        let path = self.spec.restore.as_ref()?;
+        let previous = self.spec.previous.as_ref().filter(|p| &p.path == path)?;
+        Some(crate::exec::file_write::command(path, &previous.content))
+    }
+
     /// The change `spec` on `hosts` (already resolved by the caller).
     pub fn new(spec: BashSpec, hosts: Vec<Host>) -> Self {
         Self { spec, hosts, analysis: analyze(""), leaks: Vec::new(), applied: Vec::new(), checked: Vec::new() }
@@ -165,7 +179,7 @@ impl Change for BashChange {
         let mut analysis = analyze(&self.spec.command);
         // The rollback is approved together with the change: its risk counts, and a stored rule
         // covers the pair only when it covers both.
-        if let Some(rollback) = &self.spec.rollback {
+        if let Some(rollback) = &self.rollback_command() {
             let undo = analyze(rollback);
             analysis.class = analysis.class.max(undo.class);
             for reason in undo.reasons {
@@ -210,15 +224,16 @@ impl Change for BashChange {
         }
         request.diff = self.spec.diff.clone();
         request.post_check = self.spec.check.clone();
-        request.rollback = self.spec.rollback_display.clone().or_else(|| self.spec.rollback.clone());
-        if let (Some(_), Some(rollback)) = (&self.spec.rollback_display, &self.spec.rollback) {
-            request.runs.push(rollback.clone());
+        let rollback = self.rollback_command();
+        request.rollback = self.spec.rollback_display.clone().or_else(|| rollback.clone());
+        if let (Some(_), Some(rollback)) = (&self.spec.rollback_display, rollback) {
+            request.runs.push(rollback);
         }
         request
     }
 
     fn rollback_approval(&self, run: &PipelineRun) -> Option<ApprovalRequest> {
-        let rollback = self.spec.rollback.as_ref()?;
+        let rollback = &self.rollback_command()?;
         let leaks = Self::leaks_of(rollback, &self.hosts);
         let summary = match &self.spec.rollback_display {
             Some(shown) => format!("roll back change {} on {} host(s): {shown}", run.id, self.hosts.len()),
@@ -253,8 +268,24 @@ impl Change for BashChange {
         Some(outcome)
     }
 
+    async fn prepare_rollback(&mut self, env: &Env, run: &PipelineRun) -> Result<(), PipelineError> {
+        // An on-demand rollback of a file edit: the file as it was, from the run's private copy.
+        if let (Some(path), None) = (&self.spec.restore, &self.spec.previous) {
+            let copy = previous_copy(&env.store.pipelines_dir().join(&run.id), path);
+            let content = std::fs::read(&copy).map_err(|e| {
+                PipelineError::Invalid(format!(
+                    "the copy of {path} kept before change {} ({}): {e}",
+                    run.id,
+                    copy.display()
+                ))
+            })?;
+            self.spec.previous = Some(PreviousFile { path: path.clone(), content });
+        }
+        Ok(())
+    }
+
     async fn rollback(&mut self, env: &Env, run: &PipelineRun, decision: &Approved) -> Option<StageOutcome> {
-        let rollback = self.spec.rollback.clone()?;
+        let rollback = self.rollback_command()?;
         // After a failed apply or check, the hosts it failed on; on demand (nothing in memory), every host.
         let failed: Vec<&str> = self
             .applied
@@ -277,14 +308,23 @@ impl Change for BashChange {
     }
 }
 
+/// Where the private copy of the file at `path` lives in the run's folder `dir`: named by a hash of
+/// the path (a path is no file name: `/`, `..`, 4096 bytes).
+fn previous_copy(dir: &std::path::Path, path: &str) -> std::path::PathBuf {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(path.as_bytes());
+    let name: String = hash.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    dir.join("previous").join(name)
+}
+
 /// Writes `previous` under `dir/previous/` (the run's private folder, merlya's user only).
 fn keep_previous(dir: &std::path::Path, previous: &PreviousFile) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let folder = dir.join("previous");
-    super::private_dir(&folder)?;
-    let name: String = previous.path.trim_start_matches('/').replace('/', "%2F");
-    let mut file =
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(folder.join(name))?;
-    file.write_all(previous.content.as_bytes())
+    let copy = previous_copy(dir, &previous.path);
+    if let Some(folder) = copy.parent() {
+        super::private_dir(folder)?;
+    }
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(copy)?;
+    file.write_all(&previous.content)
 }

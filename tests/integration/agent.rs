@@ -572,7 +572,9 @@ async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
 async fn an_edit_whose_check_fails_puts_the_file_back_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("app.conf");
-    std::fs::write(&file, "workers = 2\nlisten = 80\n").unwrap();
+    // CRLF line ends and a byte that is not UTF-8: put back byte for byte.
+    let original: &[u8] = b"workers = 2\r\nlisten = 80\r\n# caf\xe9\r\n";
+    std::fs::write(&file, original).unwrap();
     support::give_to_test_user(dir.path());
     let target = file.display().to_string();
     let llm = ScriptedLlm::start(move |r| {
@@ -596,20 +598,25 @@ async fn an_edit_whose_check_fails_puts_the_file_back_as_it_was() {
     let _fleet = fleet(1, &key, &env);
     let out = run(&env, &["--yes", "--format", "json", "raise workers on web01"]);
     assert!(out.status.code().is_some(), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "workers = 2\nlisten = 80\n", "restored as it was");
+    assert_eq!(std::fs::read(&file).unwrap(), original, "restored as it was, byte for byte");
     // The model was told what happened, in words (the restore, not its encoding).
     let requests = llm.requests();
     let told = requests.iter().rev().find(|r| !is_main(r)).map(|r| r.tool_results().join("\n")).unwrap_or_default();
-    assert!(told.contains(&format!("ROLLED BACK with `restore {} as it was (24 bytes)`", file.display())), "{told}");
+    let restore = format!("ROLLED BACK with `restore {} as it was ({} bytes)`", file.display(), original.len());
+    assert!(told.contains(&restore), "{told}");
     // The file as it was is kept in the run's private folder, readable by merlya's user only.
     use sqlx::Connection;
     let db = env.merlya_home().join("merlya.db");
     let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display())).await.unwrap();
-    let (id,): (String,) = sqlx::query_as("SELECT id FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
+    let (id, spec): (String, String) =
+        sqlx::query_as("SELECT id, spec FROM pipeline_runs").fetch_one(&mut conn).await.unwrap();
+    // The file's content is kept in the private copy, not in the stored change.
+    let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, original);
+    assert!(!spec.contains(&encoded), "{spec}");
     let kept = env.merlya_home().join("pipelines").join(&id).join("previous");
     let entries: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().collect();
     assert_eq!(entries.len(), 1, "{kept:?}");
-    assert_eq!(std::fs::read_to_string(entries[0].path()).unwrap(), "workers = 2\nlisten = 80\n");
+    assert_eq!(std::fs::read(entries[0].path()).unwrap(), original);
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(entries[0].metadata().unwrap().permissions().mode() & 0o077, 0);
 }
