@@ -66,7 +66,7 @@ fn load_tasks(path: &std::path::Path) -> Result<Vec<(String, Option<ModelRole>)>
     let text = crate::input::read_text(path, crate::input::SETTINGS_LIMIT, "a task list")?;
     let entries: Vec<TaskEntry> = crate::input::from_yaml(&text).map_err(|e| {
         let (path, line) = (path.display().to_string(), e.line().to_string());
-        let args = [("path", path.as_str()), ("line", &line), ("error", &e.message())];
+        let args = [("path", path.as_str()), ("line", &line), ("error", e.message())];
         color_eyre::eyre::eyre!("{}", tf("cli.run.bad_tasks", &args))
     })?;
     Ok(entries
