@@ -3,6 +3,7 @@
 use clap::Subcommand;
 use color_eyre::eyre::Result;
 
+use super::lang::{t, tf};
 use super::{EXIT_ERROR, EXIT_OK, ListFormat, table};
 use crate::context::Context;
 
@@ -37,16 +38,17 @@ pub async fn run(ctx: &Context, cmd: ApprovalsCommand) -> Result<u8> {
                             ]
                         })
                         .collect();
-                    print!("{}", table::render(&["ID", "PREFIX", "HOSTS", "BY", "CREATED"], &rows));
+                    let headers = ["cli.h.id", "cli.h.prefix", "cli.h.hosts", "cli.h.by", "cli.h.created"].map(t);
+                    print!("{}", table::render(&headers.each_ref().map(String::as_str), &rows));
                 }
             }
         }
         ApprovalsCommand::Revoke { id } => {
             if !ctx.store.revoke_rule(id).await? {
-                eprintln!("no rule #{id}");
+                eprintln!("{}", tf("cli.approvals.no_rule", &[("id", &id.to_string())]));
                 return Ok(EXIT_ERROR);
             }
-            println!("revoked rule #{id}");
+            println!("{}", tf("cli.approvals.revoked", &[("id", &id.to_string())]));
         }
     }
     Ok(EXIT_OK)

@@ -3,6 +3,7 @@
 use clap::Subcommand;
 use color_eyre::eyre::{Result, bail};
 
+use super::lang::{locale, t, tf};
 use super::{EXIT_INTEGRITY, EXIT_OK, ListFormat, table};
 use crate::context::Context;
 use crate::store::audit::{AuditFilter, AuditOutcome, AuditRecord};
@@ -80,14 +81,14 @@ pub async fn run(ctx: &Context, cmd: AuditCommand) -> Result<u8> {
         }
         AuditCommand::Verify { witness_log } => {
             if witness_log.is_some() && ctx.config.audit.witness.is_none() {
-                bail!("--witness-log: no audit.witness is configured, so there is nothing to compare it with");
+                bail!("{}", t("cli.audit.no_witness"));
             }
             let report = ctx.store.verify_audit_with(witness_log.as_deref()).await?;
             return Ok(if report.broken.is_none() {
-                println!("{}", report.describe());
+                println!("{}", report.describe_in(locale()));
                 EXIT_OK
             } else {
-                eprintln!("{}", report.describe());
+                eprintln!("{}", report.describe_in(locale()));
                 EXIT_INTEGRITY
             });
         }
@@ -112,7 +113,19 @@ fn render_table(entries: &[AuditRecord]) -> String {
             ]
         })
         .collect();
-    table::render(&["ID", "TIME", "HOST", "ASKED BY", "OUTCOME", "EXIT", "DURATION", "APPROVED BY", "COMMAND"], &rows)
+    let headers = [
+        "cli.h.id",
+        "cli.h.time",
+        "cli.h.host",
+        "cli.h.asked_by",
+        "cli.h.outcome",
+        "cli.h.exit",
+        "cli.h.duration",
+        "cli.h.approved_by",
+        "cli.h.command",
+    ]
+    .map(t);
+    table::render(&headers.each_ref().map(String::as_str), &rows)
 }
 
 /// `--since`: RFC 3339, a date, or an age (`90s`, `30m`, `2h`, `7d`).
@@ -132,9 +145,7 @@ pub fn parse_since(value: &str, now: chrono::DateTime<chrono::Utc>) -> Result<St
         (Ok(n), "m") => n * 60,
         (Ok(n), "h") => n * 3600,
         (Ok(n), "d") => n * 86400,
-        _ => bail!(
-            "--since {value:?}: expected RFC 3339 (2026-11-22T10:00:00Z), a date (2026-11-22) or an age (30m, 2h, 7d)"
-        ),
+        _ => bail!("{}", tf("cli.audit.bad_since", &[("value", &format!("{value:?}"))])),
     };
     Ok(fmt(now - chrono::Duration::seconds(seconds)))
 }

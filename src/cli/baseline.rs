@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use color_eyre::eyre::{Result, eyre};
 use serde_json::json;
 
+use super::lang::{t, tf};
 use super::{EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, ListFormat};
 use crate::baseline::Facts;
 use crate::baseline::check::{Against, Captured, capture_and_record, check, filter_of, plan_of};
@@ -94,7 +95,7 @@ async fn decided(ctx: &Context, yes: bool, decision: &HostDecision) -> Result<u8
             EXIT_ERROR
         }
         Decided::Denied(by) => {
-            eprintln!("not done: denied by {by} (approve with --yes, or run it at a terminal)");
+            eprintln!("{}", tf("cli.baseline.denied", &[("by", &by.to_string())]));
             super::EXIT_REFUSED
         }
     })
@@ -149,7 +150,7 @@ pub async fn run(ctx: &Context, command: BaselineCommand) -> Result<u8> {
                 .store
                 .baseline(&host)
                 .await?
-                .ok_or_else(|| eyre!("{host} has no baseline; record one with `merlya baseline capture {host}`"))?;
+                .ok_or_else(|| eyre!("{}", tf("cli.baseline.none", &[("host", &host)])))?;
             let facts: Facts = serde_json::from_str(&stored.facts)?;
             match format {
                 ListFormat::Json => println!(
@@ -159,13 +160,14 @@ pub async fn run(ctx: &Context, command: BaselineCommand) -> Result<u8> {
                     )?
                 ),
                 ListFormat::Table => {
-                    println!("{host}: baseline of {}", stored.captured_at);
+                    println!("{}", tf("cli.baseline.of", &[("host", &host), ("at", &stored.captured_at)]));
                     let rows: Vec<Vec<String>> = facts
                         .sections
                         .iter()
                         .map(|(section, facts)| vec![section.to_string(), facts.len().to_string()])
                         .collect();
-                    print!("{}", super::table::render(&["SECTION", "FACTS"], &rows));
+                    let headers = ["cli.h.section", "cli.h.facts"].map(t);
+                    print!("{}", super::table::render(&headers.each_ref().map(String::as_str), &rows));
                 }
             }
             Ok(EXIT_OK)
@@ -178,12 +180,12 @@ fn print_captured(captured: &Captured, format: ListFormat) -> Result<()> {
         ListFormat::Json => println!("{}", serde_json::to_string_pretty(captured)?),
         ListFormat::Table => {
             for (host, count) in &captured.hosts {
-                println!("{host}: baseline recorded ({count} facts)");
+                println!("{}", tf("cli.baseline.recorded", &[("host", host), ("count", &count.to_string())]));
             }
         }
     }
     for (host, why) in &captured.failed {
-        eprintln!("{host}: not captured: {}", crate::term_safe::visible(why));
+        eprintln!("{}", tf("cli.baseline.not_captured", &[("host", host), ("why", &crate::term_safe::visible(why))]));
     }
     Ok(())
 }
@@ -212,23 +214,31 @@ pub async fn drift(ctx: &Context, args: DriftArgs) -> Result<u8> {
         }
         ListFormat::Table => {
             if checked.report.rows.is_empty() {
-                println!("no drift on {} host(s)", checked.captured.hosts.len() - checked.without_baseline.len());
+                let count = checked.captured.hosts.len() - checked.without_baseline.len();
+                println!("{}", tf("cli.drift.none", &[("count", &count.to_string())]));
             } else {
                 let rows: Vec<Vec<String>> = checked.report.rows.iter().map(|r| row_cells(r, &args.targets)).collect();
-                print!("{}", super::table::render(&["", "SECTION", "KEY", "EXPECTED", "FOUND", "HOSTS"], &rows));
+                let headers = ["", "cli.h.section", "cli.h.key", "cli.h.expected", "cli.h.found", "cli.h.hosts"]
+                    .map(|key| if key.is_empty() { String::new() } else { t(key) });
+                print!("{}", super::table::render(&headers.each_ref().map(String::as_str), &rows));
             }
             let total: usize = hidden.values().sum();
             if total > 0 {
-                let by: Vec<String> = hidden.iter().map(|(rule, n)| format!("{n} by {rule}")).collect();
-                println!("{total} finding(s) ignored: {}", by.join(", "));
+                let by: Vec<String> = hidden
+                    .iter()
+                    .map(|(rule, n)| {
+                        tf("cli.drift.ignored_by", &[("count", &n.to_string()), ("rule", &rule.to_string())])
+                    })
+                    .collect();
+                println!("{}", tf("cli.drift.ignored", &[("count", &total.to_string()), ("by", &by.join(", "))]));
             }
         }
     }
     for host in &checked.without_baseline {
-        eprintln!("{host}: no baseline yet (record one with `merlya baseline capture {host}`)");
+        eprintln!("{}", tf("cli.drift.no_baseline", &[("host", &host.to_string())]));
     }
     for (host, why) in &checked.captured.failed {
-        eprintln!("{host}: not checked: {}", crate::term_safe::visible(why));
+        eprintln!("{}", tf("cli.drift.not_checked", &[("host", host), ("why", &crate::term_safe::visible(why))]));
     }
     Ok(if !checked.captured.failed.is_empty() {
         EXIT_HOST_FAILED
@@ -247,7 +257,9 @@ fn row_cells(row: &Row, targets: &str) -> Vec<String> {
     };
     let mut hosts = row.hosts.join(", ");
     if let Some((agree, total)) = row.agree {
-        hosts.push_str(&format!(" (differs from {agree} of {total} {targets})"));
+        let (agree, total) = (agree.to_string(), total.to_string());
+        let args = [("agree", agree.as_str()), ("total", &total), ("targets", targets)];
+        hosts.push_str(&format!(" ({})", tf("cli.drift.differs", &args)));
     }
     vec![
         row.kind.glyph().to_string(),

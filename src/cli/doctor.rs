@@ -61,9 +61,7 @@ fn console_settings(home: &MerlyaHome) -> Vec<Check> {
         .into_iter()
         .map(|(key, value)| match crate::app::check_ui_setting(home, key, value) {
             Ok(()) => Check::ok(key, value.clone()),
-            Err(e) => {
-                Check::new(key, Status::Fail, e, "fix the file named, or choose another value (merlya config set)")
-            }
+            Err(e) => Check::new(key, Status::Fail, e, crate::i18n::Text::key("doctor.ui_setting_fix", &[])),
         })
         .collect()
 }

@@ -93,7 +93,9 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
         })
     };
     print_events(&mut rx, args.format, args.raw, width).await?;
-    let outcome = work.await.map_err(|e| eyre!("the run's task failed: {e}"))??;
+    let outcome = work
+        .await
+        .map_err(|e| eyre!("{}", super::lang::tf("cli.exec.task_failed", &[("error", &e.to_string())])))??;
     let (results, change) = match outcome {
         Outcome::Ran(results, change) => (results, change),
         Outcome::NotApplied(change) => {
@@ -128,9 +130,10 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
                 let why = change.stage(StageName::Apply).map(|s| s.detail.clone()).unwrap_or_default();
                 eprintln!("{}", super::lang::tf("cli.exec.failed_before", &[("why", &visible_line(&why))]));
             }
-            eprintln!("change {}: {} (merlya pipeline show {})", change.id, change.status.as_str(), change.id)
+            let (id, status) = (change.id.to_string(), change.status.as_str());
+            eprintln!("{}", super::lang::tf("cli.change_line", &[("id", &id), ("status", status)]))
         }
-        None => eprintln!("run {}: merlya audit list --run {}", ctx.session_id, ctx.session_id),
+        None => eprintln!("{}", super::lang::tf("cli.run_line", &[("id", &ctx.session_id)])),
     }
     Ok(if cancel.is_cancelled() {
         super::EXIT_CANCELLED
@@ -219,7 +222,7 @@ pub(super) async fn print_events_to(
                 };
             })
             .await
-            .map_err(|e| eyre!("cannot write live output: {e}"))?;
+            .map_err(|e| eyre!("{}", super::lang::tf("cli.exec.cannot_write_live", &[("error", &e.to_string())])))?;
         }
     }
     Ok(())
@@ -254,20 +257,17 @@ pub fn summary(results: &[HostResult]) -> String {
     let headers = ["cli.h.host", "cli.h.exit", "cli.h.duration", "cli.h.error"].map(super::lang::t);
     let mut out = table::render(&headers.each_ref().map(String::as_str), &rows);
     for r in results.iter().filter(|r| r.output_cut_bytes > 0) {
+        let files = r.output_spill.join(", ");
         let kept = match (r.output_spill.is_empty(), r.output_dropped_bytes) {
-            (true, _) => "not kept".to_string(),
-            (false, 0) => format!("kept in {}", r.output_spill.join(", ")),
-            (false, dropped) => format!(
-                "kept in {} up to the spill limit ({dropped} bytes past it were not kept: output.spill_max_mb, output.spill_total_mb)",
-                r.output_spill.join(", ")
-            ),
+            (true, _) => super::lang::t("cli.exec.not_kept"),
+            (false, 0) => super::lang::tf("cli.exec.kept_in", &[("files", &files)]),
+            (false, dropped) => {
+                super::lang::tf("cli.exec.kept_until", &[("files", &files), ("dropped", &dropped.to_string())])
+            }
         };
-        out.push_str(&format!(
-            "{}: output past {} KiB per stream was shown live and {kept} ({} bytes)\n",
-            r.host,
-            crate::exec::OUTPUT_CAP / 1024,
-            r.output_cut_bytes
-        ));
+        let (kib, bytes) = ((crate::exec::OUTPUT_CAP / 1024).to_string(), r.output_cut_bytes.to_string());
+        let args = [("host", r.host.as_str()), ("kib", &kib), ("kept", &kept), ("bytes", &bytes)];
+        out.push_str(&format!("{}\n", super::lang::tf("cli.exec.output_cut", &args)));
     }
     let (ok, all) = (ok.to_string(), results.len().to_string());
     format!("{out}{}\n", super::lang::tf("cli.exec.succeeded", &[("ok", &ok), ("all", &all)]))

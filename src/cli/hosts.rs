@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use color_eyre::eyre::{Result, bail, eyre};
 
+use super::lang::{t, tf};
 use super::{EXIT_OK, ListFormat, table};
 use crate::context::Context;
 use crate::inventory::export::{ExportFormat, export};
@@ -110,7 +111,7 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
             host.elevation = elevation;
             host.identity_file = identity_file;
             store.add_host(&host).await?;
-            println!("{}", super::lang::tf("cli.hosts.added", &[("name", &name)]));
+            println!("{}", tf("cli.hosts.added", &[("name", &name)]));
         }
         HostsCommand::List { tag, format, names } => {
             let hosts: Vec<Host> = store
@@ -143,44 +144,46 @@ pub async fn run(ctx: &Context, cmd: HostsCommand) -> Result<u8> {
                     print!("{}", yaml_serde::to_string(&host)?);
                     match &capabilities {
                         Ok(c) => {
-                            let tools = if c.tools.is_empty() { "none".to_string() } else { c.tools.join(", ") };
-                            println!("pipeline_tools: {tools} (checked {})", c.checked_at);
+                            let tools = if c.tools.is_empty() { t("cli.hosts.no_tools") } else { c.tools.join(", ") };
+                            let args = [("tools", tools.as_str()), ("at", &c.checked_at)];
+                            println!("pipeline_tools: {}", tf("cli.hosts.tools_checked", &args));
                             if let Some(context) = &c.kube_context {
                                 println!("kube_context: {context}");
                             }
-                            let sandbox = match c.readonly_sandbox {
-                                Some(true) => "yes: proven reads run in a read-only mount namespace",
-                                Some(false) => {
-                                    "no: proven reads run as they are (policy.readonly_sandbox: require refuses them)"
-                                }
-                                None => "unknown (hosts show --refresh)",
-                            };
+                            let sandbox = t(match c.readonly_sandbox {
+                                Some(true) => "cli.hosts.sandbox_yes",
+                                Some(false) => "cli.hosts.sandbox_no",
+                                None => "cli.hosts.sandbox_unknown",
+                            });
                             println!("readonly_sandbox: {sandbox}");
                         }
-                        Err(e) => println!("pipeline_tools: unknown ({})", crate::term_safe::visible_line(e)),
+                        Err(e) => {
+                            let why = crate::term_safe::visible_line(e);
+                            println!("pipeline_tools: {}", tf("cli.hosts.tools_unknown", &[("why", &why)]));
+                        }
                     }
                 }
             }
         }
         HostsCommand::Rm { name } => {
             store.remove_host(&name).await?;
-            println!("{}", super::lang::tf("cli.hosts.removed", &[("name", &name)]));
+            println!("{}", tf("cli.hosts.removed", &[("name", &name)]));
         }
         HostsCommand::Tag { name, tags } | HostsCommand::Untag { name, tags } if tags.is_empty() => {
-            bail!("no tags given for {name}")
+            bail!("{}", tf("cli.hosts.no_tags", &[("name", &name)]))
         }
         HostsCommand::Tag { name, tags } => {
             for tag in &tags {
                 validate_tag(tag).map_err(|e| eyre!(e))?;
                 store.set_tag(&name, tag, true).await?;
             }
-            println!("tagged {name}: {}", tags.join(", "));
+            println!("{}", tf("cli.hosts.tagged", &[("name", &name), ("tags", &tags.join(", "))]));
         }
         HostsCommand::Untag { name, tags } => {
             for tag in &tags {
                 store.set_tag(&name, tag, false).await?;
             }
-            println!("untagged {name}: {}", tags.join(", "));
+            println!("{}", tf("cli.hosts.untagged", &[("name", &name), ("tags", &tags.join(", "))]));
         }
         HostsCommand::Import { file, format, dry_run } => return import_file(ctx, &file, format, dry_run).await,
         HostsCommand::DetectElevation { targets } => return detect_elevation(ctx, &targets).await,
@@ -218,8 +221,8 @@ fn print_hosts(
                         h.jump.clone().unwrap_or_default(),
                         h.elevation.as_str().into(),
                         match h.reachable {
-                            Some(true) => super::lang::t("cli.yes"),
-                            Some(false) => super::lang::t("cli.no"),
+                            Some(true) => t("cli.yes"),
+                            Some(false) => t("cli.no"),
                             None => "?".into(),
                         },
                         last_error(&h.name),
@@ -236,7 +239,7 @@ fn print_hosts(
                 "cli.h.reachable",
                 "cli.h.last_error",
             ]
-            .map(super::lang::t);
+            .map(t);
             let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
             print!("{}", table::render(&headers, &rows));
         }
@@ -247,27 +250,28 @@ fn print_hosts(
 async fn import_file(ctx: &Context, file: &std::path::Path, format: Option<ImportFormat>, dry_run: bool) -> Result<u8> {
     let report = import::read_import_file(file, format).map_err(|e| eyre!("{e}"))?;
     for skipped in &report.skipped {
-        eprintln!("skipped: {skipped}");
+        eprintln!("{}", tf("cli.hosts.skipped", &[("what", &skipped.to_string())]));
     }
     // A host in many groups is normal in Ansible: say so, without a wall of text.
     const MERGED_SHOWN: usize = 20;
     for merged in report.merged.iter().take(MERGED_SHOWN) {
-        eprintln!("merged: {merged}");
+        eprintln!("{}", tf("cli.hosts.merged", &[("what", &merged.to_string())]));
     }
     if report.merged.len() > MERGED_SHOWN {
-        eprintln!("merged: … and {} more host(s) listed several times", report.merged.len() - MERGED_SHOWN);
+        let more = (report.merged.len() - MERGED_SHOWN).to_string();
+        eprintln!("{}", tf("cli.hosts.merged_more", &[("count", &more)]));
     }
     if dry_run {
         print_hosts(&report.hosts, ListFormat::Table, &[])?;
         let (count, path) = (report.hosts.len().to_string(), file.display().to_string());
-        println!("{}", super::lang::tf("cli.hosts.dry_run", &[("count", &count), ("path", &path)]));
+        println!("{}", tf("cli.hosts.dry_run", &[("count", &count), ("path", &path)]));
         return Ok(EXIT_OK);
     }
     let (added, updated) = ctx.store.upsert_hosts(&report.hosts).await?;
     let (count, path) = (report.hosts.len().to_string(), file.display().to_string());
     let (added, updated) = (added.to_string(), updated.to_string());
     let args = [("count", count.as_str()), ("path", &path), ("added", &added), ("updated", &updated)];
-    println!("{}", super::lang::tf("cli.hosts.imported", &args));
+    println!("{}", tf("cli.hosts.imported", &args));
     Ok(EXIT_OK)
 }
 
@@ -306,7 +310,7 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
     let mut rows = Vec::new();
     let mut failed = false;
     let probe = crate::safety::clearance::Clearance::read_only(ELEVATION_PROBE)
-        .ok_or_else(|| color_eyre::eyre::eyre!("the elevation probe is not proven read-only"))?;
+        .ok_or_else(|| eyre!("{}", t("cli.hosts.probe_not_read")))?;
     let (executor, who, cancel) = (Arc::new(executor), crate::ssh::target::local_user(), Default::default());
     // The probe goes through the one door: its audit row shows the script that ran.
     let door = crate::door::Door::of_context(ctx, &executor, &who, timeout, &cancel);
@@ -324,31 +328,21 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
                 let (elevation, note) = match probed {
                     Elevation::SudoPassword => {
                         let check = crate::safety::clearance::Clearance::read_only("sudo true")
-                            .ok_or_else(|| color_eyre::eyre::eyre!("`sudo true` is not proven read-only"))?;
+                            .ok_or_else(|| eyre!("{}", t("cli.hosts.sudo_true_not_read")))?;
                         let mut asked = host.clone();
                         asked.elevation = Elevation::SudoPassword;
                         let checked = door.run_one(&asked, &check, None, &tx).await.result;
                         let said = format!("{}\n{}", checked.stderr, checked.error.clone().unwrap_or_default());
                         match crate::exec::prepare::sudo_rights(checked.success(), &said) {
-                            SudoRights::Granted => {
-                                (Elevation::SudoPassword, "sudo with a password (checked)".to_string())
+                            SudoRights::Granted => (Elevation::SudoPassword, t("cli.hosts.sudo_checked")),
+                            SudoRights::None => (Elevation::None, t("cli.hosts.sudo_none")),
+                            SudoRights::WrongPassword => (Elevation::SudoPassword, t("cli.hosts.sudo_wrong")),
+                            SudoRights::Unknown => {
+                                let why = checked.error.unwrap_or_else(|| checked.stderr.trim().to_string());
+                                let secret = crate::exec::prepare::sudo_secret_name(&host.name);
+                                let args = [("why", why.as_str()), ("secret", &secret)];
+                                (Elevation::SudoPassword, tf("cli.hosts.sudo_unknown", &args))
                             }
-                            SudoRights::None => (
-                                Elevation::None,
-                                "none: no sudo rights (sudo refused the user after the password)".to_string(),
-                            ),
-                            SudoRights::WrongPassword => (
-                                Elevation::SudoPassword,
-                                "sudo asks for a password, and the one stored was refused".to_string(),
-                            ),
-                            SudoRights::Unknown => (
-                                Elevation::SudoPassword,
-                                format!(
-                                    "unchecked: sudo asks for a password before it says whether the user may use it ({}); store it with `merlya secret set {}` and run this again",
-                                    checked.error.unwrap_or_else(|| checked.stderr.trim().to_string()),
-                                    crate::exec::prepare::sudo_secret_name(&host.name)
-                                ),
-                            ),
                         }
                     }
                     other => (other, String::new()),
@@ -367,6 +361,7 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
             }
         }
     }
-    print!("{}", table::render(&["HOST", "ELEVATION", "NOTE"], &rows));
+    let headers = ["cli.h.host", "cli.h.elevation", "cli.h.note"].map(t);
+    print!("{}", table::render(&headers.each_ref().map(String::as_str), &rows));
     Ok(if failed { super::EXIT_HOST_FAILED } else { EXIT_OK })
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
+use super::lang::{t, tf};
 use super::pipeline::key_value;
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
 use crate::approval::ApprovalGate;
@@ -124,11 +125,11 @@ pub fn edit(home: &MerlyaHome, cmd: McpCommand) -> Result<u8> {
             };
             home.ensure()?;
             set_server(&path, &name, Some(&server))?;
-            println!("added MCP server {name} to {}", path.display());
+            println!("{}", tf("cli.mcp.added", &[("name", &name), ("path", &path.display().to_string())]));
         }
         McpCommand::Remove { name } => {
             set_server(&path, &name, None)?;
-            println!("removed MCP server {name} from {}", path.display());
+            println!("{}", tf("cli.mcp.removed", &[("name", &name), ("path", &path.display().to_string())]));
         }
         _ => return Err(eyre!("not a configuration edit")),
     }
@@ -166,16 +167,17 @@ async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> 
         McpCommand::Test { server } => {
             let tools = clients.tools(&server).await?;
             let read_only = tools.iter().filter(|t| t.read_only).count();
-            println!("{server}: OK, {} tool(s), {read_only} read-only", tools.len());
+            let (count, read_only) = (tools.len().to_string(), read_only.to_string());
+            println!("{}", tf("cli.mcp.test_ok", &[("server", &server), ("count", &count), ("read_only", &read_only)]));
             Ok(EXIT_OK)
         }
         McpCommand::Call { tool, args, yes, format } => {
             let (server, name) =
-                split_qualified(&tool).ok_or_else(|| eyre!("`{tool}`: expected SERVER.TOOL, e.g. everything.echo"))?;
+                split_qualified(&tool).ok_or_else(|| eyre!("{}", tf("cli.mcp.bad_tool", &[("tool", &tool)])))?;
             let arguments = match serde_json::from_str::<serde_json::Value>(&args) {
                 Ok(serde_json::Value::Object(map)) => map,
-                Ok(_) => return Err(eyre!("--args: expected a JSON object, e.g. '{{\"message\": \"hi\"}}'")),
-                Err(e) => return Err(eyre!("--args is not valid JSON: {e}")),
+                Ok(_) => return Err(eyre!("{}", t("cli.mcp.args_not_object"))),
+                Err(e) => return Err(eyre!("{}", tf("cli.mcp.args_not_json", &[("error", &e.to_string())]))),
             };
             let super::Asking { approver, .. } = super::Asking::detect(yes);
             let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
@@ -208,7 +210,7 @@ fn list(servers: &BTreeMap<String, McpServerConfig>, format: ListFormat) {
         return;
     }
     if servers.is_empty() {
-        println!("no MCP server configured (add one with `merlya mcp add NAME --command PROG` or `--url URL`)");
+        println!("{}", t("cli.mcp.none"));
     }
     for (name, server) in servers {
         let how = match (&server.command, &server.url) {
@@ -216,7 +218,7 @@ fn list(servers: &BTreeMap<String, McpServerConfig>, format: ListFormat) {
             (None, Some(u)) => format!("http   {u}"),
             (None, None) => "?".into(),
         };
-        let state = if server.enabled { "" } else { "  (disabled)" };
+        let state = if server.enabled { String::new() } else { format!("  ({})", t("cli.mcp.disabled")) };
         println!("{name:<16} {}{state}", how.trim_end());
     }
 }
@@ -228,11 +230,11 @@ fn first_line(text: &str) -> &str {
 /// A fresh random bearer token, written to `MERLYA_HOME/mcp-http.token` (0600) for
 /// the operator's client to read; never printed, so it stays out of terminal logs.
 fn generated_token(home: &MerlyaHome) -> Result<String> {
-    let token = hex::encode(crate::home::random_bytes(32).wrap_err("cannot read random bytes for a token")?);
+    let token = hex::encode(crate::home::random_bytes(32).wrap_err_with(|| t("cli.mcp.no_random"))?);
     let path = home.mcp_token();
     crate::home::write_private_atomic(&path, format!("{token}\n").as_bytes())
-        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
-    eprintln!("bearer token for HTTP clients: {} (set --token-env VAR to choose one)", path.display());
+        .wrap_err_with(|| tf("cli.cannot_write", &[("path", &path.display().to_string())]))?;
+    eprintln!("{}", tf("cli.mcp.token", &[("path", &path.display().to_string())]));
     Ok(token)
 }
 
@@ -266,13 +268,20 @@ async fn serve(
     };
     match http {
         None => {
-            let running =
-                served.serve(rmcp::transport::stdio()).await.map_err(|e| eyre!("MCP handshake failed: {e}"))?;
-            running.waiting().await.map_err(|e| eyre!("the MCP session ended with an error: {e}"))?;
+            let running = served
+                .serve(rmcp::transport::stdio())
+                .await
+                .map_err(|e| eyre!("{}", tf("cli.mcp.handshake", &[("error", &e.to_string())])))?;
+            running
+                .waiting()
+                .await
+                .map_err(|e| eyre!("{}", tf("cli.mcp.session_error", &[("error", &e.to_string())])))?;
         }
         Some(addr) => {
             let token = match token_env {
-                Some(var) => std::env::var(&var).map_err(|_| eyre!("--token-env {var}: the variable is not set"))?,
+                Some(var) => {
+                    std::env::var(&var).map_err(|_| eyre!("{}", tf("cli.mcp.token_env_unset", &[("var", &var)])))?
+                }
                 None => generated_token(&ctx.home)?,
             };
             let stop = super::cancel_on_signals();
@@ -281,8 +290,10 @@ async fn serve(
                 max: serve.max_sessions.max(1),
                 idle: std::time::Duration::from_secs(serve.session_idle_secs.max(1)),
             };
-            serve_http(served, addr, token, limits, stop, |bound| eprintln!("merlya MCP server on http://{bound}/mcp"))
-                .await?;
+            serve_http(served, addr, token, limits, stop, |bound| {
+                eprintln!("{}", tf("cli.mcp.serving", &[("url", &format!("http://{bound}/mcp"))]))
+            })
+            .await?;
         }
     }
     Ok(EXIT_OK)

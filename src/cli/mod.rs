@@ -77,7 +77,7 @@ pub fn cancel_on_signals() -> tokio_util::sync::CancellationToken {
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
-        eprintln!("\ncancelling: stopping the command on every host (again to quit at once)");
+        eprintln!("\n{}", lang::t("cli.cancelling"));
         cancel.cancel();
         tokio::select! {
             _ = int.recv() => {}
@@ -226,7 +226,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Some(Command::Pipeline(_)) => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
     };
-    let runtime = builder.enable_all().build().wrap_err("cannot start the async runtime")?;
+    let runtime = builder.enable_all().build().wrap_err_with(|| lang::t("cli.no_runtime"))?;
     let command = match cli.command {
         None => return crate::app::run_console(&runtime, home, cli.metrics_addr, cli.resume),
         Some(Command::Config(cmd)) => return config_cmd::run(home, cmd),
@@ -306,7 +306,7 @@ pub fn run(cli: Cli) -> Result<u8> {
 async fn serve_metrics(ctx: &Context, addr: std::net::SocketAddr) -> Result<()> {
     ctx.store.seed_metrics().await?;
     let bound = crate::metrics::serve(addr, tokio_util::sync::CancellationToken::new()).await?;
-    eprintln!("metrics on http://{bound}/metrics");
+    eprintln!("{}", lang::tf("cli.metrics_on", &[("url", &format!("http://{bound}/metrics"))]));
     Ok(())
 }
 

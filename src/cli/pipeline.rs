@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use color_eyre::eyre::{Result, eyre};
 
+use super::lang::{t, tf};
 use super::{EXIT_CANCELLED, EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, EXIT_REFUSED, OutputFormat, table};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
@@ -223,16 +224,14 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
         PipelineCommand::Resume { id, opts } => {
             let old = find(ctx, &id).await?;
             if old.status == PipelineStatus::Resumed {
-                eprintln!("change {} was already resumed by change {}", old.id, old.resumed_by);
+                let args = [("id", old.id.as_str()), ("by", &old.resumed_by)];
+                eprintln!("{}", tf("cli.pipeline.already_resumed", &args));
                 return Ok(EXIT_ERROR);
             }
             if !matches!(old.status, PipelineStatus::Interrupted | PipelineStatus::Stopped | PipelineStatus::Cancelled)
             {
-                eprintln!(
-                    "change {} is {}: only an interrupted, stopped or cancelled change can be resumed",
-                    old.id,
-                    old.status.as_str()
-                );
+                let args = [("id", old.id.as_str()), ("status", old.status.as_str())];
+                eprintln!("{}", tf("cli.pipeline.not_resumable", &args));
                 return Ok(EXIT_ERROR);
             }
             let inventory = ctx.store.list_hosts().await?;
@@ -294,10 +293,7 @@ async fn run_kind(ctx: &Context, kind: RunKind, early: Option<Early>, mode: Mode
 }
 
 async fn find(ctx: &Context, id: &str) -> Result<PipelineRun> {
-    ctx.store
-        .find_pipeline_run(id)
-        .await?
-        .ok_or_else(|| eyre!("no change {id}, or more than one starts with it (see `merlya pipeline list`)"))
+    ctx.store.find_pipeline_run(id).await?.ok_or_else(|| eyre!("{}", tf("cli.pipeline.no_change", &[("id", id)])))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -382,16 +378,16 @@ async fn drive_run(
     });
     // Live lines: on stdout for a person, on stderr when stdout carries the JSON record.
     super::exec::print_events_to(&mut rx, OutputFormat::Text, false, 8, format == OutputFormat::Json).await?;
-    let done = work.await.map_err(|e| eyre!("the change's task failed: {e}"))??;
+    let done = work.await.map_err(|e| eyre!("{}", tf("cli.pipeline.task_failed", &[("error", &e.to_string())])))??;
     if format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
         if done.status == PipelineStatus::Stopped && mode == Mode::Plan {
-            eprintln!("planned: nothing was asked and nothing applied (merlya pipeline run … applies it)");
+            eprintln!("{}", t("cli.pipeline.planned"));
         } else if done.status == PipelineStatus::Stopped {
-            eprintln!("stopped after Summary: nobody can approve here; pass --yes to approve without a terminal");
+            eprintln!("{}", t("cli.pipeline.stopped"));
         }
-        eprintln!("change {}: {} (merlya pipeline show {})", done.id, word(done.status), done.id);
+        eprintln!("{}", tf("cli.change_line", &[("id", &done.id), ("status", &word(done.status))]));
     }
     let code = match done.status {
         PipelineStatus::Succeeded => EXIT_OK,
@@ -439,7 +435,8 @@ async fn list(ctx: &Context, format: OutputFormat) -> Result<u8> {
             ]
         })
         .collect();
-    print!("{}", table::render(&["ID", "KIND", "STATUS", "TARGETS", "CREATED", "SUMMARY"], &rows));
+    let headers = ["cli.h.id", "cli.h.kind", "cli.h.status", "cli.h.targets", "cli.h.created", "cli.h.summary"].map(t);
+    print!("{}", table::render(&headers.each_ref().map(String::as_str), &rows));
     Ok(EXIT_OK)
 }
 
@@ -449,17 +446,19 @@ async fn show(ctx: &Context, id: &str, output: bool, format: OutputFormat) -> Re
         println!("{}", serde_json::to_string_pretty(&run)?);
         return Ok(EXIT_OK);
     }
-    println!("change {} ({}) — {}", run.id, run.kind.as_str(), word(run.status));
-    println!("targets:   {}", visible_line(&run.targets));
-    println!("asked by:  {} at {}", visible_line(&run.requested_by), run.created_at);
+    let args = [("id", run.id.as_str()), ("kind", run.kind.as_str()), ("status", &word(run.status))];
+    println!("{}", tf("cli.pipeline.show_title", &args));
+    println!("{}", tf("cli.pipeline.show_targets", &[("targets", &visible_line(&run.targets))]));
+    let who = visible_line(&run.requested_by);
+    println!("{}", tf("cli.pipeline.show_asked", &[("who", &who), ("at", &run.created_at)]));
     if !run.summary.is_empty() {
-        println!("summary:   {}", visible_line(&run.summary));
+        println!("{}", tf("cli.pipeline.show_summary", &[("summary", &visible_line(&run.summary))]));
     }
     if !run.decision.is_empty() {
-        println!("decision:  {}", visible_line(&run.decision));
+        println!("{}", tf("cli.pipeline.show_decision", &[("decision", &visible_line(&run.decision))]));
     }
     if !run.resumed_from.is_empty() {
-        println!("resumes:   {}", run.resumed_from);
+        println!("{}", tf("cli.pipeline.show_resumes", &[("id", &run.resumed_from)]));
     }
     println!();
     for stage in &run.stages {
@@ -474,11 +473,7 @@ async fn show(ctx: &Context, id: &str, output: bool, format: OutputFormat) -> Re
         println!("\n{}", visible(&run.diff));
     }
     if run.status == PipelineStatus::Interrupted {
-        println!(
-            "\nmerlya stopped while this change was in flight. Inspect it above, then `merlya pipeline resume {}` \
-             (plans and asks again) or `merlya pipeline rollback {}`.",
-            run.id, run.id
-        );
+        println!("\n{}", tf("cli.pipeline.interrupted", &[("id", &run.id)]));
     }
     Ok(EXIT_OK)
 }

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use color_eyre::eyre::{Result, bail, eyre};
 use serde_json::json;
 
+use super::lang::{t, tf};
 use super::pipeline::{ChangeOpts, drive_change, key_value};
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
 use crate::context::Context;
@@ -144,7 +145,7 @@ async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &
     }
     let (code, run) = driven?;
     let status = ops::end(&ctx.store, resource, operation, &run).await?;
-    eprintln!("resource {}: {}", resource.name, status.as_str());
+    eprintln!("{}", tf("cli.provision.resource_status", &[("name", &resource.name), ("status", &status.as_str())]));
     Ok(code)
 }
 
@@ -170,11 +171,11 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
             let name = name.unwrap_or_else(|| format!("{}-{}", entry.template.spec.name, existing.len() + 1));
             crate::inventory::host::validate_name(&name).map_err(|e| eyre!("--name: {e}"))?;
             if ctx.store.resource(&name).await?.is_some() {
-                bail!("a resource named {name} exists (`merlya state show {name}`); choose another --name");
+                bail!("{}", tf("cli.provision.name_taken", &[("name", &name)]));
             }
             let dir = ctx.home.root().join("resources").join(&name);
             if dir.exists() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false) {
-                bail!("{} is not empty; choose another --name", dir.display());
+                bail!("{}", tf("cli.provision.dir_not_empty", &[("path", &dir.display().to_string())]));
             }
             let reference =
                 TemplateRef { name: answers.template.clone(), version: Some(entry.template.spec.version.clone()) };
@@ -194,15 +195,19 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
         }
         ProvisionCommand::Update { resource, vars, opts } => {
             let resource = changeable(ctx, &resource).await?;
-            let mut answers: Answers = serde_json::from_value(resource.answers.clone())
-                .map_err(|e| eyre!("the stored answers of {} are unreadable: {e}", resource.name))?;
+            let mut answers: Answers = serde_json::from_value(resource.answers.clone()).map_err(|e| {
+                eyre!("{}", tf("cli.provision.bad_answers", &[("name", &resource.name), ("error", &e.to_string())]))
+            })?;
             let reference: TemplateRef = resource.template.parse().map_err(|e: String| eyre!(e))?;
             let registry = Registry::load(&ctx.home.templates_dir());
             let spec = &registry.get(&reference)?.template.spec;
             for (name, text) in &vars {
-                let variable =
-                    spec.variable(name).ok_or_else(|| eyre!("template {} has no variable {name}", spec.name))?;
-                let value = parse_text(variable.kind, text).map_err(|e| eyre!("variable {name}: {e}"))?;
+                let variable = spec.variable(name).ok_or_else(|| {
+                    eyre!("{}", tf("cli.provision.no_variable", &[("template", &spec.name), ("name", name)]))
+                })?;
+                let value = parse_text(variable.kind, text).map_err(|e| {
+                    eyre!("{}", tf("cli.provision.bad_variable", &[("name", name), ("error", &e.to_string())]))
+                })?;
                 answers.values.insert(variable.name.clone(), value);
             }
             renderer(ctx).render_into(&answers, &reference, std::path::Path::new(&resource.workdir))?;
@@ -218,7 +223,7 @@ pub async fn provision(ctx: &Context, command: ProvisionCommand) -> Result<u8> {
                 ops::clear_configuration(dir)?;
                 let empty = "# Emptied by `merlya provision delete`: applying it destroys what the state holds.\n";
                 crate::home::write_private(&dir.join("main.tf"), empty.as_bytes())
-                    .map_err(|e| eyre!("cannot write {}: {e}", dir.display()))?;
+                    .map_err(|e| eyre!("{}: {e}", tf("cli.cannot_write", &[("path", &dir.display().to_string())])))?;
             }
             apply(ctx, &resource, Lifecycle::Deleting, &opts).await
         }
@@ -230,12 +235,16 @@ fn answers_tags(answers: &Answers) -> serde_json::Value {
 }
 
 async fn changeable(ctx: &Context, id: &str) -> Result<Resource> {
-    let resource = ctx.store.resource(id).await?.ok_or_else(|| eyre!("no resource {id} (`merlya state list`)"))?;
+    let resource = ctx
+        .store
+        .resource(id)
+        .await?
+        .ok_or_else(|| eyre!("{}", tf("cli.provision.no_resource_list", &[("id", id)])))?;
     if resource.observe_only {
-        bail!("{} was imported to be observed only: merlya does not change it", resource.name);
+        bail!("{}", tf("cli.provision.observe_only", &[("name", &resource.name)]));
     }
     if resource.status == Lifecycle::Deleted {
-        bail!("{} is deleted", resource.name);
+        bail!("{}", tf("cli.provision.deleted", &[("name", &resource.name)]));
     }
     Ok(resource)
 }
@@ -253,42 +262,61 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
                 .map(|r| {
                     vec![
                         r.name.clone(),
-                        if r.template.is_empty() { "(imported)".into() } else { r.template.clone() },
+                        if r.template.is_empty() {
+                            format!("({})", t("cli.provision.imported"))
+                        } else {
+                            r.template.clone()
+                        },
                         r.status.as_str(),
                         r.drift.as_str(),
-                        r.last_checked_at.clone().unwrap_or_else(|| "never".into()),
+                        r.last_checked_at.clone().unwrap_or_else(|| t("cli.provision.never")),
                     ]
                 })
                 .collect();
-            print!("{}", super::table::render(&["NAME", "TEMPLATE", "STATUS", "DRIFT", "CHECKED"], &rows));
+            let headers = ["cli.h.name", "cli.h.template", "cli.h.status", "cli.h.drift", "cli.h.checked"].map(t);
+            print!("{}", super::table::render(&headers.each_ref().map(String::as_str), &rows));
             Ok(EXIT_OK)
         }
         StateCommand::Show { resource, format } => {
-            let r = ctx.store.resource(&resource).await?.ok_or_else(|| eyre!("no resource {resource}"))?;
+            let r = ctx
+                .store
+                .resource(&resource)
+                .await?
+                .ok_or_else(|| eyre!("{}", tf("cli.provision.no_resource", &[("id", &resource)])))?;
             let snapshots = ctx.store.snapshots(&r.id).await?;
             let value = json!({"resource": r, "snapshots": snapshots.len()});
             match format {
                 ListFormat::Json => println!("{}", serde_json::to_string_pretty(&value)?),
                 ListFormat::Table => {
-                    println!("{} ({}) — {}, drift {}", r.name, r.id, r.status.as_str(), r.drift.as_str());
-                    println!("template: {}  provider: {}  backend: {}", r.template, r.provider, r.backend);
-                    println!("folder:   {}", r.workdir);
+                    let (status, drift) = (r.status.as_str(), r.drift.as_str());
+                    let args = [("name", r.name.as_str()), ("id", &r.id), ("status", &status), ("drift", &drift)];
+                    println!("{}", tf("cli.provision.show_title", &args));
+                    let args = [("template", r.template.as_str()), ("provider", &r.provider), ("backend", &r.backend)];
+                    println!("{}", tf("cli.provision.show_template", &args));
+                    println!("{}", tf("cli.provision.show_folder", &[("path", &r.workdir)]));
                     if !r.drift_detail.is_empty() {
-                        println!("drift:\n  {}", r.drift_detail.replace('\n', "\n  "));
+                        let detail = r.drift_detail.replace('\n', "\n  ");
+                        println!("{}", tf("cli.provision.show_drift", &[("detail", &detail)]));
                     }
-                    println!("outputs:  {}", r.outputs);
-                    println!("snapshots: {}", snapshots.len());
+                    println!("{}", tf("cli.provision.show_outputs", &[("outputs", &r.outputs.to_string())]));
+                    println!("{}", tf("cli.provision.show_snapshots", &[("count", &snapshots.len().to_string())]));
                 }
             }
             Ok(EXIT_OK)
         }
         StateCommand::Check(args) => check(ctx, args).await,
         StateCommand::Snapshot { resource, format } => {
-            let r = ctx.store.resource(&resource).await?.ok_or_else(|| eyre!("no resource {resource}"))?;
+            let r = ctx
+                .store
+                .resource(&resource)
+                .await?
+                .ok_or_else(|| eyre!("{}", tf("cli.provision.no_resource", &[("id", &resource)])))?;
             let id = ctx.store.add_snapshot(&r.id, &ops::snapshot_of(&r)).await?;
             match format {
                 ListFormat::Json => println!("{}", json!({"resource": r.name, "snapshot": id})),
-                ListFormat::Table => println!("{}: snapshot {id}", r.name),
+                ListFormat::Table => {
+                    println!("{}", tf("cli.provision.snapshot", &[("name", &r.name), ("id", &id.to_string())]))
+                }
             }
             Ok(EXIT_OK)
         }
@@ -306,7 +334,9 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
             let (code, run) = drive_change(ctx, Box::new(accept.change), &opts).await?;
             let status = ops::finish_accept(&env, &credentials, &ctx.store, &r, &run, &accept.planned).await?;
             let now = ctx.store.resource(&r.id).await?.map_or(status.as_str(), |r| r.drift.as_str());
-            eprintln!("resource {}: {}, drift {now}", r.name, status.as_str());
+            let status = status.as_str();
+            let args = [("name", r.name.as_str()), ("status", &status), ("drift", &now)];
+            eprintln!("{}", tf("cli.provision.accepted", &args));
             Ok(code)
         }
         StateCommand::Rollback { resource, to, opts } => {
@@ -320,9 +350,9 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
                 }
             };
             let Some((id, _, data)) = chosen else {
-                bail!("{} has no snapshot to go back to (`merlya state snapshot {}` keeps one)", r.name, r.name);
+                bail!("{}", tf("cli.provision.no_snapshot", &[("name", &r.name)]));
             };
-            eprintln!("{}: going back to snapshot {id}", r.name);
+            eprintln!("{}", tf("cli.provision.going_back", &[("name", &r.name), ("id", &id.to_string())]));
             renderer(ctx).rerender(&r, &data["answers"])?;
             ctx.store.update_answers(&r.id, &data["answers"]).await?;
             apply(ctx, &r, Lifecycle::Updating, &opts).await
@@ -330,7 +360,7 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
         StateCommand::Import { dir, name } => {
             let dir = std::path::absolute(&dir).map_err(|e| eyre!("{}: {e}", dir.display()))?;
             if !dir.join("terraform.tfstate").is_file() {
-                bail!("{} has no terraform.tfstate to observe", dir.display());
+                bail!("{}", tf("cli.provision.no_tfstate", &[("path", &dir.display().to_string())]));
             }
             let state = read_state(&dir).map_err(|e| eyre!(e))?;
             let new = NewResource {
@@ -351,7 +381,7 @@ pub async fn state(ctx: &Context, command: StateCommand) -> Result<u8> {
                 config_digest: None,
             };
             ctx.store.finish_operation(&resource.id, &observed).await?;
-            println!("{name}: observed (drift only; merlya never changes it)");
+            println!("{}", tf("cli.provision.observed", &[("name", &name)]));
             Ok(EXIT_OK)
         }
     }
@@ -373,7 +403,9 @@ async fn read_env(ctx: &Context) -> Result<Env> {
 /// Two plans per resource (refresh-only, then normal), never an apply: the verdict and what was found.
 async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
     let resources = match &args.resource {
-        Some(id) => vec![ctx.store.resource(id).await?.ok_or_else(|| eyre!("no resource {id}"))?],
+        Some(id) => vec![
+            ctx.store.resource(id).await?.ok_or_else(|| eyre!("{}", tf("cli.provision.no_resource", &[("id", id)])))?,
+        ],
         None => ctx.store.list_resources().await?,
     };
     let env = read_env(ctx).await?;
@@ -395,7 +427,7 @@ async fn check(ctx: &Context, args: CheckArgs) -> Result<u8> {
                     println!("  {}", crate::term_safe::visible(line.as_str().unwrap_or_default()));
                 }
                 if r["crashed"] == true {
-                    println!("  an operation started and never finished: the resource is unknown");
+                    println!("  {}", t("cli.provision.crashed"));
                 }
             }
         }

@@ -3,6 +3,7 @@
 use clap::Args;
 use color_eyre::eyre::{Result, WrapErr};
 
+use super::lang::tf;
 use super::{EXIT_OK, ListFormat};
 use crate::context::Context;
 use crate::report::{Scope, build, markdown};
@@ -31,8 +32,9 @@ pub async fn run(ctx: &Context, args: ReportArgs) -> Result<u8> {
     match args.out {
         Some(path) => {
             crate::home::write_private(&path, text.as_bytes())
-                .wrap_err_with(|| format!("cannot write {}", path.display()))?;
-            eprintln!("wrote {} ({} events)", path.display(), report.timeline.len());
+                .wrap_err_with(|| tf("cli.cannot_write", &[("path", &path.display().to_string())]))?;
+            let (path, events) = (path.display().to_string(), report.timeline.len().to_string());
+            eprintln!("{}", tf("cli.report.wrote", &[("path", &path), ("events", &events)]));
         }
         None => print!("{text}"),
     }

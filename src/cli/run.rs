@@ -10,6 +10,7 @@ use color_eyre::eyre::{Result, bail};
 use serde::Deserialize;
 
 use super::EXIT_OK;
+use super::lang::{t, tf};
 use crate::agent::{Agent, AgentEvent, Limits, Observer, RunReport};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
@@ -64,12 +65,9 @@ enum TaskEntry {
 fn load_tasks(path: &std::path::Path) -> Result<Vec<(String, Option<ModelRole>)>> {
     let text = crate::input::read_text(path, crate::input::SETTINGS_LIMIT, "a task list")?;
     let entries: Vec<TaskEntry> = crate::input::from_yaml(&text).map_err(|e| {
-        color_eyre::eyre::eyre!(
-            "{}:{}: {}; expected a list of tasks (strings or {{task, model}})",
-            path.display(),
-            e.line(),
-            e.message()
-        )
+        let (path, line) = (path.display().to_string(), e.line().to_string());
+        let args = [("path", path.as_str()), ("line", &line), ("error", e.message())];
+        color_eyre::eyre::eyre!("{}", tf("cli.run.bad_tasks", &args))
     })?;
     Ok(entries
         .into_iter()
@@ -84,8 +82,8 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     let tasks: Vec<(String, Option<ModelRole>)> = match (&args.task, &args.file) {
         (Some(t), None) => vec![(t.clone(), None)],
         (None, Some(f)) => load_tasks(f)?,
-        (Some(_), Some(_)) => bail!("give a task or --file, not both"),
-        (None, None) => bail!("give a task, e.g. merlya run \"why is web01 slow?\", or --file tasks.yml"),
+        (Some(_), Some(_)) => bail!("{}", t("cli.run.task_and_file")),
+        (None, None) => bail!("{}", t("cli.run.no_task")),
     };
     if let (Some(task), None) = (&args.task, &args.file)
         && let Some(code) = routed_to_skill(ctx, task, &args).await?
@@ -93,10 +91,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         return Ok(code);
     }
     if !ctx.config.has_model() {
-        bail!(
-            "no model is configured: set model.brain in {} (e.g. openai/gpt-4o) and the API key variable named by model.api_key_env",
-            ctx.home.config_file().display()
-        );
+        bail!("{}", tf("cli.run.no_model", &[("path", &ctx.home.config_file().display().to_string())]));
     }
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let inventory = ctx.store.list_hosts().await?;
@@ -119,13 +114,12 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
                 (Some(why), None) => {
                     writeln!(err, "  ✗ {} {} $ {} — {}", c.specialist, c.host, visible(&c.command), visible(why))
                 }
-                (_, code) => writeln!(
-                    err,
-                    "  ⚙ {} $ {} → exit {}",
-                    c.specialist,
-                    visible(&c.command),
-                    code.map(|c| c.to_string()).unwrap_or("-".into())
-                ),
+                (_, code) => {
+                    let exit = code.map(|c| c.to_string()).unwrap_or("-".into());
+                    let args =
+                        [("specialist", c.specialist.as_str()), ("command", &visible(&c.command)), ("exit", &exit)];
+                    writeln!(err, "{}", tf("cli.run.command_ran", &args))
+                }
             },
             AgentEvent::Notice(n) => writeln!(err, "  ! {}", visible(&n)),
             _ => Ok(()),
@@ -150,7 +144,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         if let Some(id) = &args.resume
             && ctx.store.conversation_messages(id).await?.is_none()
         {
-            bail!("no conversation {id} (the console's /conv lists them)");
+            bail!("{}", tf("cli.run.no_conversation", &[("id", id)]));
         }
         let (conversation, earlier) =
             crate::agent::conversation::begin_turn(&ctx.store, args.resume.as_deref(), &ctx.session_id, &task).await?;
@@ -186,10 +180,11 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
         )
         .await;
         if let Err(e) = saved {
-            eprintln!("warning: the answer was not saved with conversation {conversation}: {e}");
+            let args = [("id", conversation.as_str()), ("error", &e.to_string())];
+            eprintln!("{}", tf("cli.run.not_saved", &args));
         }
         if text_mode {
-            eprintln!("conversation {conversation} (continue it: merlya run --resume {conversation} \"…\")");
+            eprintln!("{}", tf("cli.run.conversation", &[("id", &conversation)]));
         }
         failed |= report.error.is_some();
         if text_mode {
@@ -227,7 +222,7 @@ async fn routed_to_skill(ctx: &Context, task: &str, args: &RunArgs) -> Result<Op
     let Some((skill, params)) = library.route(task) else { return Ok(None) };
     let inventory = ctx.store.list_hosts().await?;
     let Some(targets) = crate::skills::targets_named_in(task, &inventory) else { return Ok(None) };
-    eprintln!("→ skill {} on {targets} (merlya skill show {})", skill.name, skill.name);
+    eprintln!("{}", tf("cli.run.routed", &[("skill", &skill.name), ("targets", &targets)]));
     let outcome = super::skill::execute(ctx, skill, &params, &targets, args.yes).await?;
     let summary = super::skill::summarise(ctx, &outcome).await;
     super::skill::print_outcome(ctx, &outcome, summary.as_deref(), args.format == RunFormat::Json)?;
@@ -249,19 +244,21 @@ fn command_summary(report: &RunReport) -> String {
             vec![c.host.clone(), visible(&c.command).into_owned(), exit]
         })
         .collect();
-    format!("\ncancelled; commands run:\n{}", super::table::render(&["HOST", "COMMAND", "EXIT"], &rows))
+    let headers = ["cli.h.host", "cli.h.command", "cli.h.exit"].map(t);
+    let table = super::table::render(&headers.each_ref().map(String::as_str), &rows);
+    format!("\n{}\n{table}", t("cli.run.cancelled"))
 }
 
 fn print_text(report: &RunReport) {
     println!();
     if let Some(e) = &report.error {
-        eprintln!("error: {e}");
+        eprintln!("{}", tf("cli.run.error", &[("error", &e.to_string())]));
     }
     let approx = if report.usage.approximate { "~" } else { "" };
-    eprintln!(
-        "  {approx}{} tokens in, {approx}{} out · ${:.4}",
-        report.usage.input_tokens, report.usage.output_tokens, report.cost_usd
-    );
+    let input = format!("{approx}{}", report.usage.input_tokens);
+    let output = format!("{approx}{}", report.usage.output_tokens);
+    let cost = format!("${:.4}", report.cost_usd);
+    eprintln!("  {}", tf("cli.run.usage", &[("input", &input), ("output", &output), ("cost", &cost)]));
 }
 
 /// The stable `--format json` record.

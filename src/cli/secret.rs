@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Read};
 use clap::Subcommand;
 use color_eyre::eyre::{Result, WrapErr, bail};
 
+use super::lang::{t, tf};
 use super::{EXIT_ERROR, EXIT_OK, ListFormat, table};
 use crate::context::Context;
 
@@ -39,26 +40,26 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<u8> {
             crate::secrets::validate_name(&name)?;
             let value = read_value(&name)?;
             if value.is_empty() {
-                bail!("empty value: nothing stored");
+                bail!("{}", t("cli.secret.empty"));
             }
             secrets.set(&name, &value)?;
             ctx.store.index_secret(&name, secrets.backend_name()).await?;
             if !secrets.is_persistent() {
-                eprintln!("warning: no OS keyring is usable here; {name} is kept only for this process");
+                eprintln!("{}", tf("cli.secret.not_kept", &[("name", &name)]));
             }
-            println!("stored {name} in the {}", secrets.backend_name());
+            println!("{}", tf("cli.secret.stored", &[("name", &name), ("backend", secrets.backend_name())]));
         }
         SecretCommand::Get { name } => match secrets.get(&name)? {
             Some(v) => println!("{v}"),
             None => {
-                eprintln!("no secret named {name} in the {}", secrets.backend_name());
+                eprintln!("{}", tf("cli.secret.none", &[("name", &name), ("backend", secrets.backend_name())]));
                 return Ok(EXIT_ERROR);
             }
         },
         SecretCommand::Rm { name } => {
             let existed = secrets.remove(&name)?;
             ctx.store.unindex_secret(&name).await?;
-            println!("{} {name}", if existed { "removed" } else { "no such secret:" });
+            println!("{}", tf(if existed { "cli.secret.removed" } else { "cli.secret.no_such" }, &[("name", &name)]));
         }
         SecretCommand::List { format } => {
             let names = ctx.store.secret_names().await?;
@@ -67,7 +68,8 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<u8> {
                 ListFormat::Table => {
                     let rows: Vec<Vec<String>> =
                         names.iter().map(|n| vec![n.name.clone(), n.backend.clone(), n.updated_at.clone()]).collect();
-                    print!("{}", table::render(&["NAME", "BACKEND", "UPDATED"], &rows));
+                    let headers = ["cli.h.name", "cli.h.backend", "cli.h.updated"].map(t);
+                    print!("{}", table::render(&headers.each_ref().map(String::as_str), &rows));
                 }
             }
         }
@@ -77,9 +79,10 @@ pub async fn run(ctx: &Context, cmd: SecretCommand) -> Result<u8> {
 
 fn read_value(name: &str) -> Result<String> {
     if std::io::stdin().is_terminal() {
-        return rpassword::prompt_password(format!("value for {name}: ")).wrap_err("cannot read from the terminal");
+        return rpassword::prompt_password(tf("cli.secret.prompt", &[("name", name)]))
+            .wrap_err_with(|| t("cli.no_terminal"));
     }
     let mut value = String::new();
-    std::io::stdin().read_to_string(&mut value).wrap_err("cannot read the value from stdin")?;
+    std::io::stdin().read_to_string(&mut value).wrap_err_with(|| t("cli.secret.no_stdin"))?;
     Ok(value.trim_end_matches(['\n', '\r']).to_string())
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use color_eyre::eyre::{Result, eyre};
 
+use super::lang::{t, tf};
 use super::{EXIT_ERROR, EXIT_HOST_FAILED, EXIT_OK, ListFormat};
 use crate::approval::ApprovalGate;
 use crate::context::Context;
@@ -82,8 +83,8 @@ pub fn print_outcome(ctx: &Context, outcome: &SkillOutcome, summary: Option<&str
     } else {
         print!("{}", outcome.to_text());
         if let Some(text) = summary {
-            let model = ctx.config.model.fast.as_deref().unwrap_or("model");
-            println!("\nsummary ({model}):\n{}", crate::term_safe::visible(text));
+            let model = ctx.config.model.fast.clone().unwrap_or_else(|| t("cli.skill.model"));
+            println!("\n{}\n{}", tf("cli.skill.summary", &[("model", &model)]), crate::term_safe::visible(text));
         }
     }
     Ok(())
@@ -101,7 +102,7 @@ pub(super) fn exit_code(outcome: &SkillOutcome) -> u8 {
 fn find<'a>(library: &'a Library, name: &str) -> Result<&'a Skill> {
     library.get(name).ok_or_else(|| {
         let names: Vec<&str> = library.skills.iter().map(|(s, _)| s.name.as_str()).collect();
-        eyre!("no skill named {name} (known: {})", names.join(", "))
+        eyre!("{}", tf("cli.skill.unknown", &[("name", name), ("known", &names.join(", "))]))
     })
 }
 
@@ -129,16 +130,17 @@ fn list(library: &Library, format: ListFormat) -> Result<u8> {
                 .iter()
                 .map(|(s, origin)| {
                     let from = match origin {
-                        Origin::BuiltIn => "built-in".to_string(),
+                        Origin::BuiltIn => t("cli.built_in"),
                         Origin::File(p) => p.display().to_string(),
                     };
                     let checks: Vec<&str> = s.steps.iter().map(|st| st.check.as_str()).collect();
                     vec![s.name.clone(), s.version.clone(), checks.join(","), from]
                 })
                 .collect();
-            print!("{}", super::table::render(&["NAME", "VERSION", "CHECKS", "FROM"], &rows));
+            let headers = ["cli.h.name", "cli.h.version", "cli.h.checks", "cli.h.from"].map(t);
+            print!("{}", super::table::render(&headers.each_ref().map(String::as_str), &rows));
             for e in &library.errors {
-                eprintln!("invalid skill: {}", visible_line(&e.to_string()));
+                eprintln!("{}", tf("cli.skill.invalid", &[("error", &visible_line(&e.to_string()))]));
             }
         }
     }
@@ -178,14 +180,14 @@ pub async fn summarise(ctx: &Context, outcome: &SkillOutcome) -> Option<String> 
     let llm = match crate::llm::client::LlmClient::from_config(&ctx.config.model, ctx.secrets().as_ref()) {
         Ok(llm) => llm,
         Err(e) => {
-            eprintln!("no summary: {e}");
+            eprintln!("{}", tf("cli.skill.no_summary", &[("error", &e.to_string())]));
             return None;
         }
     };
     match crate::skills::summary::summarise(&llm, outcome).await {
         Ok(text) => Some(text),
         Err(e) => {
-            eprintln!("no summary: {}", visible_line(&e.to_string()));
+            eprintln!("{}", tf("cli.skill.no_summary", &[("error", &visible_line(&e.to_string()))]));
             None
         }
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use color_eyre::eyre::Result;
 
+use super::lang::{t, tf};
 use super::{EXIT_ERROR, EXIT_OK, ListFormat};
 use crate::home::MerlyaHome;
 use crate::provision::template::{Answers, Backend, Entry, Registry, Source, TemplateRef, VarType, Variable, render};
@@ -75,18 +76,22 @@ pub fn run(home: &MerlyaHome, cmd: TemplateCommand) -> Result<u8> {
             let rendered = render(&entry.template, &answers, keyring.as_ref())?;
             let written = rendered.write(&out, force)?;
             let spec = &entry.template.spec;
-            let mut text = format!(
-                "rendered {} {} for {} ({}) into {}:\n",
-                spec.name,
-                spec.version,
-                answers.provider,
-                answers.backend,
-                out.display()
-            );
+            let (version, provider, backend) =
+                (spec.version.to_string(), answers.provider.to_string(), answers.backend.to_string());
+            let out = out.display().to_string();
+            let args = [
+                ("name", spec.name.as_str()),
+                ("version", &version),
+                ("provider", &provider),
+                ("backend", &backend),
+                ("path", &out),
+            ];
+            let mut text = format!("{}\n", tf("cli.template.rendered", &args));
             for (path, file) in written.iter().zip(&rendered.files) {
-                text.push_str(&format!("  {} ({} bytes)\n", path.display(), file.content().len()));
+                let (path, bytes) = (path.display().to_string(), file.content().len().to_string());
+                text.push_str(&format!("  {}\n", tf("cli.template.file", &[("path", &path), ("bytes", &bytes)])));
             }
-            text.push_str("answers:\n");
+            text.push_str(&format!("{}\n", t("cli.template.answers")));
             for line in answers.to_string().lines() {
                 text.push_str(&format!("  {line}\n"));
             }
@@ -106,13 +111,13 @@ impl SecretSource for NoKeyring {
     }
 }
 
-/// `built-in`, `user`, or `user, overrides built-in`.
-fn source_word(entry: &Entry) -> &'static str {
-    match (&entry.template.source, entry.overrides) {
-        (Source::BuiltIn, _) => "built-in",
-        (Source::User(_), false) => "user",
-        (Source::User(_), true) => "user, overrides built-in",
-    }
+/// `built-in`, `user`, or `user, overrides built-in` (in the CLI's language).
+fn source_word(entry: &Entry) -> String {
+    t(match (&entry.template.source, entry.overrides) {
+        (Source::BuiltIn, _) => "cli.built_in",
+        (Source::User(_), false) => "cli.template.user",
+        (Source::User(_), true) => "cli.template.user_overrides",
+    })
 }
 
 fn entry_json(entry: &Entry, versions: Option<Vec<String>>) -> Result<serde_json::Value> {
@@ -149,21 +154,25 @@ fn list(registry: &Registry, format: ListFormat) -> Result<u8> {
                     let spec = &entry.template.spec;
                     let version = match versions.len() {
                         1 => spec.version.to_string(),
-                        n => format!("{} (+{} older)", spec.version, n - 1),
+                        n => tf(
+                            "cli.template.older",
+                            &[("version", &spec.version.to_string()), ("count", &(n - 1).to_string())],
+                        ),
                     };
                     vec![
                         spec.name.clone(),
                         version,
                         spec.category.to_string(),
                         join(spec.providers.iter()),
-                        source_word(entry).to_string(),
+                        source_word(entry),
                     ]
                 })
                 .collect();
-            let table = super::table::render(&["NAME", "VERSION", "CATEGORY", "PROVIDERS", "SOURCE"], &rows);
+            let headers = ["cli.h.name", "cli.h.version", "cli.h.category", "cli.h.providers", "cli.h.source"].map(t);
+            let table = super::table::render(&headers.each_ref().map(String::as_str), &rows);
             print!("{}", visible(&table));
             for e in &registry.errors {
-                eprintln!("invalid template: {}", visible_line(&e.to_string()));
+                eprintln!("{}", tf("cli.template.invalid", &[("error", &visible_line(&e.to_string()))]));
             }
         }
     }
@@ -180,27 +189,29 @@ fn show_text(entry: &Entry) -> String {
     let mut out =
         format!("{} {} ({}, {})\n{}\n\n", spec.name, spec.version, spec.category, source_word(entry), spec.description);
     if let Source::User(dir) = &entry.template.source {
-        out.push_str(&format!("folder:    {}\n", dir.display()));
+        out.push_str(&format!("{}\n", tf("cli.template.folder", &[("path", &dir.display().to_string())])));
     }
-    out.push_str(&format!("providers: {}\n", join(spec.providers.iter())));
+    out.push_str(&format!("{}\n", tf("cli.template.providers", &[("providers", &join(spec.providers.iter()))])));
     let backends = spec.backends.iter().map(|b| format!("{} ({})", b.backend, b.entry));
-    out.push_str(&format!("backends:  {}\n\nvariables:\n", join(backends)));
+    out.push_str(&format!("{}\n\n", tf("cli.template.backends", &[("backends", &join(backends))])));
+    out.push_str(&format!("{}\n", t("cli.template.variables")));
     for v in &spec.variables {
-        let required = if v.required { ", required" } else { "" };
+        let required = if v.required { format!(", {}", t("cli.template.required")) } else { String::new() };
         out.push_str(&format!("  {} ({}{required})\n", v.name, v.kind));
         if !v.description.is_empty() {
             out.push_str(&format!("      {}\n", v.description));
         }
         if let Some(default) = default_text(v) {
-            out.push_str(&format!("      default: {default}\n"));
+            out.push_str(&format!("      {}\n", tf("cli.template.default", &[("default", &default)])));
         }
         if let Some(rules) = rules_text(v) {
-            out.push_str(&format!("      rules: {rules}\n"));
+            out.push_str(&format!("      {}\n", tf("cli.template.rules", &[("rules", &rules)])));
         }
     }
-    out.push_str("\noutputs:\n");
+    out.push_str(&format!("\n{}\n", t("cli.template.outputs")));
     let rows: Vec<Vec<String>> = spec.outputs.iter().map(|o| vec![o.name.clone(), o.description.clone()]).collect();
-    out.push_str(&indent(&super::table::render(&["NAME", "DESCRIPTION"], &rows)));
+    let headers = ["cli.h.name", "cli.h.description"].map(t);
+    out.push_str(&indent(&super::table::render(&headers.each_ref().map(String::as_str), &rows)));
     out
 }
 
@@ -221,7 +232,7 @@ fn default_text(v: &Variable) -> Option<String> {
     let mut parts: Vec<String> = v.provider_defaults.iter().map(|(p, d)| format!("{p}: {}", plain(d))).collect();
     match (&v.default, parts.is_empty()) {
         (Some(d), true) => return Some(plain(d)),
-        (Some(d), false) => parts.push(format!("others: {}", plain(d))),
+        (Some(d), false) => parts.push(tf("cli.template.others", &[("default", &plain(d))])),
         (None, true) => return None,
         (None, false) => {}
     }
@@ -233,19 +244,20 @@ fn rules_text(v: &Variable) -> Option<String> {
     let rules = &v.validation;
     let mut parts = Vec::new();
     if let Some(p) = &rules.pattern {
-        parts.push(format!("pattern {p}"));
+        parts.push(tf("cli.template.pattern", &[("pattern", p)]));
     }
     let bound = |b: Option<f64>| b.map(|b| b.to_string()).unwrap_or_default();
     if rules.min.is_some() || rules.max.is_some() {
         let what = match v.kind {
-            VarType::Number => "",
-            VarType::List | VarType::Map => " items",
-            _ => " chars",
+            VarType::Number => String::new(),
+            VarType::List | VarType::Map => format!(" {}", t("cli.template.items")),
+            _ => format!(" {}", t("cli.template.chars")),
         };
         parts.push(format!("{}..{}{what}", bound(rules.min), bound(rules.max)));
     }
     if let Some(allowed) = &rules.allowed {
-        parts.push(format!("one of {}", allowed.iter().map(plain).collect::<Vec<_>>().join("|")));
+        let allowed = allowed.iter().map(plain).collect::<Vec<_>>().join("|");
+        parts.push(tf("cli.template.one_of", &[("values", &allowed)]));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }

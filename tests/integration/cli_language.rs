@@ -1,5 +1,6 @@
 //! The CLI speaks the console's language (`ui.language`, or `MERLYA_UI_LANGUAGE`): doctor, policy
-//! check, hosts list, exec's summary and errors in French; JSON and exit codes stay as they are.
+//! check, hosts list, exec, pipeline, audit, secret, template, skill, mcp, approvals and state in French;
+//! JSON, values and exit codes stay as they are.
 
 use crate::support;
 
@@ -60,4 +61,66 @@ fn english_stays_the_default_and_the_environment_override_switches_it() {
     let out = env.merlya(&["policy", "check", "--", "uptime"]).env("MERLYA_UI_LANGUAGE", "fr").output().unwrap();
     assert!(text(&out.stdout).starts_with("AUTORISÉ: uptime"), "{}", text(&out.stdout));
     assert!(env.ok(&["policy", "check", "--", "uptime"]).starts_with("ALLOWED: uptime"));
+}
+
+#[test]
+fn every_command_speaks_french_and_keeps_its_values_and_exit_codes() {
+    let env = TestEnv::new();
+    french(&env);
+    let ran = env.run(&["exec", "localhost", "--", "true"]);
+    assert_eq!(ran.status.code(), Some(0));
+    assert!(text(&ran.stderr).contains("exécution ") && text(&ran.stderr).contains(": merlya audit list --run "));
+
+    let runs = env.ok(&["pipeline", "list"]);
+    let header = runs.lines().next().unwrap_or_default();
+    for word in ["ID", "TYPE", "ÉTAT", "CIBLES", "CRÉÉ", "RÉSUMÉ"] {
+        assert!(header.contains(word), "{runs}");
+    }
+    let out = env.run(&["pipeline", "show", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("Erreur: aucun changement nosuch"), "{}", text(&out.stderr));
+
+    let verified = env.ok(&["audit", "verify"]);
+    assert!(verified.starts_with("chaîne d'audit intacte : "), "{verified}");
+    let audit = env.ok(&["audit", "list"]);
+    assert!(audit.starts_with("ID") && audit.contains("DEMANDÉ PAR") && audit.contains("COMMANDE"), "{audit}");
+    assert!(audit.contains("localhost") && audit.contains("true"), "values stay as they are: {audit}");
+    let out = env.run(&["audit", "list", "--since", "hier"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("attendu RFC 3339"), "{}", text(&out.stderr));
+
+    let secrets = env.ok(&["secret", "list"]);
+    assert!(secrets.starts_with("NOM") && secrets.contains("STOCKAGE") && secrets.contains("MIS À JOUR"), "{secrets}");
+
+    let templates = env.ok(&["template", "list"]);
+    assert!(templates.starts_with("NOM") && templates.contains("CATÉGORIE") && templates.contains("FOURNISSEURS"));
+    assert!(templates.contains("basic-vm") && templates.contains("intégré"), "{templates}");
+    let shown = env.ok(&["template", "show", "basic-vm"]);
+    assert!(shown.contains("fournisseurs : aws") && shown.contains("requise") && shown.contains("par défaut : "));
+    let json: serde_json::Value = serde_json::from_str(&env.ok(&["template", "list", "--format", "json"])).unwrap();
+    assert!(json["templates"].as_array().unwrap().iter().any(|t| t["source"] == "built-in"), "JSON keeps its values");
+
+    assert!(env.ok(&["skill", "list"]).lines().next().unwrap_or_default().contains("VÉRIFICATIONS"));
+    assert!(env.ok(&["mcp", "list"]).starts_with("aucun serveur MCP configuré"));
+    let out = env.run(&["approvals", "revoke", "99"]);
+    assert_eq!(out.status.code(), Some(1), "the exit code is the same in every language");
+    assert!(text(&out.stderr).contains("aucune règle n°99"), "{}", text(&out.stderr));
+    assert!(env.ok(&["state", "list"]).starts_with("NOM") && env.ok(&["state", "list"]).contains("DÉRIVE"));
+}
+
+#[test]
+fn every_command_speaks_english_by_default() {
+    let env = TestEnv::new();
+    let ran = env.run(&["exec", "localhost", "--", "true"]);
+    assert!(text(&ran.stderr).starts_with("run ") && text(&ran.stderr).contains(": merlya audit list --run "));
+    assert!(env.ok(&["pipeline", "list"]).starts_with("ID  KIND  STATUS  TARGETS  CREATED  SUMMARY"));
+    assert!(env.ok(&["audit", "verify"]).starts_with("audit chain intact: "));
+    assert!(env.ok(&["audit", "list"]).contains("ASKED BY"));
+    assert!(env.ok(&["secret", "list"]).starts_with("NAME  BACKEND  UPDATED"));
+    let templates = env.ok(&["template", "list"]);
+    assert!(templates.starts_with("NAME") && templates.contains("PROVIDERS") && templates.contains("built-in"));
+    assert!(env.ok(&["template", "show", "basic-vm"]).contains("providers: aws"));
+    assert!(env.ok(&["mcp", "list"]).starts_with("no MCP server configured"));
+    let out = env.run(&["approvals", "revoke", "99"]);
+    assert_eq!((out.status.code(), text(&out.stderr).trim()), (Some(1), "no rule #99"));
 }

@@ -64,51 +64,53 @@ impl ChainReport {
         self
     }
 
-    /// What a person reads: what is proven, or what is broken.
+    /// What a person reads, in English: what is proven, or what is broken.
     pub fn describe(&self) -> String {
+        self.describe_in(&crate::i18n::Locale::default())
+    }
+
+    /// [`ChainReport::describe`] in `locale` (the CLI speaks the console's language); the reason of a
+    /// break is kept as found.
+    pub fn describe_in(&self, locale: &crate::i18n::Locale) -> String {
+        let n = |v: usize| v.to_string();
         if let Some(b) = &self.broken {
-            let at = if b.id > 0 { format!("entry {}", b.id) } else { "the chain head".to_string() };
-            return format!("audit chain BROKEN at {at}: {} ({} entries checked)", b.reason, self.entries);
+            let at = if b.id > 0 {
+                locale.tf("cli.audit.at_entry", &[("id", &b.id.to_string())])
+            } else {
+                locale.t("cli.audit.at_head").to_string()
+            };
+            let args = [("at", at.as_str()), ("reason", &b.reason), ("entries", &n(self.entries))];
+            return locale.tf("cli.audit.broken", &args);
         }
         let mut lines = Vec::new();
         match (&self.checkpoint, self.key_present) {
-            (Some(c), true) => lines.push(format!(
-                "audit chain intact: {} entries, keyed (HMAC-SHA256), matches the checkpoint written at {} (entry {}, {} entries)",
-                self.entries, c.written_at, c.last_id, c.count
+            (Some(c), true) => lines.push(locale.tf(
+                "cli.audit.intact_keyed",
+                &[
+                    ("entries", &n(self.entries)),
+                    ("written_at", &c.written_at),
+                    ("last_id", &c.last_id.to_string()),
+                    ("count", &c.count.to_string()),
+                ],
             )),
-            _ if self.entries == 0 => lines.push("audit chain intact: 0 entries (nothing recorded yet)".to_string()),
-            _ => lines.push(format!(
-                "audit chain intact: {} entries, UNKEYED (plain SHA-256, written by an older merlya): anyone able to write merlya.db could have rewritten them; the next recorded command re-bases them onto a keyed chain",
-                self.entries
-            )),
+            _ if self.entries == 0 => lines.push(locale.t("cli.audit.intact_empty").to_string()),
+            _ => lines.push(locale.tf("cli.audit.intact_unkeyed", &[("entries", &n(self.entries))])),
         }
         if let Some(id) = self.rebased_at {
-            lines.push(format!(
-                "  re-based at entry {id}: the {} entries before it were unkeyed; they are pinned under the key since then, not before",
-                self.legacy
-            ));
+            lines.push(locale.tf("cli.audit.rebased", &[("id", &id.to_string()), ("legacy", &n(self.legacy))]));
         }
         if let Some((path, heads)) = &self.witness {
             lines.push(match heads {
-                0 => format!(
-                    "  the witness {path} holds no head of this log: nothing was compared (is it the right source?)"
-                ),
-                _ => format!("  holds every head witnessed in {path} ({heads} heads)"),
+                0 => locale.tf("cli.audit.witness_empty", &[("path", path)]),
+                _ => locale.tf("cli.audit.witness_holds", &[("path", path), ("heads", &n(*heads))]),
             });
         }
         if self.beyond_checkpoint > 0 {
-            lines.push(format!(
-                "  {} keyed entries are newer than the checkpoint (a writer stopped before updating it)",
-                self.beyond_checkpoint
-            ));
+            lines.push(locale.tf("cli.audit.beyond", &[("count", &n(self.beyond_checkpoint))]));
         }
         if !self.unfinished.is_empty() {
             let ids: Vec<String> = self.unfinished.iter().map(|id| format!("#{id}")).collect();
-            lines.push(format!(
-                "  {} execution(s) started with no outcome recorded (unfinished): {}",
-                ids.len(),
-                ids.join(", ")
-            ));
+            lines.push(locale.tf("cli.audit.unfinished", &[("count", &n(ids.len())), ("ids", &ids.join(", "))]));
         }
         lines.join("\n")
     }
