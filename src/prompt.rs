@@ -41,22 +41,32 @@ impl Prompter for NoPrompter {
     }
 }
 
-/// Asks on the controlling terminal; one question at a time even when many
+/// Asks on the controlling terminal, in the CLI's language; one question at a time even when many
 /// hosts connect in parallel.
 #[derive(Default)]
 pub struct TerminalPrompter {
     one_at_a_time: Mutex<()>,
+    locale: crate::i18n::Locale,
+}
+
+impl TerminalPrompter {
+    /// Asks in `locale`'s words.
+    pub fn in_locale(locale: crate::i18n::Locale) -> Self {
+        Self { one_at_a_time: Mutex::new(()), locale }
+    }
 }
 
 #[async_trait]
 impl Prompter for TerminalPrompter {
     async fn confirm(&self, title: &Text, body: &Text) -> bool {
         let _turn = self.one_at_a_time.lock().await;
-        let question = format!("{}\n{}\nContinue? [y/N] ", title.english(), body.english());
+        let (title, body) = (title.render(&self.locale), body.render(&self.locale));
+        let question = format!("{title}\n{body}\n{}", self.locale.t("prompt.continue"));
         tokio::task::spawn_blocking(move || {
             eprint!("{question}");
             let mut answer = String::new();
-            std::io::stdin().read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes" | "YES")
+            std::io::stdin().read_line(&mut answer).is_ok()
+                && matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "o" | "O" | "oui" | "OUI")
         })
         .await
         .unwrap_or(false)
@@ -64,13 +74,13 @@ impl Prompter for TerminalPrompter {
 
     async fn secret(&self, title: &Text, prompt: &Text) -> Option<String> {
         let _turn = self.one_at_a_time.lock().await;
-        let prompt = format!("{}: {}", title.english(), prompt.english());
+        let prompt = format!("{}: {}", title.render(&self.locale), prompt.render(&self.locale));
         tokio::task::spawn_blocking(move || rpassword::prompt_password(prompt).ok()).await.ok().flatten()
     }
 
     async fn ask(&self, title: &Text, question: &Text) -> Option<String> {
         let _turn = self.one_at_a_time.lock().await;
-        let question = format!("{}\n{}\n> ", title.english(), question.english());
+        let question = format!("{}\n{}\n> ", title.render(&self.locale), question.render(&self.locale));
         tokio::task::spawn_blocking(move || {
             eprint!("{question}");
             let mut answer = String::new();

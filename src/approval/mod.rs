@@ -144,22 +144,32 @@ impl Approver for DenyAll {
     }
 }
 
-/// Asks on the terminal.
+/// Asks on the terminal, in the CLI's language.
 #[derive(Default)]
 pub struct TerminalApprover {
     one_at_a_time: tokio::sync::Mutex<()>,
+    locale: crate::i18n::Locale,
+}
+
+impl TerminalApprover {
+    /// Asks in `locale`'s words (the choices keep their letters: o, a, d).
+    pub fn in_locale(locale: crate::i18n::Locale) -> Self {
+        Self { one_at_a_time: Default::default(), locale }
+    }
 }
 
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
         let _turn = self.one_at_a_time.lock().await;
-        let text = render_request(request);
+        let text = render_request_in(request, &self.locale);
         let rule_possible = request.rule_possible();
         let keys = visible_line(&request.prefixes.join("`, `")).into_owned();
+        let always =
+            if rule_possible { self.locale.tf("approval.term.always", &[("keys", &keys)]) } else { String::new() };
+        let choices = self.locale.tf("approval.term.choices", &[("always", &always)]);
         tokio::task::spawn_blocking(move || {
-            let always = if rule_possible { format!("[a]lways `{keys}` on these hosts, ") } else { String::new() };
-            eprint!("{text}\n[o]nce, {always}[d]eny? ");
+            eprint!("{text}\n{choices}");
             let mut answer = String::new();
             if std::io::stdin().read_line(&mut answer).is_err() {
                 return Decision::Deny;
@@ -182,24 +192,36 @@ impl Approver for TerminalApprover {
 /// from the model or a host, so control characters are made visible: an
 /// escape sequence cannot clear the prompt or rewrite what is approved.
 pub fn render_request(r: &ApprovalRequest) -> String {
+    render_request_in(r, &crate::i18n::Locale::default())
+}
+
+/// [`render_request`] in `locale`'s words (the values stay as they are).
+pub fn render_request_in(r: &ApprovalRequest, locale: &crate::i18n::Locale) -> String {
+    let t = |key: &str| locale.t(key).to_string();
+    let command_label = t("approval.term.command");
+    let indent = " ".repeat(command_label.chars().count() + 3);
     let mut out = format!(
-        "APPROVAL NEEDED: {}\n  command: {}\n  hosts:   {}\n  risk:    {}\n",
+        "{}: {}\n  {command_label} {}\n  {} {}\n  {} {}\n",
+        t("approval.term.needed"),
         visible_line(&r.summary),
-        visible(&r.command).replace('\n', "\n           "),
+        visible(&r.command).replace('\n', &format!("\n{indent}")),
+        t("approval.term.hosts"),
         visible_line(&r.hosts.join(", ")),
+        t("approval.term.risk"),
         r.class.as_str()
     );
     for reason in &r.reasons {
         out.push_str(&format!("    - {}\n", visible_line(reason)));
     }
     if let Some(check) = &r.post_check {
-        out.push_str(&format!("  post-check: {}\n", visible_line(check)));
+        out.push_str(&format!("  {} {}\n", t("approval.term.post_check"), visible_line(check)));
     }
     if let Some(rollback) = &r.rollback {
-        out.push_str(&format!("  rollback:  {}\n", visible_line(rollback)));
+        out.push_str(&format!("  {} {}\n", t("approval.term.rollback"), visible_line(rollback)));
     }
     for leak in &r.leaks {
-        out.push_str(&format!("  ! {}\n    safer: {}\n", visible_line(&leak.what), visible_line(&leak.rewrite)));
+        let safer = t("approval.term.safer");
+        out.push_str(&format!("  ! {}\n    {safer} {}\n", visible_line(&leak.what), visible_line(&leak.rewrite)));
     }
     if let Some(diff) = &r.diff {
         // The diff is text from hosts and tools: every line behind a gutter, so none can pass for
@@ -209,9 +231,12 @@ pub fn render_request(r: &ApprovalRequest) -> String {
             out.push_str(&format!("  │ {line}\n"));
         }
         out.push_str(&format!(
-            "APPROVE? {} — command: {} — hosts: {}\n",
+            "{} {} — {} {} — {} {}\n",
+            t("approval.term.approve"),
             visible_line(&r.summary),
+            t("approval.term.command"),
             visible_line(&r.command),
+            t("approval.term.hosts").trim_end(),
             visible_line(&r.hosts.join(", "))
         ));
     }

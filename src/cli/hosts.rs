@@ -301,8 +301,11 @@ async fn detect_elevation(ctx: &Context, targets: &str) -> Result<u8> {
 
     let inventory = ctx.inventory_for(targets).await?;
     let interactive = std::io::stdin().is_terminal();
-    let prompter: Arc<dyn Prompter> =
-        if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+    let prompter: Arc<dyn Prompter> = if interactive {
+        Arc::new(TerminalPrompter::in_locale(super::lang::locale().clone()))
+    } else {
+        Arc::new(NoPrompter)
+    };
     let executor = ctx.executor(inventory.clone(), prompter, interactive)?;
     let hosts = ctx.resolve_targets(targets, &inventory, &executor.ssh_aliases()).await?;
     let tx = crate::exec::no_events();

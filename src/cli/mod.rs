@@ -350,12 +350,15 @@ impl Asking {
         use crate::approval::{AutoApprove, DenyAll, TerminalApprover};
         use crate::prompt::{NoPrompter, TerminalPrompter};
         let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        let prompter: Arc<dyn crate::prompt::Prompter> =
-            if interactive { Arc::new(TerminalPrompter::default()) } else { Arc::new(NoPrompter) };
+        let prompter: Arc<dyn crate::prompt::Prompter> = if interactive {
+            Arc::new(TerminalPrompter::in_locale(lang::locale().clone()))
+        } else {
+            Arc::new(NoPrompter)
+        };
         let approver: Arc<dyn crate::approval::Approver> = if yes {
             Arc::new(AutoApprove)
         } else if interactive {
-            Arc::new(TerminalApprover::default())
+            Arc::new(TerminalApprover::in_locale(lang::locale().clone()))
         } else {
             Arc::new(DenyAll)
         };

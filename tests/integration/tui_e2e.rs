@@ -204,6 +204,26 @@ fn cli_approval_prompt_stores_an_always_rule() {
 }
 
 #[test]
+fn cli_approval_prompt_speaks_the_chosen_language() {
+    let (_key, _sshd, env) = support::one_trusted_host("web01", &[]);
+    let merlya = env!("CARGO_BIN_EXE_merlya");
+    let target = format!("/tmp/merlya-rule-fr-{}", std::process::id());
+    let cmd = format!(
+        "export MERLYA_HOME='{}' HOME='{}' USER=tester MERLYA_UI_LANGUAGE=fr; '{merlya}' exec web01 -- mkdir -p {target}; echo FIRST $?; sleep 60",
+        env.merlya_home().display(),
+        env.home().display(),
+    );
+    let tmux = Tmux::attach(format!("merlya-e2e-rule-fr-{}", std::process::id()), &cmd, 120, 30);
+    let screen = tmux.wait_for("[o] une fois, [a] toujours `mkdir [-p]` sur ces hôtes, [d] refuser ?");
+    assert!(screen.contains("APPROBATION REQUISE") && screen.contains("risque :   mutating"), "{screen}");
+    tmux.type_text("d");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("FIRST ");
+    assert!(!screen.contains("FIRST 0"), "denied: {screen}");
+    assert!(!std::path::Path::new(&target).exists());
+}
+
+#[test]
 fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     use serde_json::json;
     use support::llm::{ScriptedLlm, openai};
