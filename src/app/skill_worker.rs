@@ -88,7 +88,7 @@ fn start(services: &Services, skill: Skill, given: BTreeMap<String, String>, tar
             Ok(outcome) => outcome,
             Err(e) => return done(Some(e.to_string())),
         };
-        sender.send(Msg::Note(outcome.to_text()));
+        sender.send(Msg::Note(outcome.to_text_in(&locale)));
         // The readings it took, for the inventory's health columns.
         match ctx.store.host_health().await {
             Ok(readings) => sender.send(Msg::Health(readings)),

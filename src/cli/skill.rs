@@ -81,7 +81,7 @@ pub fn print_outcome(ctx: &Context, outcome: &SkillOutcome, summary: Option<&str
         }
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        print!("{}", outcome.to_text());
+        print!("{}", outcome.to_text_in(super::lang::locale()));
         if let Some(text) = summary {
             let model = ctx.config.model.fast.clone().unwrap_or_else(|| t("cli.skill.model"));
             println!("\n{}\n{}", tf("cli.skill.summary", &[("model", &model)]), crate::term_safe::visible(text));

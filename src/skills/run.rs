@@ -347,18 +347,31 @@ impl SkillOutcome {
     /// What a person reads first: the culprits and why, then the findings on them, the calm hosts
     /// folded into one line, and a check that could not run said once for the hosts it failed on.
     pub fn to_text(&self) -> String {
+        self.to_text_in(&crate::i18n::Locale::default())
+    }
+
+    /// [`Self::to_text`] in `locale`'s words (values, checks and verdicts stay as they are).
+    pub fn to_text_in(&self, locale: &crate::i18n::Locale) -> String {
         // Values and reasons come from hosts: shown, never obeyed.
         let safe = |s: &str| crate::term_safe::visible_line(s).into_owned();
         let hosts: std::collections::BTreeSet<&str> = self.findings.iter().map(|f| f.host.as_str()).collect();
         let culprits: std::collections::BTreeSet<&str> = self.culprits.iter().map(|c| c.host.as_str()).collect();
-        let mut out =
-            format!("{} {} — {} host(s), {} culprit(s)\n", self.skill, self.version, hosts.len(), self.culprits.len());
+        let mut out = locale.tf(
+            "skills.text.header",
+            &[
+                ("skill", &self.skill),
+                ("version", &self.version),
+                ("hosts", &hosts.len().to_string()),
+                ("culprits", &self.culprits.len().to_string()),
+            ],
+        );
+        out.push('\n');
         if self.culprits.is_empty() {
-            out.push_str("no host past a threshold\n");
+            out.push_str(&format!("{}\n", locale.t("skills.text.none")));
         } else {
-            out.push_str("culprits:\n");
+            out.push_str(&format!("{}\n", locale.t("skills.text.culprits")));
             for c in &self.culprits {
-                let word = if c.unreachable { "UNREACHABLE" } else { c.verdict.as_str() };
+                let word = if c.unreachable { locale.t("skills.text.unreachable") } else { c.verdict.as_str() };
                 out.push_str(&format!("  {} ({word}): {}\n", c.host, safe(&c.why.join("; "))));
             }
         }
@@ -379,18 +392,32 @@ impl SkillOutcome {
             .collect();
         if !rows.is_empty() {
             out.push('\n');
-            out.push_str(&crate::text_table::render(&["HOST", "CHECK", "VALUE", "VERDICT", "WHY"], &rows));
+            let headers =
+                ["host", "check", "value", "verdict", "why"].map(|h| locale.t(&format!("skills.h.{h}")).to_string());
+            let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+            out.push_str(&crate::text_table::render(&headers, &rows));
         }
         let calm: Vec<&str> = hosts.iter().copied().filter(|h| !culprits.contains(h)).collect();
         if !calm.is_empty() {
-            out.push_str(&format!("\n{} host(s) ok: {}\n", calm.len(), safe(&calm.join(", "))));
+            let count = calm.len().to_string();
+            out.push_str(&format!(
+                "\n{}\n",
+                locale.tf("skills.text.calm", &[("count", &count), ("hosts", &safe(&calm.join(", ")))])
+            ));
         }
         for ((check, detail), on) in &unread {
-            let on = if on.len() == hosts.len() { "every host".to_string() } else { format!("{} hosts", on.len()) };
-            out.push_str(&format!("{} could not be read on {on}: {}\n", safe(check), safe(detail)));
+            let on = if on.len() == hosts.len() {
+                locale.t("skills.text.every_host").to_string()
+            } else {
+                locale.tf("skills.text.some_hosts", &[("count", &on.len().to_string())])
+            };
+            let line =
+                locale.tf("skills.text.unread", &[("check", &safe(check)), ("on", &on), ("detail", &safe(detail))]);
+            out.push_str(&format!("{line}\n"));
         }
         for s in &self.skipped {
-            out.push_str(&format!("skipped {}: {}\n", s.check, safe(&s.why)));
+            let line = locale.tf("skills.text.skipped", &[("check", &s.check), ("why", &safe(&s.why))]);
+            out.push_str(&format!("{line}\n"));
         }
         out
     }

@@ -71,6 +71,11 @@ fn every_command_speaks_french_and_keeps_its_values_and_exit_codes() {
     assert_eq!(ran.status.code(), Some(0));
     assert!(text(&ran.stderr).contains("exécution ") && text(&ran.stderr).contains(": merlya audit list --run "));
 
+    // A skill's findings: the words translated, the skill, hosts and verdicts as they are.
+    let findings = env.ok(&["skill", "run", "disk_usage", "--targets", "localhost"]);
+    assert!(findings.starts_with("disk_usage 1.0 — 1 hôte(s), "), "{findings}");
+    assert!(findings.contains("hôte(s) OK : localhost") || findings.contains("en cause :"), "{findings}");
+
     let runs = env.ok(&["pipeline", "list"]);
     let header = runs.lines().next().unwrap_or_default();
     for word in ["ID", "TYPE", "ÉTAT", "CIBLES", "CRÉÉ", "RÉSUMÉ"] {
