@@ -13,6 +13,8 @@
 //! A worker that needs a person (unknown host key, passphrase, MFA code) sends
 //! a prompt carrying a `oneshot` reply; prompts queue while one is on screen.
 
+/// What the Pipeline, Metrics and Drift panes show, from the store.
+pub mod boards;
 /// What a line typed at the bottom means (`!`, `:`, `/`, chat).
 pub mod command_line;
 /// Suggestions for the completion popup, from the parser's own tables.
