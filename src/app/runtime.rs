@@ -401,13 +401,24 @@ pub fn osc52(text: &str) -> String {
 
 /// Ctrl-Z: restores the terminal, stops the process, and takes the screen back on `fg`.
 fn suspend(terminal: &mut DefaultTerminal) -> Result<()> {
-    let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
-    ratatui::restore();
+    give_back_terminal();
     // SAFETY: raising SIGTSTP on ourselves is what a shell expects of a suspended program.
     unsafe {
         libc::raise(libc::SIGTSTP);
     }
     // Resumed by SIGCONT.
+    take_back_terminal(terminal)
+}
+
+/// Gives the terminal back to the shell or a program the console runs (Ctrl-Z, `s`): paste and
+/// mouse off, raw mode and the alternate screen left.
+pub(super) fn give_back_terminal() {
+    let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
+    ratatui::restore();
+}
+
+/// Takes the terminal back: raw mode, the alternate screen, paste and mouse, and a full redraw.
+pub(super) fn take_back_terminal(terminal: &mut DefaultTerminal) -> Result<()> {
     crossterm::terminal::enable_raw_mode().wrap_err("cannot resume the terminal")?;
     crossterm::execute!(
         std::io::stdout(),

@@ -11,8 +11,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use color_eyre::eyre::{Result, WrapErr};
-use crossterm::event::{DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture};
+use color_eyre::eyre::Result;
 use ratatui::DefaultTerminal;
 
 use super::model::ToastLevel;
@@ -157,8 +156,7 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
             return Ok(());
         }
     };
-    let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
-    ratatui::restore();
+    super::runtime::give_back_terminal();
     let via: Vec<String> = target.jumps.iter().map(|j| format!(" via {}@{}:{}", j.user, j.hostname, j.port)).collect();
     println!(
         "merlya: ssh {} ({}@{}:{}{}); exit to come back to the console",
@@ -169,7 +167,7 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
         via.concat()
     );
     let status = tokio::process::Command::new("ssh").args(&args).kill_on_drop(true).status().await;
-    let resumed = resume(terminal);
+    let resumed = super::runtime::take_back_terminal(terminal);
     let (outcome, code, reason, shown) = match &status {
         Ok(s) if s.success() => (AuditOutcome::Ok, s.code(), None, "exit 0".to_string()),
         Ok(s) => (AuditOutcome::Failed, s.code(), None, s.to_string()),
@@ -186,21 +184,6 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
         Err(e) => failed(e.to_string()),
     }
     resumed
-}
-
-/// Takes the terminal back after the session: raw mode, the alternate screen, paste and mouse, and
-/// a full redraw.
-fn resume(terminal: &mut DefaultTerminal) -> Result<()> {
-    crossterm::terminal::enable_raw_mode().wrap_err("cannot resume the terminal")?;
-    crossterm::execute!(
-        std::io::stdout(),
-        crossterm::terminal::EnterAlternateScreen,
-        EnableBracketedPaste,
-        EnableMouseCapture
-    )
-    .wrap_err("cannot resume the terminal")?;
-    terminal.clear().wrap_err("cannot redraw")?;
-    Ok(())
 }
 
 #[cfg(test)]
