@@ -85,7 +85,7 @@ fn first_run_with_a_keyring_offers_the_gateways_models_and_uses_the_chosen_one_a
     let inner = format!(
         "printf %s unlock-pw | gnome-keyring-daemon --daemonize --unlock --components=secrets >/dev/null; \
          export MERLYA_HOME={home} HOME={user_home} XDG_RUNTIME_DIR={runtime} USER=tester LANG=C.UTF-8 NO_COLOR=1; \
-         {m}; echo EXITED $?; echo KEY=$({m} secret get llm:custom:api_key); {m}; sleep 60",
+         {m}; echo EXITED $?; echo KEY=$({m} secret get llm:custom:api_key); read _go; {m}; sleep 60",
         home = env.merlya_home().display(),
         user_home = env.home().display(),
         runtime = runtime.display(),
@@ -130,7 +130,9 @@ fn first_run_with_a_keyring_offers_the_gateways_models_and_uses_the_chosen_one_a
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
     tmux.wait_for("KEY=sk-first-run-7");
-    // The next start has the model and the key: no note, no setup.
+    // The next start has the model and the key: no note, no setup. (It waits for Enter, so the
+    // lines above are read before its screen covers them.)
+    tmux.keys(&["Enter"]);
     tmux.wait_alternate_screen(true);
     let screen = tmux.wait_for("Inventory · 3");
     assert!(!screen.contains(NO_MODEL) && !screen.contains("Language of the console"), "{screen}");
