@@ -7,7 +7,7 @@
 
 use super::{Config, ConfigError};
 
-const SECTIONS: [&str; 7] = ["model", "ssh", "policy", "ui", "logging", "secrets", "audit"];
+const SECTIONS: [&str; 9] = ["model", "ssh", "policy", "ui", "logging", "secrets", "audit", "store", "operator"];
 
 /// Returns `config` with every matching environment variable applied.
 pub fn apply_env_overrides(config: Config, env: &[(String, String)]) -> Result<Config, ConfigError> {

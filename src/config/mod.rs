@@ -73,6 +73,41 @@ pub struct Config {
     pub drift: drift::DriftConfig,
     /// Where provider credentials come from.
     pub provision: provision::ProvisionConfig,
+    /// Where the store lives: SQLite in MERLYA_HOME, or a team's PostgreSQL.
+    pub store: StoreConfig,
+    /// Who is at this console, for a team's audit log and approvals.
+    pub operator: OperatorConfig,
+}
+
+/// Where the store lives (ADR 0032).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Absent or `sqlite://PATH`: the file in MERLYA_HOME (or PATH); `postgres://USER@HOST/DB`: a team's
+    /// PostgreSQL (`sslmode` and the other libpq parameters honoured). Never with a password in it.
+    pub url: Option<String>,
+    /// Where the PostgreSQL password comes from: `@service:host:field` (the keyring), `env:NAME` or
+    /// `file:/PATH`; else libpq's own PGPASSWORD or PGPASSFILE (~/.pgpass).
+    pub password: Option<String>,
+}
+
+/// Who is at this console.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OperatorConfig {
+    /// The name audit entries and approvals carry; default user@machine.
+    pub name: Option<String>,
+}
+
+impl OperatorConfig {
+    /// The configured name, else `user@machine`.
+    pub fn name(&self) -> String {
+        self.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            let host = host.trim();
+            format!("{}@{}", crate::ssh::target::local_user(), if host.is_empty() { "localhost" } else { host })
+        })
+    }
 }
 
 /// Command output spilled to `MERLYA_HOME/logs/output` (what a result does not keep in memory).
@@ -482,7 +517,17 @@ impl Config {
         let credentials_ok = self.provision.credentials.values().flatten().all(|(name, source)| {
             provision::is_variable_name(name) && provision::CredentialSource::parse(source).is_ok()
         });
-        let checks: [(&str, bool, &str); 27] = [
+        let store_url_ok = self.store.url.as_deref().is_none_or(|u| crate::store::postgres::StoreUrl::parse(u).is_ok());
+        let store_password_ok =
+            self.store.password.as_deref().is_none_or(|p| provision::CredentialSource::parse(p).is_ok());
+        let checks: [(&str, bool, &str); 29] = [
+            (
+                "store.url",
+                store_url_ok,
+                "expected sqlite://PATH or postgres://USER@HOST[:PORT]/DATABASE[?sslmode=…], without a password \
+                 (give it with store.password, PGPASSWORD or ~/.pgpass)",
+            ),
+            ("store.password", store_password_ok, "expected @service:host:field, env:NAME or file:/PATH"),
             (
                 "provision.credentials",
                 credentials_ok,

@@ -1,7 +1,6 @@
 //! Stored "always allow this prefix on these hosts" decisions.
 
-use sqlx::Row;
-
+use super::db::{Row, query};
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 
 /// One stored rule.
@@ -14,7 +13,7 @@ pub struct ApprovalRule {
     pub created_at: String,
 }
 
-fn rule_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApprovalRule, sqlx::Error> {
+fn rule_from_row(row: &Row) -> Result<ApprovalRule, sqlx::Error> {
     let hosts: String = row.try_get("hosts")?;
     Ok(ApprovalRule {
         id: row.try_get("id")?,
@@ -31,7 +30,9 @@ impl Store {
         let mut hosts = hosts.to_vec();
         hosts.sort();
         hosts.dedup();
-        sqlx::query("INSERT OR IGNORE INTO approval_rules (prefix, hosts, created_by, created_at) VALUES (?, ?, ?, ?)")
+        query(
+            "INSERT INTO approval_rules (prefix, hosts, created_by, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
             .bind(prefix)
             .bind(hosts.join(","))
             .bind(created_by)
@@ -44,7 +45,7 @@ impl Store {
 
     /// Every rule.
     pub async fn list_rules(&self) -> Result<Vec<ApprovalRule>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM approval_rules ORDER BY id")
+        let rows = query("SELECT * FROM approval_rules ORDER BY id")
             .fetch_all(self.pool())
             .await
             .ctx("cannot read approval rules")?;
@@ -53,12 +54,12 @@ impl Store {
 
     /// Deletes a rule; returns whether it existed.
     pub async fn revoke_rule(&self, id: i64) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM approval_rules WHERE id = ?")
+        let done = query("DELETE FROM approval_rules WHERE id = $1")
             .bind(id)
             .execute(self.pool())
             .await
             .map_err(self.write_error("revoke the rule"))?;
-        Ok(done.rows_affected() > 0)
+        Ok(done > 0)
     }
 
     /// The rules that together cover every prefix on every host, if they do.

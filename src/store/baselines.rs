@@ -1,6 +1,7 @@
 //! Host baselines (issue 26): captured facts per host, the accepted one being
 //! what a drift check compares the host with.
 
+use super::db::query;
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 
 /// One capture of a host's facts.
@@ -44,21 +45,20 @@ impl Store {
     /// Records a capture of `host`; `accepted` makes it the host's baseline.
     pub async fn add_capture(&self, host: &str, facts: &str, accepted: bool) -> Result<StoredCapture, StoreError> {
         let captured_at = now_rfc3339();
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO baselines (host, accepted, captured_at, facts) VALUES (?, ?, ?, ?) RETURNING id",
-        )
-        .bind(host)
-        .bind(accepted)
-        .bind(&captured_at)
-        .bind(facts)
-        .fetch_one(self.pool())
-        .await
-        .map_err(self.write_error("record a host capture"))?;
+        let id: i64 =
+            query("INSERT INTO baselines (host, accepted, captured_at, facts) VALUES ($1, $2, $3, $4) RETURNING id")
+                .bind(host)
+                .bind(accepted)
+                .bind(&captured_at)
+                .bind(facts)
+                .scalar(self.pool())
+                .await
+                .map_err(self.write_error("record a host capture"))?;
         // Only the newest accepted capture and the newest check are worth keeping per host.
-        sqlx::query(
-            "DELETE FROM baselines WHERE host = ? AND id NOT IN (
-                 SELECT MAX(id) FROM baselines WHERE host = ? AND accepted = 1
-                 UNION SELECT MAX(id) FROM baselines WHERE host = ? AND accepted = 0)",
+        query(
+            "DELETE FROM baselines WHERE host = $1 AND id NOT IN (
+                 SELECT MAX(id) FROM baselines WHERE host = $2 AND accepted = 1
+                 UNION SELECT MAX(id) FROM baselines WHERE host = $3 AND accepted = 0)",
         )
         .bind(host)
         .bind(host)
@@ -80,8 +80,8 @@ impl Store {
     }
 
     async fn newest_capture(&self, host: &str, accepted: bool) -> Result<Option<StoredCapture>, StoreError> {
-        let row: Option<Row> = sqlx::query_as(
-            "SELECT id, host, accepted, captured_at, facts FROM baselines WHERE host = ? AND accepted = ?
+        let row: Option<Row> = query(
+            "SELECT id, host, accepted, captured_at, facts FROM baselines WHERE host = $1 AND accepted = $2
              ORDER BY id DESC LIMIT 1",
         )
         .bind(host)
@@ -102,8 +102,8 @@ impl Store {
 
     /// Records `host`'s findings of a check against its baseline (JSON rows), replacing the last.
     pub async fn set_host_drift(&self, host: &str, findings: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO host_drift (host, checked_at, findings) VALUES (?, ?, ?)
+        query(
+            "INSERT INTO host_drift (host, checked_at, findings) VALUES ($1, $2, $3)
              ON CONFLICT(host) DO UPDATE SET checked_at = excluded.checked_at, findings = excluded.findings",
         )
         .bind(host)
@@ -117,7 +117,7 @@ impl Store {
 
     /// Every host's last findings: `(host, checked_at, findings JSON)`, by host.
     pub async fn host_drift(&self) -> Result<Vec<(String, String, String)>, StoreError> {
-        sqlx::query_as("SELECT host, checked_at, findings FROM host_drift ORDER BY host")
+        query("SELECT host, checked_at, findings FROM host_drift ORDER BY host")
             .fetch_all(self.pool())
             .await
             .ctx("cannot read host drift")
@@ -125,8 +125,8 @@ impl Store {
 
     /// Keeps an approved ignore rule.
     pub async fn add_ignore_rule(&self, rule: &StoredIgnore) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO drift_ignores (name, section, key, hosts, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        query(
+            "INSERT INTO drift_ignores (name, section, key, hosts, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&rule.name)
         .bind(&rule.section)
@@ -143,11 +143,10 @@ impl Store {
     /// The ignore rules operators decided, oldest first.
     pub async fn ignore_rules(&self) -> Result<Vec<StoredIgnore>, StoreError> {
         type IgnoreRow = (String, Option<String>, String, Option<String>, String);
-        let rows: Vec<IgnoreRow> =
-            sqlx::query_as("SELECT name, section, key, hosts, created_by FROM drift_ignores ORDER BY id")
-                .fetch_all(self.pool())
-                .await
-                .ctx("cannot read ignore rules")?;
+        let rows: Vec<IgnoreRow> = query("SELECT name, section, key, hosts, created_by FROM drift_ignores ORDER BY id")
+            .fetch_all(self.pool())
+            .await
+            .ctx("cannot read ignore rules")?;
         Ok(rows
             .into_iter()
             .map(|(name, section, key, hosts, created_by)| StoredIgnore { name, section, key, hosts, created_by })
@@ -156,8 +155,8 @@ impl Store {
 
     /// Every host with a baseline, by name.
     pub async fn hosts_with_baselines(&self) -> Result<Vec<String>, StoreError> {
-        sqlx::query_scalar("SELECT DISTINCT host FROM baselines WHERE accepted = 1 ORDER BY host")
-            .fetch_all(self.pool())
+        query("SELECT DISTINCT host FROM baselines WHERE accepted = 1 ORDER BY host")
+            .scalars(self.pool())
             .await
             .ctx("cannot read host baselines")
     }
@@ -181,7 +180,7 @@ mod tests {
         assert!(!store.accept_last_check("db01").await.unwrap());
         assert_eq!(store.hosts_with_baselines().await.unwrap(), ["web01"]);
         // Old rows are pruned: one baseline and one check per host at most.
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM baselines").fetch_one(store.pool()).await.unwrap();
+        let count: i64 = query("SELECT COUNT(*) FROM baselines").scalar(store.pool()).await.unwrap();
         assert_eq!(count, 2);
         let rule = StoredIgnore {
             name: "web certs".into(),

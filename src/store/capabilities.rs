@@ -1,5 +1,6 @@
 //! Cached capability probes per host (see `pipeline::capabilities`).
 
+use super::db::query;
 use serde::{Deserialize, Serialize};
 
 use super::{SqlContext, Store, StoreError, now_rfc3339};
@@ -28,13 +29,12 @@ impl Capabilities {
 impl Store {
     /// The cached capabilities of `host`, if any (fresh or not: the caller checks the age).
     pub async fn capabilities(&self, host: &str) -> Result<Option<Capabilities>, StoreError> {
-        let row: Option<(String, Option<String>, String, Option<bool>)> = sqlx::query_as(
-            "SELECT tools, kube_context, checked_at, readonly_sandbox FROM host_capabilities WHERE host = ?",
-        )
-        .bind(host)
-        .fetch_optional(self.pool())
-        .await
-        .ctx("cannot read host capabilities")?;
+        let row: Option<(String, Option<String>, String, Option<bool>)> =
+            query("SELECT tools, kube_context, checked_at, readonly_sandbox FROM host_capabilities WHERE host = $1")
+                .bind(host)
+                .fetch_optional(self.pool())
+                .await
+                .ctx("cannot read host capabilities")?;
         Ok(row.map(|(tools, kube_context, checked_at, readonly_sandbox)| Capabilities {
             tools: serde_json::from_str(&tools).unwrap_or_default(),
             kube_context,
@@ -52,8 +52,8 @@ impl Store {
         readonly_sandbox: Option<bool>,
     ) -> Result<Capabilities, StoreError> {
         let checked_at = now_rfc3339();
-        sqlx::query(
-            "INSERT INTO host_capabilities (host, tools, kube_context, checked_at, readonly_sandbox) VALUES (?, ?, ?, ?, ?)
+        query(
+            "INSERT INTO host_capabilities (host, tools, kube_context, checked_at, readonly_sandbox) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT(host) DO UPDATE SET tools = excluded.tools, kube_context = excluded.kube_context,
              checked_at = excluded.checked_at, readonly_sandbox = excluded.readonly_sandbox",
         )

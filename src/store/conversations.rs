@@ -2,6 +2,8 @@
 //! messages, so `/conv` can list and reopen them and a follow-up question
 //! is asked with what came before. Content is stored after redaction.
 
+use super::Backend;
+use super::db::{query, recorded_order};
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 
 /// A conversation in the `/conv` list.
@@ -34,20 +36,26 @@ impl Store {
         let now = now_rfc3339();
         let mut tx = self.begin_write("create the conversation").await?;
         // The highest number so far, not the count: a deleted conversation's id is never reused.
-        let highest: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(CAST(SUBSTR(id, 2) AS INTEGER)), 0) FROM conversations WHERE id GLOB 'c[0-9]*'",
-        )
-        .fetch_one(&mut *tx)
+        let highest: i64 = query(match tx.backend() {
+            Backend::Sqlite => {
+                "SELECT COALESCE(MAX(CAST(SUBSTR(id, 2) AS INTEGER)), 0) FROM conversations WHERE id GLOB 'c[0-9]*'"
+            }
+            Backend::Postgres => {
+                "SELECT COALESCE(MAX(CAST(substring(id from '^c([0-9]+)') AS BIGINT)), 0) FROM conversations \
+                 WHERE id ~ '^c[0-9]'"
+            }
+        })
+        .scalar(&mut tx)
         .await
         .ctx("cannot number conversations")?;
         let id = format!("c{}", highest + 1);
         let title: String = crate::redact::redact_command(first_message).chars().take(60).collect();
-        sqlx::query("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)")
+        query("INSERT INTO conversations (id, title, created_at, updated_at) VALUES ($1, $2, $3, $4)")
             .bind(&id)
             .bind(title.replace('\n', " "))
             .bind(&now)
             .bind(&now)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot create conversation")?;
         tx.commit().await.map_err(self.write_error("create the conversation"))?;
@@ -64,21 +72,21 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = now_rfc3339();
         let mut tx = self.begin_write("save the message").await?;
-        sqlx::query(
-            "INSERT INTO session_messages (session_id, conversation_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)",
+        query(
+            "INSERT INTO session_messages (session_id, conversation_id, role, content, created_at) VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(session)
         .bind(conversation)
         .bind(role)
         .bind(crate::redact::redact_command(content))
         .bind(&now)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .ctx("cannot save message")?;
-        sqlx::query("UPDATE conversations SET updated_at = ? WHERE id = ?")
+        query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
             .bind(&now)
             .bind(conversation)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot update conversation")?;
         tx.commit().await.map_err(self.write_error("save the message"))?;
@@ -87,13 +95,14 @@ impl Store {
 
     /// The newest conversations first.
     pub async fn list_conversations(&self, limit: i64) -> Result<Vec<ConversationSummary>, StoreError> {
-        let rows: Vec<(String, String, String, i64, i64, f64)> = sqlx::query_as(
+        let rows: Vec<(String, String, String, i64, i64, f64)> = query(format!(
             "SELECT c.id, c.title, c.updated_at,
                     (SELECT COUNT(*) FROM session_messages m WHERE m.conversation_id = c.id AND m.role != 'tool'),
-                    (SELECT COALESCE(SUM(u.input_tokens + u.output_tokens), 0) FROM conversation_usage u WHERE u.conversation_id = c.id),
+                    (SELECT CAST(COALESCE(SUM(u.input_tokens + u.output_tokens), 0) AS BIGINT) FROM conversation_usage u WHERE u.conversation_id = c.id),
                     (SELECT COALESCE(SUM(u.cost_usd), 0.0) FROM conversation_usage u WHERE u.conversation_id = c.id)
-             FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?",
-        )
+             FROM conversations c ORDER BY c.updated_at DESC, c.{} DESC LIMIT $1",
+            recorded_order(self.backend())
+        ))
         .bind(limit)
         .fetch_all(self.pool())
         .await
@@ -113,51 +122,54 @@ impl Store {
 
     /// The conversation updated last (what `--resume` without an id reopens).
     pub async fn latest_conversation(&self) -> Result<Option<String>, StoreError> {
-        sqlx::query_scalar("SELECT id FROM conversations ORDER BY updated_at DESC, rowid DESC LIMIT 1")
-            .fetch_optional(self.pool())
-            .await
-            .ctx("cannot read conversations")
+        query(format!(
+            "SELECT id FROM conversations ORDER BY updated_at DESC, {} DESC LIMIT 1",
+            recorded_order(self.backend())
+        ))
+        .scalar_optional(self.pool())
+        .await
+        .ctx("cannot read conversations")
     }
 
     /// Renames a conversation; `false` when there is none with that id.
     pub async fn rename_conversation(&self, id: &str, title: &str) -> Result<bool, StoreError> {
         let title: String = crate::redact::redact_command(title).replace('\n', " ").chars().take(80).collect();
         let mut tx = self.begin_write("rename the conversation").await?;
-        let done = sqlx::query("UPDATE conversations SET title = ? WHERE id = ?")
+        let done = query("UPDATE conversations SET title = $1 WHERE id = $2")
             .bind(title)
             .bind(id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot rename the conversation")?;
         tx.commit().await.map_err(self.write_error("rename the conversation"))?;
-        Ok(done.rows_affected() > 0)
+        Ok(done > 0)
     }
 
     /// Deletes a conversation, its messages and its usage; `false` when there is none with that id.
     pub async fn delete_conversation(&self, id: &str) -> Result<bool, StoreError> {
         let mut tx = self.begin_write("delete the conversation").await?;
-        sqlx::query("DELETE FROM session_messages WHERE conversation_id = ?")
+        query("DELETE FROM session_messages WHERE conversation_id = $1")
             .bind(id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot delete the conversation's messages")?;
-        let done = sqlx::query("DELETE FROM conversations WHERE id = ?")
+        let done = query("DELETE FROM conversations WHERE id = $1")
             .bind(id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot delete the conversation")?;
         tx.commit().await.map_err(self.write_error("delete the conversation"))?;
-        Ok(done.rows_affected() > 0)
+        Ok(done > 0)
     }
 
     /// Adds what `model` cost a conversation in one turn.
     pub async fn add_usage(&self, id: &str, usage: &ModelUsage) -> Result<(), StoreError> {
         let mut tx = self.begin_write("record the conversation's usage").await?;
-        sqlx::query(
+        query(
             "INSERT INTO conversation_usage (conversation_id, model, calls, input_tokens, output_tokens, cost_usd)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (conversation_id, model) DO UPDATE SET calls = calls + ?3,
-                 input_tokens = input_tokens + ?4, output_tokens = output_tokens + ?5, cost_usd = cost_usd + ?6",
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (conversation_id, model) DO UPDATE SET calls = calls + $3,
+                 input_tokens = input_tokens + $4, output_tokens = output_tokens + $5, cost_usd = cost_usd + $6",
         )
         .bind(id)
         .bind(&usage.model)
@@ -165,7 +177,7 @@ impl Store {
         .bind(usage.input_tokens)
         .bind(usage.output_tokens)
         .bind(usage.cost_usd)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .ctx("cannot record the conversation's usage")?;
         tx.commit().await.map_err(self.write_error("record the conversation's usage"))?;
@@ -186,9 +198,9 @@ impl Store {
 
     /// What each model cost a conversation.
     pub async fn conversation_usage(&self, id: &str) -> Result<Vec<ModelUsage>, StoreError> {
-        let rows: Vec<(String, i64, i64, i64, f64)> = sqlx::query_as(
+        let rows: Vec<(String, i64, i64, i64, f64)> = query(
             "SELECT model, calls, input_tokens, output_tokens, cost_usd FROM conversation_usage
-             WHERE conversation_id = ? ORDER BY model",
+             WHERE conversation_id = $1 ORDER BY model",
         )
         .bind(id)
         .fetch_all(self.pool())
@@ -209,7 +221,7 @@ impl Store {
     /// The summary standing for a conversation's first `turns` turns, if one was made.
     pub async fn conversation_summary(&self, id: &str) -> Result<Option<(String, i64)>, StoreError> {
         let row: Option<(Option<String>, i64)> =
-            sqlx::query_as("SELECT summary, summary_turns FROM conversations WHERE id = ?")
+            query("SELECT summary, summary_turns FROM conversations WHERE id = $1")
                 .bind(id)
                 .fetch_optional(self.pool())
                 .await
@@ -220,11 +232,11 @@ impl Store {
     /// Keeps the summary of a conversation's first `turns` turns (redacted like every message).
     pub async fn set_conversation_summary(&self, id: &str, summary: &str, turns: i64) -> Result<(), StoreError> {
         let mut tx = self.begin_write("save the conversation's summary").await?;
-        sqlx::query("UPDATE conversations SET summary = ?, summary_turns = ? WHERE id = ?")
+        query("UPDATE conversations SET summary = $1, summary_turns = $2 WHERE id = $3")
             .bind(crate::redact::redact_command(summary))
             .bind(turns)
             .bind(id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot save the conversation's summary")?;
         tx.commit().await.map_err(self.write_error("save the conversation's summary"))?;
@@ -233,16 +245,16 @@ impl Store {
 
     /// A conversation's messages as (role, content), oldest first; `None` when it does not exist.
     pub async fn conversation_messages(&self, id: &str) -> Result<Option<Vec<(String, String)>>, StoreError> {
-        let exists: Option<String> = sqlx::query_scalar("SELECT id FROM conversations WHERE id = ?")
+        let exists: Option<String> = query("SELECT id FROM conversations WHERE id = $1")
             .bind(id)
-            .fetch_optional(self.pool())
+            .scalar_optional(self.pool())
             .await
             .ctx("cannot read conversation")?;
         if exists.is_none() {
             return Ok(None);
         }
         let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT role, content FROM session_messages WHERE conversation_id = ? ORDER BY id")
+            query("SELECT role, content FROM session_messages WHERE conversation_id = $1 ORDER BY id")
                 .bind(id)
                 .fetch_all(self.pool())
                 .await
@@ -256,9 +268,9 @@ impl Store {
         session: Option<&str>,
         since: Option<&str>,
     ) -> Result<Vec<(String, String, String)>, StoreError> {
-        sqlx::query_as(
+        query(
             "SELECT created_at, role, content FROM session_messages \
-             WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR created_at >= ?2) ORDER BY id",
+             WHERE ($1 IS NULL OR session_id = $1) AND ($2 IS NULL OR created_at >= $2) ORDER BY id",
         )
         .bind(session)
         .bind(since)

@@ -1,5 +1,6 @@
 //! Command history and raw output kept for later inspection.
 
+use super::db::query;
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 use crate::redact::redact_command;
 
@@ -24,9 +25,9 @@ impl Store {
         let started = now_rfc3339();
         let command = redact_command(rec.command);
         let mut tx = self.begin_write("record the command").await?;
-        sqlx::query(
+        query(
             "INSERT INTO command_history (session_id, host, command, exit_code, duration_ms, error, started_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(rec.session_id)
         .bind(rec.host)
@@ -35,13 +36,13 @@ impl Store {
         .bind(i64::try_from(rec.duration_ms).unwrap_or(i64::MAX))
         .bind(rec.error)
         .bind(&started)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .ctx("cannot record command")?;
         let expires = (now + chrono::Duration::days(i64::from(retention_days)))
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        sqlx::query(
-            "INSERT INTO raw_logs (host, command, stdout, stderr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+        query(
+            "INSERT INTO raw_logs (host, command, stdout, stderr, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(rec.host)
         .bind(&command)
@@ -49,12 +50,12 @@ impl Store {
         .bind(rec.stderr)
         .bind(&started)
         .bind(expires)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .ctx("cannot record output")?;
-        sqlx::query("DELETE FROM raw_logs WHERE expires_at < ?")
+        query("DELETE FROM raw_logs WHERE expires_at < $1")
             .bind(&started)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot purge old output")?;
         tx.commit().await.map_err(self.write_error("record the command"))?;
@@ -69,8 +70,8 @@ impl Store {
         command: &str,
         since: &str,
     ) -> Result<Option<(String, String)>, StoreError> {
-        sqlx::query_as(
-            "SELECT stdout, stderr FROM raw_logs WHERE host = ? AND command = ? AND created_at >= ? ORDER BY id LIMIT 1",
+        query(
+            "SELECT stdout, stderr FROM raw_logs WHERE host = $1 AND command = $2 AND created_at >= $3 ORDER BY id LIMIT 1",
         )
         .bind(host)
         .bind(redact_command(command))
@@ -82,9 +83,9 @@ impl Store {
 
     /// Count of rows in `command_history` for a host (used by tests and `doctor`).
     pub async fn command_count(&self, host: &str) -> Result<i64, StoreError> {
-        sqlx::query_scalar("SELECT COUNT(*) FROM command_history WHERE host = ?")
+        query("SELECT COUNT(*) FROM command_history WHERE host = $1")
             .bind(host)
-            .fetch_one(self.pool())
+            .scalar(self.pool())
             .await
             .ctx("cannot count commands")
     }

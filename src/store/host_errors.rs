@@ -2,6 +2,7 @@
 //! failure, cleared on a success), read by the console's inventory and
 //! `merlya hosts list`.
 
+use super::db::query;
 use super::{SqlContext, Store, StoreError};
 
 /// A host's last failure as stored.
@@ -19,8 +20,8 @@ impl Store {
     /// Records how `host`'s last command ended: `Some((kind, message))` on a failure, `None` on success.
     pub async fn set_host_error(&self, host: &str, failure: Option<(&str, &str)>) -> Result<(), StoreError> {
         match failure {
-            Some((kind, message)) => sqlx::query(
-                "INSERT INTO host_errors (host, kind, message, at) VALUES (?, ?, ?, ?) \
+            Some((kind, message)) => query(
+                "INSERT INTO host_errors (host, kind, message, at) VALUES ($1, $2, $3, $4) \
                  ON CONFLICT(host) DO UPDATE SET kind = excluded.kind, message = excluded.message, at = excluded.at",
             )
             .bind(host)
@@ -30,7 +31,7 @@ impl Store {
             .execute(self.pool())
             .await
             .ctx("cannot record a host's last error")?,
-            None => sqlx::query("DELETE FROM host_errors WHERE host = ?")
+            None => query("DELETE FROM host_errors WHERE host = $1")
                 .bind(host)
                 .execute(self.pool())
                 .await
@@ -42,7 +43,7 @@ impl Store {
     /// Every host's last failure, by host name.
     pub async fn host_errors(&self) -> Result<Vec<StoredHostError>, StoreError> {
         let rows: Vec<(String, String, String, String)> =
-            sqlx::query_as("SELECT host, kind, message, at FROM host_errors ORDER BY host")
+            query("SELECT host, kind, message, at FROM host_errors ORDER BY host")
                 .fetch_all(self.pool())
                 .await
                 .ctx("cannot read hosts' last errors")?;

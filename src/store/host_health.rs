@@ -1,6 +1,7 @@
 //! Each host's last health readings (load per core, fullest mount, memory in use), written by a
 //! runbook run that read them and shown by the console's inventory as coloured columns.
 
+use super::db::query;
 use super::{SqlContext, Store, StoreError};
 
 /// Which reading.
@@ -80,10 +81,10 @@ impl Store {
         if readings.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool().begin().await.ctx("cannot record health readings")?;
+        let mut tx = self.begin_write("record health readings").await?;
         for r in readings {
-            sqlx::query(
-                "INSERT INTO host_health (host, \"check\", value, level, at) VALUES (?, ?, ?, ?, ?) \
+            query(
+                "INSERT INTO host_health (host, \"check\", value, level, at) VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT(host, \"check\") DO UPDATE SET value = excluded.value, level = excluded.level, \
                  at = excluded.at",
             )
@@ -92,7 +93,7 @@ impl Store {
             .bind(r.value)
             .bind(r.level.as_str())
             .bind(&r.at)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot record health readings")?;
         }
@@ -103,7 +104,7 @@ impl Store {
     /// Every host's newest readings.
     pub async fn host_health(&self) -> Result<Vec<HealthReading>, StoreError> {
         let rows: Vec<(String, String, f64, String, String)> =
-            sqlx::query_as("SELECT host, \"check\", value, level, at FROM host_health ORDER BY host")
+            query("SELECT host, \"check\", value, level, at FROM host_health ORDER BY host")
                 .fetch_all(self.pool())
                 .await
                 .ctx("cannot read health readings")?;

@@ -1,7 +1,7 @@
 //! Hosts and tags in the database.
 
-use sqlx::Row;
-
+use super::Backend;
+use super::db::{Row, Tx, query};
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 use crate::inventory::host::validate_host;
 use crate::inventory::{Host, LOCALHOST};
@@ -26,7 +26,7 @@ pub enum HostError {
     Store(#[from] StoreError),
 }
 
-fn host_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Host, sqlx::Error> {
+fn host_from_row(row: &Row) -> Result<Host, sqlx::Error> {
     let tags: Option<String> = row.try_get("tags")?;
     let elevation: String = row.try_get("elevation")?;
     let port: i64 = row.try_get("port")?;
@@ -45,13 +45,31 @@ fn host_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Host, sqlx::Error> {
     })
 }
 
-const SELECT_HOSTS: &str = "SELECT h.*, (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM host_tags t WHERE t.host_id = h.id ORDER BY tag)) AS tags FROM hosts h";
+/// Every column of a host and its tags joined by U+001F, in each backend's words.
+fn select_hosts(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => {
+            "SELECT h.*, (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM host_tags t WHERE t.host_id = h.id ORDER BY tag)) AS tags FROM hosts h"
+        }
+        Backend::Postgres => {
+            "SELECT h.*, (SELECT string_agg(tag, chr(31) ORDER BY tag) FROM host_tags t WHERE t.host_id = h.id) AS tags FROM hosts h"
+        }
+    }
+}
+
+/// The values of a JSON array bound to `$N`, as a subquery.
+fn json_values(backend: Backend, n: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!("SELECT value FROM json_each(${n})"),
+        Backend::Postgres => format!("SELECT json_array_elements_text(${n}::json)"),
+    }
+}
 
 impl Store {
     /// Every host, localhost first, then by name.
     pub async fn list_hosts(&self) -> Result<Vec<Host>, StoreError> {
-        let sql = format!("{SELECT_HOSTS} ORDER BY h.name != '{LOCALHOST}', h.name");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(self.pool()).await.ctx("cannot list hosts")?;
+        let sql = format!("{} ORDER BY h.name != '{LOCALHOST}', h.name", select_hosts(self.backend()));
+        let rows = query(sql).fetch_all(self.pool()).await.ctx("cannot list hosts")?;
         rows.iter().map(host_from_row).collect::<Result<_, _>>().ctx("cannot read a host row")
     }
 
@@ -61,13 +79,17 @@ impl Store {
         if names.is_empty() && tags.is_empty() {
             return Ok(Vec::new());
         }
+        let backend = self.backend();
         let sql = format!(
-            "{SELECT_HOSTS} WHERE h.name IN (SELECT value FROM json_each(?1))
-               OR h.id IN (SELECT host_id FROM host_tags WHERE tag IN (SELECT value FROM json_each(?2)))
-             ORDER BY h.name != '{LOCALHOST}', h.name"
+            "{} WHERE h.name IN ({})
+               OR h.id IN (SELECT host_id FROM host_tags WHERE tag IN ({}))
+             ORDER BY h.name != '{LOCALHOST}', h.name",
+            select_hosts(backend),
+            json_values(backend, 1),
+            json_values(backend, 2),
         );
         let as_json = |list: &[String]| serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = query(sql)
             .bind(as_json(names))
             .bind(as_json(tags))
             .fetch_all(self.pool())
@@ -88,16 +110,16 @@ impl Store {
     /// A number that changes whenever any host or tag is added, changed or
     /// removed (by this process or another): a console polls it to reload.
     pub async fn inventory_version(&self) -> Result<i64, StoreError> {
-        sqlx::query_scalar("SELECT version FROM inventory_version WHERE id = 1")
-            .fetch_one(self.pool())
+        query("SELECT version FROM inventory_version WHERE id = 1")
+            .scalar(self.pool())
             .await
             .ctx("cannot read the inventory version")
     }
 
     /// One host by name.
     pub async fn get_host(&self, name: &str) -> Result<Host, HostError> {
-        let sql = format!("{SELECT_HOSTS} WHERE h.name = ?");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let sql = format!("{} WHERE h.name = $1", select_hosts(self.backend()));
+        let row = query(sql)
             .bind(name)
             .fetch_optional(self.pool())
             .await
@@ -126,9 +148,9 @@ impl Store {
         let (mut added, mut updated) = (0, 0);
         let now = now_rfc3339();
         for host in hosts {
-            let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM hosts WHERE name = ?")
+            let existing: Option<i64> = query("SELECT id FROM hosts WHERE name = $1")
                 .bind(&host.name)
-                .fetch_optional(&mut *tx)
+                .scalar_optional(&mut tx)
                 .await
                 .ctx("cannot look up host")?;
             if existing.is_some() {
@@ -136,9 +158,9 @@ impl Store {
             } else {
                 added += 1
             }
-            sqlx::query(
+            query(
                 "INSERT INTO hosts (name, hostname, port, username, jump, identity_file, elevation, created_at, updated_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                  ON CONFLICT(name) DO UPDATE SET hostname = excluded.hostname, port = excluded.port,
                    username = excluded.username, jump = excluded.jump, identity_file = excluded.identity_file,
                    elevation = excluded.elevation, updated_at = excluded.updated_at",
@@ -152,7 +174,7 @@ impl Store {
             .bind(host.elevation.as_str())
             .bind(&now)
             .bind(&now)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx(&format!("cannot save host {}", host.name))?;
             add_tags(&mut tx, host).await?;
@@ -166,12 +188,12 @@ impl Store {
         if name == LOCALHOST {
             return Err(HostError::Builtin);
         }
-        let done = sqlx::query("DELETE FROM hosts WHERE name = ?")
+        let done = query("DELETE FROM hosts WHERE name = $1")
             .bind(name)
             .execute(self.pool())
             .await
             .map_err(self.write_error("remove the host"))?;
-        if done.rows_affected() == 0 {
+        if done == 0 {
             return Err(HostError::NotFound(name.to_string()));
         }
         Ok(())
@@ -191,17 +213,17 @@ impl Store {
             }
         }
         let sql = if add {
-            "INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?"
+            "INSERT INTO host_tags (host_id, tag) SELECT id, $1 FROM hosts WHERE name = $2 ON CONFLICT DO NOTHING"
         } else {
-            "DELETE FROM host_tags WHERE tag = ? AND host_id = (SELECT id FROM hosts WHERE name = ?)"
+            "DELETE FROM host_tags WHERE tag = $1 AND host_id = (SELECT id FROM hosts WHERE name = $2)"
         };
-        sqlx::query(sql).bind(tag).bind(name).execute(self.pool()).await.map_err(self.write_error("change the tag"))?;
+        query(sql).bind(tag).bind(name).execute(self.pool()).await.map_err(self.write_error("change the tag"))?;
         Ok(())
     }
 
     /// Records the result of a reachability check.
     pub async fn set_reachable(&self, name: &str, reachable: bool) -> Result<(), StoreError> {
-        sqlx::query("UPDATE hosts SET reachable = ?, last_check = ? WHERE name = ?")
+        query("UPDATE hosts SET reachable = $1, last_check = $2 WHERE name = $3")
             .bind(reachable)
             .bind(now_rfc3339())
             .bind(name)
@@ -213,12 +235,12 @@ impl Store {
 }
 
 /// Adds `host`'s tags to the row of that name (tags already there stay).
-async fn add_tags(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, host: &Host) -> Result<(), StoreError> {
+async fn add_tags(tx: &mut Tx, host: &Host) -> Result<(), StoreError> {
     for tag in &host.tags {
-        sqlx::query("INSERT OR IGNORE INTO host_tags (host_id, tag) SELECT id, ? FROM hosts WHERE name = ?")
+        query("INSERT INTO host_tags (host_id, tag) SELECT id, $1 FROM hosts WHERE name = $2 ON CONFLICT DO NOTHING")
             .bind(tag)
             .bind(&host.name)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await
             .ctx("cannot save tag")?;
     }
@@ -230,9 +252,9 @@ impl Store {
     pub async fn replace_host(&self, original: &str, host: &Host) -> Result<(), StoreError> {
         validate_host(host).map_err(StoreError::Invalid)?;
         let mut tx = self.begin_write("save the host").await?;
-        sqlx::query(
-            "UPDATE hosts SET name = ?, hostname = ?, port = ?, username = ?, jump = ?, elevation = ?, updated_at = ?
-             WHERE name = ?",
+        query(
+            "UPDATE hosts SET name = $1, hostname = $2, port = $3, username = $4, jump = $5, elevation = $6, updated_at = $7
+             WHERE name = $8",
         )
         .bind(&host.name)
         .bind(&host.hostname)
@@ -242,12 +264,12 @@ impl Store {
         .bind(host.elevation.as_str())
         .bind(now_rfc3339())
         .bind(original)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .ctx(&format!("cannot save host {}", host.name))?;
-        sqlx::query("DELETE FROM host_tags WHERE host_id = (SELECT id FROM hosts WHERE name = ?)")
+        query("DELETE FROM host_tags WHERE host_id = (SELECT id FROM hosts WHERE name = $1)")
             .bind(&host.name)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot save tags")?;
         add_tags(&mut tx, host).await?;
@@ -258,14 +280,8 @@ impl Store {
     /// Every host, in [`Store::list_hosts`]'s order, read one row at a time: a console holding
     /// 200,000 hosts must not also hold all their database rows while it converts them.
     pub async fn list_hosts_streamed(&self) -> Result<Vec<Host>, StoreError> {
-        use futures::TryStreamExt;
-        let sql = format!("{SELECT_HOSTS} ORDER BY h.name != '{LOCALHOST}', h.name");
-        let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch(self.pool());
-        let mut hosts = Vec::new();
-        while let Some(row) = rows.try_next().await.ctx("cannot list hosts")? {
-            hosts.push(host_from_row(&row).ctx("cannot read a host row")?);
-        }
-        Ok(hosts)
+        let sql = format!("{} ORDER BY h.name != '{LOCALHOST}', h.name", select_hosts(self.backend()));
+        query(sql).fetch_map(self.pool(), |row| host_from_row(&row)).await.ctx("cannot list hosts")
     }
 }
 

@@ -216,7 +216,7 @@ mod tests {
         for sql in
             ["DROP TABLE host_tags", "DROP TRIGGER audit_log_no_update", "ALTER TABLE hosts DROP COLUMN identity_file"]
         {
-            sqlx::query(sql).execute(store.pool()).await.unwrap();
+            crate::store::db::query(sql).execute(store.pool()).await.unwrap();
         }
         let err = store.check_health().await.unwrap_err();
         let said = err.to_string();

@@ -9,8 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use sqlx::{Sqlite, Transaction};
-
+use super::db::{Pool, Tx};
 use super::{Store, StoreError};
 
 /// How long a write waits for another connection's write lock.
@@ -23,17 +22,19 @@ const WAL_WRITE_LOCK_BYTE: u64 = 120;
 impl Store {
     /// Begins a write transaction holding the write lock from the start;
     /// `what` says what it is for in the error if the lock never comes.
-    pub(crate) async fn begin_write(&self, what: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        match self.pool().begin_with("BEGIN IMMEDIATE").await {
+    pub(crate) async fn begin_write(&self, what: &str) -> Result<Tx, StoreError> {
+        match self.pool().begin_write().await {
             // A COMMIT that failed (a full disk) is rolled back by SQLite, while sqlx still counts the
             // transaction open on that connection and refuses every later BEGIN on it: the connection
             // is closed and the pool opens a fresh one, so writes work again once there is room.
             Err(sqlx::Error::InvalidSavePointStatement) => {
                 tracing::warn!("a write transaction was left open by a failed commit; reconnecting");
-                if let Ok(stale) = self.pool().acquire().await {
+                if let Pool::Sqlite(pool) = self.pool()
+                    && let Ok(stale) = pool.acquire().await
+                {
                     let _ = stale.close().await;
                 }
-                self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(self.write_error(what))
+                self.pool().begin_write().await.map_err(self.write_error(what))
             }
             begun => begun.map_err(self.write_error(what)),
         }
@@ -43,13 +44,20 @@ impl Store {
     /// after the busy timeout becomes [`StoreError::Locked`]; others keep `what`.
     pub(crate) fn write_error<'a>(&'a self, what: &'a str) -> impl FnOnce(sqlx::Error) -> StoreError + 'a {
         move |source| {
-            if is_busy(&source) {
+            if self.backend() == super::Backend::Postgres && is_unreachable(&source) {
+                StoreError::Unreachable { location: self.location().to_string(), source }
+            } else if self.backend() == super::Backend::Sqlite && is_busy(&source) {
                 StoreError::Locked { path: self.path.to_path_buf(), what: what.to_string(), holder: holder(&self.path) }
             } else {
                 StoreError::Sql { context: what.to_string(), source }.or_no_space(&self.path, what)
             }
         }
     }
+}
+
+/// The server went away or never answered (not an error in what was asked).
+pub(crate) fn is_unreachable(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_))
 }
 
 /// SQLITE_BUSY or SQLITE_LOCKED, with any extended code.
@@ -138,9 +146,10 @@ mod tests {
         let path = dir.path().join("merlya.db");
         let first = Store::open(&path).await.unwrap();
         let second = Store::open(&path).await.unwrap();
-        let held = first.begin_write("hold the lock").await.unwrap();
+        let Ok(held) = first.begin_write("hold the lock").await else { panic!("the first write begins") };
         let started = std::time::Instant::now();
-        let err = second.begin_write("save hosts").await.unwrap_err().to_string();
+        let Err(err) = second.begin_write("save hosts").await else { panic!("the lock is held") };
+        let err = err.to_string();
         assert!(started.elapsed() >= BUSY_TIMEOUT, "waited on the busy timeout: {:?}", started.elapsed());
         assert!(err.contains(&path.display().to_string()) && err.contains("save hosts"), "{err}");
         if cfg!(target_os = "linux") {

@@ -1,5 +1,6 @@
 //! Figures for the metrics pane, computed from the command history.
 
+use super::db::query;
 use serde::Serialize;
 
 use super::{SqlContext, Store, StoreError};
@@ -34,8 +35,9 @@ impl Store {
 
     /// What this home's conversations spent, by model (the Metrics pane's figures, for `merlya metrics`).
     pub async fn model_totals(&self) -> Result<Vec<crate::metrics::ModelTotals>, StoreError> {
-        let rows: Vec<(String, i64, i64, i64, f64)> = sqlx::query_as(
-            "SELECT model, SUM(calls), SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) \
+        let rows: Vec<(String, i64, i64, i64, f64)> = query(
+            "SELECT model, CAST(SUM(calls) AS BIGINT), CAST(SUM(input_tokens) AS BIGINT), \
+                    CAST(SUM(output_tokens) AS BIGINT), SUM(cost_usd) \
              FROM conversation_usage GROUP BY model ORDER BY model",
         )
         .fetch_all(self.pool())
@@ -48,7 +50,7 @@ impl Store {
     /// Totals this home recorded, for seeding the metrics registry: command outcomes (as the audit log
     /// names them) and pipeline ends by kind and status.
     pub async fn history_totals(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String, u64)>), StoreError> {
-        let commands: Vec<(String, i64)> = sqlx::query_as(
+        let commands: Vec<(String, i64)> = query(
             "SELECT CASE WHEN exit_code = 0 AND error IS NULL THEN 'ok' \
                     WHEN error LIKE 'timed out%' THEN 'timed_out' \
                     WHEN error = 'cancelled' THEN 'cancelled' ELSE 'failed' END AS outcome, COUNT(*) \
@@ -58,7 +60,7 @@ impl Store {
         .await
         .ctx("cannot count commands")?;
         let pipelines: Vec<(String, String, i64)> =
-            sqlx::query_as("SELECT kind, status, COUNT(*) FROM pipeline_runs GROUP BY kind, status")
+            query("SELECT kind, status, COUNT(*) FROM pipeline_runs GROUP BY kind, status")
                 .fetch_all(self.pool())
                 .await
                 .ctx("cannot count pipeline runs")?;
@@ -79,7 +81,7 @@ impl Store {
     /// Statistics over the newest 10,000 commands and every pipeline run.
     pub async fn command_stats(&self) -> Result<CommandStats, StoreError> {
         let rows: Vec<(Option<i64>, Option<String>, i64)> =
-            sqlx::query_as("SELECT exit_code, error, duration_ms FROM command_history ORDER BY id DESC LIMIT 10000")
+            query("SELECT exit_code, error, duration_ms FROM command_history ORDER BY id DESC LIMIT 10000")
                 .fetch_all(self.pool())
                 .await
                 .ctx("cannot read command statistics")?;
@@ -96,8 +98,9 @@ impl Store {
             let bucket = LATENCY_BUCKETS_MS.iter().position(|b| ms <= *b).unwrap_or(LATENCY_BUCKETS_MS.len());
             stats.latency[bucket] += 1;
         }
-        let (runs, failed): (i64, i64) = sqlx::query_as(
-            "SELECT COUNT(*), COALESCE(SUM(status IN ('failed', 'rolled_back', 'denied')), 0) FROM pipeline_runs",
+        let (runs, failed): (i64, i64) = query(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN status IN ('failed', 'rolled_back', 'denied') THEN 1 ELSE 0 END), 0) \
+             AS BIGINT) FROM pipeline_runs",
         )
         .fetch_one(self.pool())
         .await

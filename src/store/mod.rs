@@ -1,4 +1,5 @@
-//! The SQLite store: one file, WAL mode, embedded migrations.
+//! The store: by default one SQLite file in MERLYA_HOME (WAL mode, embedded migrations); for a
+//! team, a PostgreSQL database named by `store.url` (ADR 0032). Both behind one API ([`db`]).
 //!
 //! Opening is careful: a file that is not SQLite, is corrupt, or was migrated
 //! by a newer merlya is reported and never written to. Concurrent first starts
@@ -10,6 +11,7 @@ pub mod audit;
 pub mod baselines;
 pub mod capabilities;
 pub mod conversations;
+pub(crate) mod db;
 pub mod history;
 pub mod host_errors;
 pub mod host_health;
@@ -18,6 +20,7 @@ mod integrity;
 pub mod lock;
 pub mod metrics;
 pub mod pipelines;
+pub mod postgres;
 pub mod resources;
 pub mod secret_names;
 pub mod skill_runs;
@@ -26,7 +29,7 @@ pub mod space;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 /// Why the database cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +65,12 @@ pub enum StoreError {
         lock::BUSY_TIMEOUT.as_secs()
     )]
     Locked { path: PathBuf, what: String, holder: Option<String> },
+    /// The database server cannot be reached (down, refused, wrong credentials, TLS).
+    #[error("the store at {location} cannot be reached: {source}")]
+    Unreachable { location: String, source: sqlx::Error },
+    /// A migration failed: which backend, where (no password) and which migration.
+    #[error("cannot migrate the {backend} store at {location}: migration {migration} failed: {detail}")]
+    Migration { backend: &'static str, location: String, migration: String, detail: String },
     /// Any other database error, with what was being done.
     #[error("{context}: {source}")]
     Sql { context: String, source: sqlx::Error },
@@ -108,14 +117,19 @@ impl<T> SqlContext<T> for Result<T, sqlx::Error> {
     }
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+pub use db::Backend;
 
 /// A handle on the database; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
-    /// The database file, for errors.
+    pool: db::Pool,
+    /// The database file (SQLite), or MERLYA_HOME's `merlya.db` path beside which the audit key and
+    /// pipelines folder live (PostgreSQL).
     path: Arc<Path>,
+    /// What errors name: the file, or the URL without its password.
+    location: Arc<str>,
     /// The audit key and checkpoint, outside the database (ADR 0015).
     audit: Arc<audit::keys::AuditFiles>,
     /// Writes started in the background (the session row), awaited by [`Store::close`].
@@ -231,9 +245,24 @@ impl Store {
         }
         drop(guard);
         Ok(Self {
-            pool,
+            pool: db::Pool::Sqlite(pool),
             path: Arc::from(path),
+            location: Arc::from(path.display().to_string()),
             audit: Arc::new(audit::keys::AuditFiles::beside(path)),
+            pending: Arc::default(),
+        })
+    }
+
+    /// Opens a team's store on PostgreSQL at `url` (no password in it; `password` resolved by the
+    /// caller from `store.password`, else libpq's PGPASSWORD / ~/.pgpass apply). `database` is
+    /// MERLYA_HOME's merlya.db path: the audit key and pipelines folder stay beside it, per operator.
+    pub async fn open_postgres(database: &Path, url: &str, password: Option<&str>) -> Result<Self, StoreError> {
+        let pool = postgres::open(url, password).await?;
+        Ok(Self {
+            pool: db::Pool::Postgres(pool),
+            path: Arc::from(database),
+            location: Arc::from(postgres::redact(url)),
+            audit: Arc::new(audit::keys::AuditFiles::beside(database)),
             pending: Arc::default(),
         })
     }
@@ -241,7 +270,20 @@ impl Store {
     /// The full health check (`merlya doctor`): integrity, writability, and the schema version found
     /// with the one this merlya knows.
     pub async fn check_health(&self) -> Result<(i64, i64), StoreError> {
-        Ok((integrity::check_live(&self.pool, &self.path).await?, integrity::known_version()))
+        match &self.pool {
+            db::Pool::Sqlite(pool) => Ok((integrity::check_live(pool, &self.path).await?, integrity::known_version())),
+            db::Pool::Postgres(pool) => postgres::check_live(pool, &self.location).await,
+        }
+    }
+
+    /// Which backend holds the store.
+    pub fn backend(&self) -> Backend {
+        self.pool.backend()
+    }
+
+    /// What errors and `doctor` name: the file, or the URL without its password.
+    pub fn location(&self) -> &str {
+        &self.location
     }
 
     /// Waits until the audit checkpoint names the newest entry this process appended (it is written
@@ -261,7 +303,8 @@ impl Store {
     /// both). Run beside a long step (a change's post-check), it leaves the clean close that follows
     /// little to write; a failure only leaves that work to the close.
     pub async fn checkpoint(&self) {
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&self.pool).await {
+        let db::Pool::Sqlite(pool) = &self.pool else { return };
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(pool).await {
             tracing::debug!(error = %e, "checkpoint left to the close");
         }
     }
@@ -277,7 +320,7 @@ impl Store {
     }
 
     /// The connection pool, for repositories.
-    pub fn pool(&self) -> &SqlitePool {
+    pub(crate) fn pool(&self) -> &db::Pool {
         &self.pool
     }
 
@@ -290,7 +333,7 @@ impl Store {
         let id = format!("{}-{}", now.format("%Y%m%dT%H%M%S%.3f"), std::process::id());
         let (store, row, kind) = (self.clone(), id.clone(), kind.to_string());
         let write = tokio::spawn(async move {
-            let written = sqlx::query("INSERT INTO sessions (id, kind, started_at) VALUES (?, ?, ?)")
+            let written = db::query("INSERT INTO sessions (id, kind, started_at) VALUES ($1, $2, $3)")
                 .bind(&row)
                 .bind(&kind)
                 .bind(now_rfc3339())
@@ -315,7 +358,9 @@ impl Store {
         }
         self.settle_audit().await;
         self.pool.close().await;
-        integrity::mark_closed_cleanly(&self.path);
+        if self.backend() == Backend::Sqlite {
+            integrity::mark_closed_cleanly(&self.path);
+        }
     }
 }
 

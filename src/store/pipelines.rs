@@ -4,6 +4,8 @@
 //! The record types (kinds, stages, statuses) live here, below the
 //! `pipeline` module that drives them, because the store reads them back.
 
+use super::Backend;
+use super::db::{Row, query, recorded_order};
 use serde::{Deserialize, Serialize};
 
 use super::{SqlContext, Store, StoreError, now_rfc3339};
@@ -295,13 +297,20 @@ impl PipelineRun {
 
 /// Succeeded runs of a kind (bound first) in a folder (bound second), newest first: the expression
 /// is the one `pipeline_runs_folder` indexes, so the lookup uses it.
-const IN_FOLDER: &str = "kind = ? AND json_extract(spec, '$.dir') = ? AND status = 'succeeded' ORDER BY rowid DESC";
+/// Succeeded runs of kind `$1` in folder `$2`, newest first.
+fn in_folder(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => {
+            "kind = $1 AND json_extract(spec, '$.dir') = $2 AND status = 'succeeded' ORDER BY rowid DESC"
+        }
+        Backend::Postgres => "kind = $1 AND spec::json->>'dir' = $2 AND status = 'succeeded' ORDER BY seq DESC",
+    }
+}
 
 const COLUMNS: &str = "id, kind, status, targets, stages, created_at, updated_at, spec, summary, diff, decision, rollback_data, requested_by, resumed_from, owner_pid, resumed_by";
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PipelineRun, StoreError> {
-    use sqlx::Row as _;
-    let text = |i: usize| r.try_get::<String, _>(i).ctx("cannot read a pipeline run");
+fn from_row(r: &Row) -> Result<PipelineRun, StoreError> {
+    let text = |i: usize| r.try_get::<String>(i).ctx("cannot read a pipeline run");
     let json = |i: usize| text(i).map(|t| serde_json::from_str(&t).unwrap_or_default());
     Ok(PipelineRun {
         id: text(0)?,
@@ -318,7 +327,7 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<PipelineRun, StoreError> {
         rollback_data: json(11)?,
         requested_by: text(12)?,
         resumed_from: text(13)?,
-        owner_pid: u32::try_from(r.try_get::<i64, _>(14).ctx("cannot read a pipeline run")?).unwrap_or(0),
+        owner_pid: u32::try_from(r.try_get::<i64>(14).ctx("cannot read a pipeline run")?).unwrap_or(0),
         resumed_by: text(15)?,
     })
 }
@@ -331,9 +340,9 @@ impl Store {
     /// Saves (inserts or replaces) a run's whole record; `updated_at` is set to now.
     pub async fn save_pipeline_run(&self, run: &PipelineRun) -> Result<(), StoreError> {
         let now = now_rfc3339();
-        sqlx::query(
+        query(
             "INSERT INTO pipeline_runs (id, kind, status, targets, stages, created_at, updated_at, spec, summary, diff, decision, rollback_data, requested_by, resumed_from, owner_pid)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, stages = excluded.stages, updated_at = excluded.updated_at,
                summary = excluded.summary, diff = excluded.diff, decision = excluded.decision, rollback_data = excluded.rollback_data,
                spec = excluded.spec, owner_pid = excluded.owner_pid",
@@ -362,9 +371,9 @@ impl Store {
     /// Marks `original` resumed by `by`, once: `Err` names the run that resumed it already, or its
     /// status when it cannot be resumed. One statement, so two resumes cannot both win.
     pub async fn mark_resumed(&self, original: &str, by: &str) -> Result<Result<(), String>, StoreError> {
-        let done = sqlx::query(
-            "UPDATE pipeline_runs SET status = 'resumed', resumed_by = ?, updated_at = ?
-             WHERE id = ? AND status IN ('interrupted', 'stopped', 'cancelled')",
+        let done = query(
+            "UPDATE pipeline_runs SET status = 'resumed', resumed_by = $1, updated_at = $2
+             WHERE id = $3 AND status IN ('interrupted', 'stopped', 'cancelled')",
         )
         .bind(by)
         .bind(now_rfc3339())
@@ -372,7 +381,7 @@ impl Store {
         .execute(self.pool())
         .await
         .map_err(self.write_error("mark the change resumed"))?;
-        if done.rows_affected() == 1 {
+        if done == 1 {
             return Ok(Ok(()));
         }
         let now = self.find_pipeline_run(original).await?;
@@ -390,21 +399,23 @@ impl Store {
 
     /// Every run, newest first.
     pub async fn list_pipeline_runs(&self) -> Result<Vec<PipelineRun>, StoreError> {
-        self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY rowid DESC"), &[]).await
+        let order = recorded_order(self.backend());
+        self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs ORDER BY {order} DESC"), &[]).await
     }
 
     /// Succeeded runs of `kind` in the folder `dir` (the spec's `dir`), newest first: a rollback looks
     /// for the last good configuration of the same folder. The `pipeline_runs_folder` index answers
     /// it, so its cost does not grow with the history of other folders.
     pub async fn succeeded_runs_in_folder(&self, kind: Kind, dir: &str) -> Result<Vec<PipelineRun>, StoreError> {
-        self.query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs WHERE {IN_FOLDER}"), &[kind.as_str(), dir]).await
+        let sql = format!("SELECT {COLUMNS} FROM pipeline_runs WHERE {}", in_folder(self.backend()));
+        self.query_runs(&sql, &[kind.as_str(), dir]).await
     }
 
     /// The run whose id is `id` or starts with it (an unambiguous prefix), else `None`.
     pub async fn find_pipeline_run(&self, id: &str) -> Result<Option<PipelineRun>, StoreError> {
         let pattern = format!("{}%", id.replace(['%', '_'], ""));
         let mut runs = self
-            .query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs WHERE id LIKE ? ORDER BY id"), &[&pattern])
+            .query_runs(&format!("SELECT {COLUMNS} FROM pipeline_runs WHERE id LIKE $1 ORDER BY id"), &[&pattern])
             .await?;
         if let Some(exact) = runs.iter().position(|r| r.id == id) {
             return Ok(Some(runs.swap_remove(exact)));
@@ -421,8 +432,11 @@ impl Store {
         let mut marked = Vec::new();
         let in_flight: Vec<String> =
             PipelineStatus::ALL.iter().filter(|s| s.in_flight()).map(|s| format!("'{}'", s.as_str())).collect();
-        let sql =
-            format!("SELECT {COLUMNS} FROM pipeline_runs WHERE status IN ({}) ORDER BY rowid", in_flight.join(", "));
+        let sql = format!(
+            "SELECT {COLUMNS} FROM pipeline_runs WHERE status IN ({}) ORDER BY {}",
+            in_flight.join(", "),
+            recorded_order(self.backend())
+        );
         for mut run in self.query_runs(&sql, &[]).await? {
             if !run.status.in_flight() || (run.owner_pid != 0 && alive(run.owner_pid)) {
                 continue;
@@ -438,9 +452,9 @@ impl Store {
         Ok(marked)
     }
 
-    /// The runs `sql` selects (its columns [`COLUMNS`]), its `?` bound to `binds` in order.
+    /// The runs `sql` selects (its columns [`COLUMNS`]), its `$N` bound to `binds` in order.
     async fn query_runs(&self, sql: &str, binds: &[&str]) -> Result<Vec<PipelineRun>, StoreError> {
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
+        let mut query = query(sql.to_string());
         for bind in binds {
             query = query.bind(bind.to_string());
         }
@@ -478,13 +492,10 @@ mod tests {
         assert!(store.succeeded_runs_in_folder(Kind::Kubernetes, "/srv/a").await.unwrap().is_empty());
 
         // The lookup reads the folder's entries of the index, not every succeeded run.
-        let sql = format!("EXPLAIN QUERY PLAN SELECT {COLUMNS} FROM pipeline_runs WHERE {IN_FOLDER}");
-        let plan: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind("terraform")
-            .bind("/srv/a")
-            .fetch_all(store.pool())
-            .await
-            .unwrap();
+        let sql =
+            format!("EXPLAIN QUERY PLAN SELECT {COLUMNS} FROM pipeline_runs WHERE {}", in_folder(Backend::Sqlite));
+        let plan: Vec<(i64, i64, i64, String)> =
+            query(sql).bind("terraform").bind("/srv/a").fetch_all(store.pool()).await.unwrap();
         let detail: Vec<&str> = plan.iter().map(|p| p.3.as_str()).collect();
         assert!(detail.iter().any(|d| d.contains("USING INDEX pipeline_runs_folder")), "{detail:?}");
         store.close().await;

@@ -2,6 +2,7 @@
 //! and, apart from it, the drift its last check found. A later apply never
 //! clears a drift that was found: only a check does.
 
+use super::db::{Row, query};
 use serde::{Deserialize, Serialize};
 
 use super::{SqlContext, Store, StoreError, now_rfc3339};
@@ -129,9 +130,8 @@ fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
 }
 
-fn resource_of(row: &sqlx::sqlite::SqliteRow) -> Resource {
-    use sqlx::Row;
-    let text = |c: &str| row.try_get::<String, _>(c).unwrap_or_default();
+fn resource_of(row: &Row) -> Resource {
+    let text = |c: &str| row.try_get::<String>(c).unwrap_or_default();
     Resource {
         id: text("id"),
         name: text("name"),
@@ -204,9 +204,9 @@ impl Store {
             .map_err(|e| StoreError::Io { context: "cannot make a resource id".into(), source: e })?;
         let id = format!("res-{}", hex::encode(bytes));
         let now = now_rfc3339();
-        sqlx::query(
+        query(
             "INSERT INTO resources (id, name, template, provider, kind, backend, answers, tags, spec, status, drift_status,
-             workdir, observe_only, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', 'pending', 'unknown', ?, ?, ?)",
+             workdir, observe_only, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{}', 'pending', 'unknown', $9, $10, $11)",
         )
         .bind(&id)
         .bind(&new.name)
@@ -230,7 +230,7 @@ impl Store {
     /// The resource with this id or name.
     pub async fn resource(&self, id_or_name: &str) -> Result<Option<Resource>, StoreError> {
         let row = // COLUMNS is a constant list of column names.
-        sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM resources WHERE id = ? OR name = ?")))
+        query(format!("SELECT {COLUMNS} FROM resources WHERE id = $1 OR name = $2"))
             .bind(id_or_name)
             .bind(id_or_name)
             .fetch_optional(self.pool())
@@ -241,7 +241,7 @@ impl Store {
 
     /// Every resource, by name.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, StoreError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM resources ORDER BY name")))
+        let rows = query(format!("SELECT {COLUMNS} FROM resources ORDER BY name"))
             .fetch_all(self.pool())
             .await
             .ctx("cannot read resources")?;
@@ -251,7 +251,7 @@ impl Store {
     /// Records an operation before it starts (`creating`, `updating`, `deleting`): a crash leaves it
     /// visible, and the next check makes the resource `unknown`.
     pub async fn begin_operation(&self, id: &str, status: Lifecycle, operation: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE resources SET status = ?, operation = ?, updated_at = ? WHERE id = ?")
+        query("UPDATE resources SET status = $1, operation = $2, updated_at = $3 WHERE id = $4")
             .bind(status.as_str())
             .bind(operation)
             .bind(now_rfc3339())
@@ -271,12 +271,12 @@ impl Store {
             (Some(_), Some(r)) => Some(r.expected.to_string()),
             _ => None,
         };
-        sqlx::query(
-            "UPDATE resources SET status = ?, operation = '',
-                 expected = COALESCE(?, expected), previous = COALESCE(?, previous), outputs = COALESCE(?, outputs),
-                 tf_serial = COALESCE(?, tf_serial), tf_lineage = COALESCE(?, tf_lineage),
-                 config_digest = COALESCE(?, config_digest), updated_at = ?
-             WHERE id = ?",
+        query(
+            "UPDATE resources SET status = $1, operation = '',
+                 expected = COALESCE($2, expected), previous = COALESCE($3, previous), outputs = COALESCE($4, outputs),
+                 tf_serial = COALESCE($5, tf_serial), tf_lineage = COALESCE($6, tf_lineage),
+                 config_digest = COALESCE($7, config_digest), updated_at = $8
+             WHERE id = $9",
         )
         .bind(applied.status.as_str())
         .bind(expected)
@@ -303,10 +303,10 @@ impl Store {
         actual: &serde_json::Value,
         crashed: bool,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE resources SET drift_status = ?, drift_detail = ?, actual = ?, last_checked_at = ?,
-                 status = CASE WHEN ? THEN 'unknown' ELSE status END, operation = CASE WHEN ? THEN '' ELSE operation END
-             WHERE id = ?",
+        query(
+            "UPDATE resources SET drift_status = $1, drift_detail = $2, actual = $3, last_checked_at = $4,
+                 status = CASE WHEN $5 THEN 'unknown' ELSE status END, operation = CASE WHEN $6 THEN '' ELSE operation END
+             WHERE id = $7",
         )
         .bind(drift.as_str())
         .bind(detail)
@@ -323,7 +323,7 @@ impl Store {
 
     /// Records the changes an operator accepted (replacing those accepted before).
     pub async fn set_accepted(&self, id: &str, accepted: &[String]) -> Result<(), StoreError> {
-        sqlx::query("UPDATE resources SET accepted = ?, updated_at = ? WHERE id = ?")
+        query("UPDATE resources SET accepted = $1, updated_at = $2 WHERE id = $3")
             .bind(serde_json::to_string(accepted).unwrap_or_else(|_| "[]".into()))
             .bind(now_rfc3339())
             .bind(id)
@@ -335,7 +335,7 @@ impl Store {
 
     /// Replaces a resource's stored answers (an update re-renders from them).
     pub async fn update_answers(&self, id: &str, answers: &serde_json::Value) -> Result<(), StoreError> {
-        sqlx::query("UPDATE resources SET answers = ?, updated_at = ? WHERE id = ?")
+        query("UPDATE resources SET answers = $1, updated_at = $2 WHERE id = $3")
             .bind(answers.to_string())
             .bind(now_rfc3339())
             .bind(id)
@@ -347,11 +347,11 @@ impl Store {
 
     /// Keeps a snapshot of a resource (its expected, actual and outputs, and the state file's text).
     pub async fn add_snapshot(&self, id: &str, data: &serde_json::Value) -> Result<i64, StoreError> {
-        sqlx::query_scalar("INSERT INTO snapshots (resource_id, data, created_at) VALUES (?, ?, ?) RETURNING id")
+        query("INSERT INTO snapshots (resource_id, data, created_at) VALUES ($1, $2, $3) RETURNING id")
             .bind(id)
             .bind(data.to_string())
             .bind(now_rfc3339())
-            .fetch_one(self.pool())
+            .scalar(self.pool())
             .await
             .map_err(self.write_error("keep a resource snapshot"))
     }
@@ -359,7 +359,7 @@ impl Store {
     /// A resource's snapshots, newest first: `(id, created_at, data)`.
     pub async fn snapshots(&self, id: &str) -> Result<Vec<(i64, String, serde_json::Value)>, StoreError> {
         let rows: Vec<(i64, String, String)> =
-            sqlx::query_as("SELECT id, created_at, data FROM snapshots WHERE resource_id = ? ORDER BY id DESC")
+            query("SELECT id, created_at, data FROM snapshots WHERE resource_id = $1 ORDER BY id DESC")
                 .bind(id)
                 .fetch_all(self.pool())
                 .await

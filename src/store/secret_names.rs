@@ -1,5 +1,6 @@
 //! The index of secret names (values live only in the keyring).
 
+use super::db::query;
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 
 /// A stored secret's name and where it lives.
@@ -13,8 +14,8 @@ pub struct SecretName {
 impl Store {
     /// Records that `name` is stored in `backend`.
     pub async fn index_secret(&self, name: &str, backend: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO secret_names (name, backend, updated_at) VALUES (?, ?, ?)
+        query(
+            "INSERT INTO secret_names (name, backend, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT(name) DO UPDATE SET backend = excluded.backend, updated_at = excluded.updated_at",
         )
         .bind(name)
@@ -28,7 +29,7 @@ impl Store {
 
     /// Forgets `name`.
     pub async fn unindex_secret(&self, name: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM secret_names WHERE name = ?")
+        query("DELETE FROM secret_names WHERE name = $1")
             .bind(name)
             .execute(self.pool())
             .await
@@ -39,7 +40,7 @@ impl Store {
     /// Every indexed name.
     pub async fn secret_names(&self) -> Result<Vec<SecretName>, StoreError> {
         let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT name, backend, updated_at FROM secret_names ORDER BY name")
+            query("SELECT name, backend, updated_at FROM secret_names ORDER BY name")
                 .fetch_all(self.pool())
                 .await
                 .ctx("cannot list secrets")?;

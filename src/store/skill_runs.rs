@@ -1,6 +1,7 @@
 //! Skill runs as the incident report needs them (issue 27): when, which skill, on how many hosts,
 //! and each culprit with why (JSON kept as given: host-written words are made visible where shown).
 
+use super::db::query;
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 
 /// One skill run, as recorded.
@@ -30,8 +31,8 @@ impl Store {
         hosts: usize,
         culprits: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO skill_runs (session_id, ts, skill, version, hosts, culprits) VALUES (?, ?, ?, ?, ?, ?)",
+        query(
+            "INSERT INTO skill_runs (session_id, ts, skill, version, hosts, culprits) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(session_id)
         .bind(now_rfc3339())
@@ -48,9 +49,9 @@ impl Store {
     /// Skill runs from `since` on (all when `None`), of `session` only when given, oldest first.
     pub async fn skill_runs(&self, since: Option<&str>, session: Option<&str>) -> Result<Vec<SkillRun>, StoreError> {
         type Row = (String, String, String, String, i64, String);
-        let rows: Vec<Row> = sqlx::query_as(
+        let rows: Vec<Row> = query(
             "SELECT ts, session_id, skill, version, hosts, culprits FROM skill_runs
-             WHERE (?1 IS NULL OR ts >= ?1) AND (?2 IS NULL OR session_id = ?2) ORDER BY id",
+             WHERE ($1 IS NULL OR ts >= $1) AND ($2 IS NULL OR session_id = $2) ORDER BY id",
         )
         .bind(since)
         .bind(session)

@@ -23,11 +23,12 @@ mod witness_tests;
 #[cfg(test)]
 mod tests;
 
+use crate::store::Backend;
+use crate::store::db::{Pool, Row, Sql, query};
 use std::time::Instant;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
 use super::{SqlContext, Store, StoreError, now_rfc3339};
 use crate::exec::HostResult;
@@ -401,7 +402,7 @@ struct RowPart {
     reason: Option<String>,
 }
 
-fn entry_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<AuditEntry, sqlx::Error> {
+fn entry_from_row(row: &Row) -> Result<AuditEntry, sqlx::Error> {
     let chain: String = row.try_get("chain")?;
     let event: String = row.try_get("event")?;
     let outcome: String = row.try_get("outcome")?;
@@ -462,8 +463,9 @@ impl Store {
     /// Prepares the statements of an append (kept by the connection), so the entry a change writes
     /// right before it runs does not wait for SQLite to compile them. A failure is left to the append.
     pub async fn prepare_audit(&self) {
-        for sql in [READ_HEAD, INSERT_ENTRY_MOVE_HEAD] {
-            if let Err(e) = sqlx::Executor::prepare(self.pool(), sqlx::SqlSafeStr::into_sql_str(sql)).await {
+        let Pool::Sqlite(pool) = self.pool() else { return };
+        for sql in [read_head(Backend::Sqlite), insert_entry_move_head(Backend::Sqlite)] {
+            if let Err(e) = sqlx::Executor::prepare(pool, sqlx::SqlSafeStr::into_sql_str(sql)).await {
                 tracing::debug!(error = %e, "audit statement not prepared ahead");
             }
         }
@@ -512,9 +514,9 @@ impl Store {
         if let Some(key) = self.audit.load_key().map_err(key_error)? {
             return Ok(key);
         }
-        let keyed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE chain != ?")
+        let keyed: i64 = query("SELECT COUNT(*) FROM audit_log WHERE chain != $1")
             .bind(CHAIN_SHA256)
-            .fetch_one(self.pool())
+            .scalar(self.pool())
             .await
             .ctx("cannot read the audit log")?;
         if keyed > 0 || self.audit.read_checkpoint().map_err(key_error)?.is_some() {
@@ -535,7 +537,7 @@ impl Store {
         let mut tx = self.begin_write("append to the audit log").await?;
         // The head and the newest row in one round trip (an append waits on each).
         let (head_hash, head_count, last_id, last_chain): (Option<String>, Option<i64>, Option<i64>, Option<String>) =
-            sqlx::query_as(READ_HEAD).fetch_one(&mut *tx).await.ctx("cannot read the audit head")?;
+            query(read_head(tx.backend())).fetch_one(&mut tx).await.ctx("cannot read the audit head")?;
         let (mut prev_hash, mut count) = match (head_hash, head_count) {
             (Some(hash), Some(count)) => (hash, count),
             _ => (GENESIS.to_string(), 0),
@@ -570,7 +572,7 @@ impl Store {
                 hash: String::new(),
             };
             rebase.hash = rebase.keyed_hash(&key, &prev_hash);
-            insert(&rebase, INSERT_ENTRY).execute(&mut *tx).await.ctx("cannot append to the audit log")?;
+            insert(&rebase, INSERT_ENTRY).execute(&mut tx).await.ctx("cannot append to the audit log")?;
             prev_hash = rebase.hash;
             count += 1;
             next_id += 1;
@@ -601,11 +603,11 @@ impl Store {
         entry.hash = entry.keyed_hash(&key, &prev_hash);
         count += 1;
         // The entry and the head that names it, in one round trip.
-        insert(&entry, INSERT_ENTRY_MOVE_HEAD)
+        insert(&entry, insert_entry_move_head(tx.backend()))
             .bind(entry.id)
             .bind(&entry.hash)
             .bind(count)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .ctx("cannot append to the audit log")?;
         tx.commit().await.map_err(self.write_error("append to the audit log"))?;
@@ -617,7 +619,7 @@ impl Store {
 
     /// Stored rows, oldest first (`merlya audit export`, verification).
     pub async fn audit_entries(&self) -> Result<Vec<AuditEntry>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM audit_log ORDER BY id")
+        let rows = query("SELECT * FROM audit_log ORDER BY id")
             .fetch_all(self.pool())
             .await
             .ctx("cannot read the audit log")?;
@@ -681,37 +683,63 @@ fn merge(entries: &[AuditEntry]) -> Vec<AuditRecord> {
         .collect()
 }
 
-/// The head (hash, count) and the newest row (id, chain), in one round trip.
-const READ_HEAD: &str =
-    "SELECT (SELECT hash FROM audit_head WHERE id = 1), (SELECT count FROM audit_head WHERE id = 1),
-        last.id, last.chain
-    FROM (SELECT 1) LEFT JOIN (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last";
+/// The head (hash, count) and the newest row (id, chain), in one round trip. On PostgreSQL the head
+/// row is locked by this statement until the append commits: appenders on every machine queue here.
+fn read_head(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => {
+            "SELECT (SELECT hash FROM audit_head WHERE id = 1), (SELECT count FROM audit_head WHERE id = 1),
+                last.id, last.chain
+            FROM (SELECT 1) LEFT JOIN (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last"
+        }
+        Backend::Postgres => {
+            "SELECT h.hash, h.count, last.id, last.chain FROM audit_head h
+             LEFT JOIN LATERAL (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last ON true
+             WHERE h.id = 1 FOR UPDATE OF h"
+        }
+    }
+}
 
-/// The insert of one entry; [`INSERT_ENTRY_MOVE_HEAD`] adds the head that names it.
-macro_rules! insert_entry_sql {
+/// The columns of an entry, bound as `$1`…`$21`.
+macro_rules! entry_columns {
     () => {
-        "INSERT INTO audit_log (id, ts, session_id, event, outcome, ref_id, requested_by, user, login_user, host,
-             address, port, command, exit_code, duration_ms, approved_by, approval_ref, reason, chain, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "audit_log (id, ts, session_id, event, outcome, ref_id, requested_by, \"user\", login_user, host,
+             address, port, command, exit_code, duration_ms, approved_by, approval_ref, reason, chain, prev_hash, hash)"
     };
 }
 
 /// An entry alone (a re-base entry, followed by the entry that moves the head).
-const INSERT_ENTRY: &str = insert_entry_sql!();
-
-/// An entry and the head moved to (last_id, hash, count), bound after the entry's values.
-const INSERT_ENTRY_MOVE_HEAD: &str = concat!(
-    insert_entry_sql!(),
-    "; INSERT INTO audit_head (id, last_id, hash, count) VALUES (1, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id, hash = excluded.hash, count = excluded.count"
+const INSERT_ENTRY: &str = concat!(
+    "INSERT INTO ",
+    entry_columns!(),
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
 );
 
+/// An entry and the head moved to (last_id, hash, count) = ($22, $23, $24), in one round trip.
+fn insert_entry_move_head(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => concat!(
+            "INSERT INTO ",
+            entry_columns!(),
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21);
+             INSERT INTO audit_head (id, last_id, hash, count) VALUES (1, $22, $23, $24)
+             ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id, hash = excluded.hash, count = excluded.count"
+        ),
+        // One statement (PostgreSQL prepares no more): the head moves and the entry is written
+        // together, under the lock `read_head` took.
+        Backend::Postgres => concat!(
+            "WITH moved AS (UPDATE audit_head SET last_id = $22, hash = $23, count = $24 WHERE id = 1 RETURNING id)
+             INSERT INTO ",
+            entry_columns!(),
+            " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21
+             FROM moved"
+        ),
+    }
+}
+
 /// `sql` (one of the inserts above) with the entry's values bound.
-fn insert<'q>(
-    e: &'q AuditEntry,
-    sql: &'static str,
-) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
-    sqlx::query(sql)
+fn insert(e: &AuditEntry, sql: &'static str) -> Sql {
+    query(sql)
         .bind(e.id)
         .bind(&e.ts)
         .bind(&e.session_id)

@@ -9,6 +9,7 @@ use sqlx::Connection;
 
 use super::keys::AuditKey;
 use super::*;
+use crate::store::db::sqlite_query;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -72,7 +73,7 @@ async fn recompute(f: &Fixture, chain: &str, hash: impl Fn(&AuditEntry, &str) ->
         e.chain = chain.to_string();
         e.prev_hash = prev.clone();
         e.hash = hash(&e, &prev);
-        insert(&e, INSERT_ENTRY).execute(&mut conn).await.unwrap();
+        sqlite_query(insert(&e, INSERT_ENTRY)).execute(&mut conn).await.unwrap();
         prev = e.hash.clone();
     }
     let last = entries.last().unwrap().id;
@@ -136,7 +137,7 @@ async fn an_appended_forged_row_is_detected() {
     forged.command = "echo forged".into();
     forged.hash = forged.legacy_hash(&forged.prev_hash);
     let mut conn = attacker(&f.db).await;
-    insert(&forged, INSERT_ENTRY).execute(&mut conn).await.unwrap();
+    sqlite_query(insert(&forged, INSERT_ENTRY)).execute(&mut conn).await.unwrap();
     sqlx::query("UPDATE audit_head SET hash = ?, last_id = ?, count = count + 1")
         .bind(&forged.hash)
         .bind(forged.id)
@@ -378,7 +379,7 @@ async fn an_unkeyed_row_after_the_keyed_chain_is_detected() {
     forged.chain = CHAIN_SHA256.into();
     forged.hash = forged.legacy_hash(&forged.prev_hash);
     let mut conn = attacker(&f.db).await;
-    insert(&forged, INSERT_ENTRY).execute(&mut conn).await.unwrap();
+    sqlite_query(insert(&forged, INSERT_ENTRY)).execute(&mut conn).await.unwrap();
     conn.close().await.unwrap();
     let b = broken(&f.store).await;
     assert_eq!(b.id, 7);
@@ -389,9 +390,9 @@ async fn an_unkeyed_row_after_the_keyed_chain_is_detected() {
 async fn the_log_is_append_only_for_ordinary_sql() {
     let f = fixture().await;
     three_runs(&f.store).await;
-    let updated = sqlx::query("UPDATE audit_log SET command = 'x'").execute(f.store.pool()).await;
+    let updated = query("UPDATE audit_log SET command = 'x'").execute(f.store.pool()).await;
     assert!(updated.is_err());
-    let deleted = sqlx::query("DELETE FROM audit_log").execute(f.store.pool()).await;
+    let deleted = query("DELETE FROM audit_log").execute(f.store.pool()).await;
     assert!(deleted.is_err());
 }
 
@@ -479,11 +480,8 @@ async fn a_finish_written_later_keeps_the_time_its_command_ended_and_one_never_w
     let ticket = f.store.audit_start(request("web01", "kubectl apply")).await.unwrap();
     let start_id = ticket.id();
     drop(ticket.finish(AuditOutcome::Ok, Some(0), None));
-    let finishes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE ref_id = ?")
-        .bind(start_id)
-        .fetch_one(f.store.pool())
-        .await
-        .unwrap();
+    let finishes: i64 =
+        query("SELECT COUNT(*) FROM audit_log WHERE ref_id = $1").bind(start_id).scalar(f.store.pool()).await.unwrap();
     assert_eq!(finishes, 0);
     f.store.settle_audit().await;
     let report = f.store.verify_audit().await.unwrap();

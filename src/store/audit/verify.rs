@@ -9,8 +9,8 @@
 //!   or, relabelled as unkeyed, its head differs from the checkpoint;
 //! - wiped tables or truncated newest rows: the checkpoint names an entry the database lacks.
 
+use crate::store::db::query;
 use serde::Serialize;
-use sqlx::Row;
 
 use super::keys::{AuditKey, Checkpoint};
 use super::{AuditEntry, AuditEvent, CHAIN_HMAC, CHAIN_SHA256, GENESIS, merge};
@@ -127,12 +127,9 @@ impl Store {
     pub async fn verify_audit_with(&self, witness_log: Option<&std::path::Path>) -> Result<ChainReport, StoreError> {
         self.settle_audit().await;
         let entries = self.audit_entries().await?;
-        let head: Option<(i64, String, i64)> = sqlx::query("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
+        let head: Option<(i64, String, i64)> = query("SELECT last_id, hash, count FROM audit_head WHERE id = 1")
             .fetch_optional(self.pool())
             .await
-            .ctx("cannot read the audit head")?
-            .map(|r| -> Result<_, sqlx::Error> { Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)) })
-            .transpose()
             .ctx("cannot read the audit head")?;
         let mut report = ChainReport { entries: entries.len(), ..Default::default() };
         let key = match self.audit.load_key() {

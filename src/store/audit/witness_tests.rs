@@ -10,6 +10,7 @@ use sqlx::Connection;
 use super::keys::{AuditKey, Checkpoint};
 use super::witness::Witness;
 use super::*;
+use crate::store::db::sqlite_query;
 
 struct Home {
     dir: tempfile::TempDir,
@@ -78,7 +79,7 @@ async fn rechain(db: &Path, key: &AuditKey, edit: impl Fn(&mut Vec<AuditEntry>))
         e.chain = CHAIN_HMAC.to_string();
         e.prev_hash = prev.clone();
         e.hash = e.keyed_hash(key, &prev);
-        insert(e, INSERT_ENTRY).execute(&mut conn).await.unwrap();
+        sqlite_query(insert(e, INSERT_ENTRY)).execute(&mut conn).await.unwrap();
         prev = e.hash.clone();
     }
     let (last, count) = (entries.last().map_or(0, |e| e.id), i64::try_from(entries.len()).unwrap());
