@@ -42,3 +42,6 @@ export LANG=C.UTF-8
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --lib --bins --tests
+# The library's tests again with every store on a private PostgreSQL (the store's whole API on both
+# backends; see src/store/test_backend.rs).
+MERLYA_TEST_STORE=postgres cargo test --locked --lib

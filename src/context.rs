@@ -87,8 +87,7 @@ impl Context {
         let retention = Duration::from_secs(u64::from(config.policy.raw_log_retention_days) * 86_400);
         crate::exec::spill::prune(&home.output_dir(), retention);
         let log_guard = crate::logging::init(&home, &config.logging)?;
-        let store =
-            Store::open(&home.database()).await.map_err(|e| e.or_no_space(&home.database(), "open the database"))?;
+        let store = open_store(&home, &config).await?;
         if let Some(spec) = &config.audit.witness {
             let witness =
                 crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;
@@ -269,6 +268,34 @@ impl Context {
 
 /// Whether process `pid` is alive and runs merlya (a reused pid running something else is not).
 /// merlya is not dumpable (`crate::hardening`): unless root, its `exe` link cannot be read, its
+/// The store `store.url` names: MERLYA_HOME's merlya.db by default, another SQLite file, or a team's
+/// PostgreSQL (its password from `store.password`, else libpq's PGPASSWORD or ~/.pgpass).
+async fn open_store(home: &MerlyaHome, config: &Config) -> Result<Store> {
+    use crate::store::postgres::StoreUrl;
+    let url = config.store.url.as_deref().map(StoreUrl::parse).transpose().map_err(|e| eyre!("store.url: {e}"))?;
+    match url {
+        None => {
+            Ok(Store::open(&home.database()).await.map_err(|e| e.or_no_space(&home.database(), "open the database"))?)
+        }
+        Some(StoreUrl::Sqlite(path)) => {
+            Ok(Store::open(&path).await.map_err(|e| e.or_no_space(&path, "open the database"))?)
+        }
+        Some(StoreUrl::Postgres(url)) => {
+            let password = match config.store.password.as_deref() {
+                Some(source) => {
+                    let secrets = Secrets::open(config.secrets.backend);
+                    Some(
+                        crate::provision::credentials::read_credential(source, "store.password", &secrets)
+                            .map_err(|e| eyre!(e))?,
+                    )
+                }
+                None => None,
+            };
+            Ok(Store::open_postgres(&home.database(), &url, password.as_deref()).await?)
+        }
+    }
+}
+
 /// name (`comm`) can.
 fn merlya_is_running(pid: u32) -> bool {
     match std::fs::read_link(format!("/proc/{pid}/exe")) {

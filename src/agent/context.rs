@@ -177,7 +177,7 @@ mod tests {
     #[tokio::test]
     async fn without_a_model_an_overlong_conversation_is_truncated_and_the_newest_turns_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("merlya.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         let id = store.create_conversation("q0").await.unwrap();
         let all = turns(12, 4);
         let fitted = fit(&store, None, &id, all.clone(), budget(ContextTier::Minimal)).await;

@@ -130,7 +130,7 @@ mod tests {
     #[tokio::test]
     async fn a_long_output_is_kept_whole_and_read_back_by_offset_and_grep() {
         let home = tempfile::tempdir().unwrap();
-        let store = Store::open(&home.path().join("merlya.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(home.path()).await;
         let text: String =
             (0..2000).map(|i| format!("line {i} {}\n", if i == 7 { "ERROR disk" } else { "ok" })).collect();
         let shown = for_model(&store, &text);

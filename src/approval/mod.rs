@@ -435,7 +435,7 @@ mod tests {
 
     async fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("merlya.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         (dir, store)
     }
 

@@ -58,7 +58,7 @@ mod tests {
 
     async fn gate(policy: PolicyConfig) -> ApprovalGate {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(&dir.path().join("m.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         std::mem::forget(dir);
         ApprovalGate::with_policy(Arc::new(DenyAll), store, &policy)
     }

@@ -227,7 +227,7 @@ mod tests {
     #[tokio::test]
     async fn each_decision_is_asked_audited_and_applied_to_what_the_pane_shows() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         let who = Who { session_id: "s".into(), requested_by: "alice".into() };
         let gate = |d| ApprovalGate::new(std::sync::Arc::new(Person(d)), store.clone(), false);
         store.add_host(&crate::inventory::Host::new("web1", "10.0.0.1")).await.unwrap();

@@ -44,18 +44,23 @@ impl Credentials {
         let mut pairs = Vec::new();
         for (name, text) in variables {
             let field = format!("provision.credentials.{provider}.{name}");
-            let source = CredentialSource::parse(text).map_err(|e| format!("{field}: {e}"))?;
-            let value = match source {
-                CredentialSource::Keyring(key) => self.secrets.lookup(&key).ok_or_else(|| {
-                    format!("{field}: the keyring has no {key} (store it with `merlya secret set {key}`)")
-                })?,
-                CredentialSource::Env(var) => std::env::var(&var)
-                    .map_err(|_| format!("{field}: the environment variable {var} is not set for merlya"))?,
-                CredentialSource::File(path) => read_file(&path).map_err(|e| format!("{field}: {e}"))?,
-            };
-            pairs.push((name.clone(), value));
+            pairs.push((name.clone(), read_credential(text, &field, self.secrets.as_ref())?));
         }
         Ok(Vars::new(pairs))
+    }
+}
+
+/// The value a credential source written in the config (`@service:host:field`, `env:NAME`,
+/// `file:/PATH`) names, read now; an error names `field` and what is missing.
+pub fn read_credential(text: &str, field: &str, secrets: &dyn SecretSource) -> Result<String, String> {
+    match CredentialSource::parse(text).map_err(|e| format!("{field}: {e}"))? {
+        CredentialSource::Keyring(key) => secrets
+            .lookup(&key)
+            .ok_or_else(|| format!("{field}: the keyring has no {key} (store it with `merlya secret set {key}`)")),
+        CredentialSource::Env(var) => {
+            std::env::var(&var).map_err(|_| format!("{field}: the environment variable {var} is not set for merlya"))
+        }
+        CredentialSource::File(path) => read_file(&path).map_err(|e| format!("{field}: {e}")),
     }
 }
 

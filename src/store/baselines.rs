@@ -169,7 +169,7 @@ mod tests {
     #[tokio::test]
     async fn the_newest_accepted_capture_is_the_baseline_and_accept_rebases() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         assert_eq!(store.baseline("web01").await.unwrap(), None);
         store.add_capture("web01", "{\"a\":1}", true).await.unwrap();
         store.add_capture("web01", "{\"a\":2}", false).await.unwrap();

@@ -168,8 +168,10 @@ impl Store {
         query(
             "INSERT INTO conversation_usage (conversation_id, model, calls, input_tokens, output_tokens, cost_usd)
              VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (conversation_id, model) DO UPDATE SET calls = calls + $3,
-                 input_tokens = input_tokens + $4, output_tokens = output_tokens + $5, cost_usd = cost_usd + $6",
+             ON CONFLICT (conversation_id, model) DO UPDATE SET calls = conversation_usage.calls + $3,
+                 input_tokens = conversation_usage.input_tokens + $4,
+                 output_tokens = conversation_usage.output_tokens + $5,
+                 cost_usd = conversation_usage.cost_usd + $6",
         )
         .bind(id)
         .bind(&usage.model)

@@ -125,7 +125,7 @@ mod tests {
     #[tokio::test]
     async fn the_newest_reading_of_each_check_is_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         let reading =
             |check, value, level, at: &str| HealthReading { host: "web1".into(), check, value, level, at: at.into() };
         store

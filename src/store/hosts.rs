@@ -292,7 +292,7 @@ mod tests {
     #[tokio::test]
     async fn hosts_matching_reads_the_named_and_tagged_rows_in_inventory_order() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("merlya.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         let mut hosts = Vec::new();
         for i in 0..50 {
             let mut h = Host::new(format!("n{i:02}"), "10.0.0.1");

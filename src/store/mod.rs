@@ -8,6 +8,8 @@
 
 pub mod approvals;
 pub mod audit;
+#[cfg(test)]
+mod backend_tests;
 pub mod baselines;
 pub mod capabilities;
 pub mod conversations;
@@ -25,6 +27,8 @@ pub mod resources;
 pub mod secret_names;
 pub mod skill_runs;
 pub mod space;
+#[cfg(test)]
+pub(crate) mod test_backend;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -305,7 +305,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         query(
             "UPDATE resources SET drift_status = $1, drift_detail = $2, actual = $3, last_checked_at = $4,
-                 status = CASE WHEN $5 THEN 'unknown' ELSE status END, operation = CASE WHEN $6 THEN '' ELSE operation END
+                 status = CASE WHEN $5 <> 0 THEN 'unknown' ELSE status END, operation = CASE WHEN $6 <> 0 THEN '' ELSE operation END
              WHERE id = $7",
         )
         .bind(drift.as_str())
@@ -375,7 +375,7 @@ mod tests {
     #[tokio::test]
     async fn an_apply_never_clears_a_found_drift_and_a_crash_is_unknown() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m.db")).await.unwrap();
+        let store = crate::store::test_backend::store_in(dir.path()).await;
         let new = NewResource {
             name: "web".into(),
             provider: "terraform_data".into(),

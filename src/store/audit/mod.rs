@@ -692,10 +692,11 @@ fn read_head(backend: Backend) -> &'static str {
                 last.id, last.chain
             FROM (SELECT 1) LEFT JOIN (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last"
         }
+        // Everything from the head row itself: a statement that waited for the lock sees the row as
+        // the appender before it left it (PostgreSQL re-reads a locked row, not a subquery's table).
+        // Every entry on PostgreSQL is keyed, so there is no unkeyed run to re-base.
         Backend::Postgres => {
-            "SELECT h.hash, h.count, last.id, last.chain FROM audit_head h
-             LEFT JOIN LATERAL (SELECT id, chain FROM audit_log ORDER BY id DESC LIMIT 1) AS last ON true
-             WHERE h.id = 1 FOR UPDATE OF h"
+            "SELECT hash, count, NULLIF(last_id, 0), CAST(NULL AS TEXT) FROM audit_head WHERE id = 1 FOR UPDATE"
         }
     }
 }
