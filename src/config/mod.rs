@@ -517,16 +517,20 @@ impl Config {
         let credentials_ok = self.provision.credentials.values().flatten().all(|(name, source)| {
             provision::is_variable_name(name) && provision::CredentialSource::parse(source).is_ok()
         });
-        let store_url_ok = self.store.url.as_deref().is_none_or(|u| crate::store::postgres::StoreUrl::parse(u).is_ok());
+        if let Some(Err(message)) = self.store.url.as_deref().map(crate::store::postgres::StoreUrl::parse) {
+            let var = "MERLYA_STORE_URL";
+            let from_env = env.iter().any(|(k, _)| k == var);
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: if from_env { None } else { line_of(text, "store", "url") },
+                var: from_env.then(|| var.to_string()),
+                field: "store.url".into(),
+                message,
+            });
+        }
         let store_password_ok =
             self.store.password.as_deref().is_none_or(|p| provision::CredentialSource::parse(p).is_ok());
-        let checks: [(&str, bool, &str); 29] = [
-            (
-                "store.url",
-                store_url_ok,
-                "expected sqlite://PATH or postgres://USER@HOST[:PORT]/DATABASE[?sslmode=…], without a password \
-                 (give it with store.password, PGPASSWORD or ~/.pgpass)",
-            ),
+        let checks: [(&str, bool, &str); 28] = [
             ("store.password", store_password_ok, "expected @service:host:field, env:NAME or file:/PATH"),
             (
                 "provision.credentials",

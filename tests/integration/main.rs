@@ -30,5 +30,6 @@ mod skills;
 mod sql_read;
 mod ssh;
 mod store_cli;
+mod team_store;
 mod template;
 mod tui_e2e;

@@ -57,6 +57,15 @@ impl Postgres {
         command.output().expect("psql")
     }
 
+    /// Runs `psql -X -At -c SQL` as the superuser in `database`.
+    pub fn psql_on(&self, database: &str, sql: &str) -> Output {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(bin("psql"));
+        command.args(["-X", "-At", "-v", "ON_ERROR_STOP=1", "-h"]).arg(&self.dir);
+        command.args(["-p", &self.port.to_string(), "-d", database, "-c", sql]);
+        command.output().expect("psql")
+    }
+
     /// The single value a query returns; panics with the server's error otherwise.
     pub fn value(&self, sql: &str) -> String {
         let out = self.psql(sql, &[]);
