@@ -2,26 +2,13 @@
 //! SQLite and on a real PostgreSQL): every repository written and read back, and concurrent
 //! appenders on one audit chain.
 
-use super::audit::{AuditOutcome, AuditRequest};
+use super::audit::AuditOutcome;
+use super::audit::tests::request;
 use super::conversations::ModelUsage;
 use super::history::CommandRecord;
 use super::pipelines::{Kind, PipelineRun, PipelineStatus};
 use super::test_backend::store_in;
 use crate::inventory::Host;
-
-fn request(host: &str, command: &str) -> AuditRequest {
-    AuditRequest {
-        session_id: "s1".into(),
-        requested_by: "alice".into(),
-        host: host.into(),
-        address: "10.0.0.1".into(),
-        port: Some(2222),
-        login_user: "deploy".into(),
-        command: command.into(),
-        approved_by: "alice (prompt)".into(),
-        approval_ref: None,
-    }
-}
 
 #[tokio::test]
 async fn hosts_tags_and_the_inventory_version() {

@@ -21,7 +21,7 @@ pub mod witness;
 mod witness_tests;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::store::Backend;
 use crate::store::db::{Pool, Row, Sql, query};

@@ -24,7 +24,8 @@ async fn fixture() -> Fixture {
     Fixture { _dir: dir, db, store }
 }
 
-fn request(host: &str, command: &str) -> AuditRequest {
+/// A request as a person at a console makes it (shared with the backend tests).
+pub(crate) fn request(host: &str, command: &str) -> AuditRequest {
     AuditRequest {
         session_id: "s1".into(),
         requested_by: "alice".into(),
