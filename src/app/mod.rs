@@ -64,6 +64,8 @@ mod setup_worker;
 mod skill_worker;
 /// `s` on a host: an interactive session with the system `ssh`.
 pub mod ssh_session;
+/// The shared store's doorbell: changes to re-read, the store lost and back.
+mod store_worker;
 /// Colours from YAML themes.
 pub mod theme;
 /// The pure state transition.

@@ -396,6 +396,9 @@ pub struct Model {
     pub setup: Option<super::setup::SetupFlow>,
     /// Background notices, newest last.
     pub toasts: VecDeque<Toast>,
+    /// Why the shared store cannot be reached, while it cannot: the console shows what it has and
+    /// refuses work that would write (ADR 0032).
+    pub store_down: Option<String>,
     /// The focused pane fills the screen (`z`).
     pub zoomed: bool,
     /// Front is on screen; the rest wait.
@@ -506,6 +509,7 @@ impl Model {
             form: None,
             setup: None,
             toasts: VecDeque::new(),
+            store_down: None,
             zoomed: false,
             prompts: VecDeque::new(),
             help_open: false,

@@ -117,6 +117,12 @@ pub enum Msg {
     SetupModels { base_url: String, result: Result<Vec<String>, String> },
     /// `/setup`'s answers saved and the model in use, or why not.
     SetupSaved(Result<super::setup::SetupSaved, String>),
+    /// The shared store's doorbell rang: another console (or this one) committed a change.
+    StoreChanged(crate::store::doorbell::Topic),
+    /// The store cannot be reached (why, without a password): the console is read-only until it is back.
+    StoreLost(String),
+    /// The store answers again: everything is read again (changes made meanwhile rang no bell).
+    StoreBack,
 }
 
 /// Work for the runtime, returned by `update`.
@@ -204,4 +210,54 @@ pub enum Effect {
     Report(Option<String>),
     /// `/skill`: list the runbooks, or run one.
     Skill(super::command_line::SkillLine),
+}
+
+impl Effect {
+    /// Whether this work writes to the store (an audit entry, a host, a rule, a conversation...):
+    /// refused while the store cannot be reached, so nothing runs unaudited and nothing is lost.
+    pub fn writes_store(&self) -> bool {
+        use Effect::*;
+        match self {
+            RunCommand { .. }
+            | RunWatchRound { .. }
+            | StartWatch { .. }
+            | StartChange { .. }
+            | ImportHosts(_)
+            | SetReachable { .. }
+            | AgentTurn(_)
+            | CheckDrift
+            | Reconcile(_)
+            | AcceptResource(_)
+            | DecideHost(_)
+            | Ssh(_)
+            | CheckHosts(_)
+            | SaveHost { .. }
+            | DeleteHosts(_)
+            | Secret(_)
+            | Runbook(_)
+            | SetupImport
+            | Skill(_) => true,
+            StopWatch
+            | CancelRun(_)
+            | CancelAgent
+            | ExportRun { .. }
+            | AnswerPrompt { .. }
+            | ReloadHosts
+            | Filter(_)
+            | Discard(_)
+            | SaveHistory(_)
+            | Refresh
+            | SaveSetting { .. }
+            | Suspend
+            | Copy(_)
+            | Model(_)
+            | ShowAudit(_)
+            | Conversations(_)
+            | NewConversation
+            | SetupListModels { .. }
+            | SetupSave(_)
+            | Mcp(_)
+            | Report(_) => false,
+        }
+    }
 }

@@ -113,6 +113,7 @@ pub fn run_console(
             inventory_version: Arc::new(std::sync::atomic::AtomicI64::new(inventory_version)),
             filter_job: Default::default(),
             last_dashboard: Default::default(),
+            store_lost: Default::default(),
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
             // Read once here, so routing a chat message never reads files on the loop thread.
             skills: Arc::new(crate::skills::Library::load(&ctx.home.skills_dir())),
@@ -175,6 +176,7 @@ async fn event_loop(
     update(model, Msg::Resize(size.width, size.height));
     refresh_dashboard(services);
     super::drift_worker::start_interval(services);
+    super::store_worker::start(services);
     // SIGTERM, SIGHUP and SIGINT quit as a confirmed `q` does: runs are stopped, the terminal restored.
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).wrap_err("cannot watch SIGTERM")?;

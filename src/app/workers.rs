@@ -45,6 +45,9 @@ pub(super) struct Services {
     pub filter_job: Arc<std::sync::atomic::AtomicU64>,
     /// The dashboard last sent to the console (an unchanged one is not sent again).
     pub last_dashboard: Arc<Mutex<Option<Dashboard>>>,
+    /// The store's doorbell said the store is lost and not yet back: refreshes wait (the console
+    /// says so once, not in an error every two seconds).
+    pub store_lost: Arc<std::sync::atomic::AtomicBool>,
     /// External MCP servers, started on first use and kept for the console's life.
     pub mcp: Arc<crate::mcp::client::McpClients>,
     /// The skills (built-in and MERLYA_HOME/skills), read at start.
@@ -239,6 +242,9 @@ pub(super) fn refresh_dashboard(services: &Services) {
     let llm = services.llm.read().ok().and_then(|l| l.clone());
     let (ctx, executor, seen) = (services.ctx.clone(), services.executor.clone(), services.inventory_version.clone());
     let (last_sent, locale) = (services.last_dashboard.clone(), services.locale());
+    if services.store_lost.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     tokio::spawn(async move {
         use std::sync::atomic::Ordering;
         if let Ok(version) = store.inventory_version().await {

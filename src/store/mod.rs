@@ -14,6 +14,7 @@ pub mod baselines;
 pub mod capabilities;
 pub mod conversations;
 pub(crate) mod db;
+pub mod doorbell;
 pub mod history;
 pub mod host_errors;
 pub mod host_health;

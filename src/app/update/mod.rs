@@ -12,6 +12,7 @@ mod modal;
 mod panes;
 mod runs;
 mod setup;
+mod store;
 mod watch;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
@@ -33,7 +34,15 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
     let mut effects = apply(model, msg);
     effects.extend(filter::follow(model));
     super::inventory::follow(model);
-    effects
+    if model.store_down.is_none() {
+        return effects;
+    }
+    // What was refused is ended as a denial would end it (a run, a watch, the agent's turn).
+    let (endings, mut kept) = store::refuse_writes_while_down(model, effects);
+    for ending in endings {
+        kept.extend(update(model, ending));
+    }
+    kept
 }
 
 fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
@@ -169,6 +178,9 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Typed(line) => input::typed(model, &line),
         Msg::SetupModels { base_url, result } => setup::on_models(model, &base_url, result),
         Msg::SetupSaved(saved) => setup::on_saved(model, saved),
+        Msg::StoreChanged(topic) => store::on_changed(model, topic),
+        Msg::StoreLost(why) => store::on_lost(model, why),
+        Msg::StoreBack => store::on_back(model),
         Msg::Note(text) => {
             model.push_chat(ChatEntry::new(ChatRole::System, text));
             model.chat_view.scroll = 0;

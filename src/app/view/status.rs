@@ -77,6 +77,9 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
             model.locale.t(if model.hosts.len() == 1 { "status.host" } else { "status.hosts" })
         )),
     ];
+    if model.store_down.is_some() {
+        spans.push(Span::styled(format!(" · {}", model.locale.t("status.store_down")), theme.error));
+    }
     if running > 0 {
         spans.push(Span::styled(format!(" · {running} {}", model.locale.t("status.running")), theme.warn));
     }

@@ -249,3 +249,16 @@ fn a_click_on_a_choice_answers_the_prompt() {
     assert_eq!(answer(update(&mut m, click(always))), Some(PromptAnswer::Always));
     assert!(m.prompts.is_empty());
 }
+
+#[test]
+fn a_lost_store_is_shown_in_the_status_bar_and_a_refused_run_says_why() {
+    let mut m = fixture_model();
+    update(&mut m, Msg::StoreLost("the store at postgres://ops@db:5432/merlya cannot be reached".into()));
+    update(&mut m, Msg::Typed("!uptime".into()));
+    m.toasts.clear();
+    m.focus = Pane::Chat;
+    let terminal = render(&m, 110, 24);
+    let text = screen(&terminal);
+    assert!(text.contains("store unreachable · read-only"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}

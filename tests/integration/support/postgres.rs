@@ -36,15 +36,28 @@ impl Postgres {
         let data = dir.join("data");
         let out = as_postgres(&bin("initdb"), &["-D", &data.to_string_lossy(), "-A", "trust", "-U", "postgres"]);
         assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
-        let port = super::sshd::free_port();
-        let options = format!("-p {port} -k {} -c listen_addresses=127.0.0.1", dir.display());
-        let log = dir.join("server.log");
+        let server = Self { dir, port: super::sshd::free_port() };
+        server.start_again();
+        server
+    }
+
+    /// Starts the server (again) on its port, waiting until it accepts connections.
+    pub fn start_again(&self) {
+        let data = self.dir.join("data");
+        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1", self.port, self.dir.display());
+        let log = self.dir.join("server.log");
         let out = as_postgres(
             &bin("pg_ctl"),
             &["-D", &data.to_string_lossy(), "-l", &log.to_string_lossy(), "-o", &options, "-w", "start"],
         );
         assert!(out.status.success(), "pg_ctl start: {}", String::from_utf8_lossy(&out.stderr));
-        Self { dir, port }
+    }
+
+    /// Stops the server as an outage would (`immediate`: connections cut, no clean shut-down).
+    pub fn stop(&self) {
+        let data = self.dir.join("data");
+        let out = as_postgres(&bin("pg_ctl"), &["-D", &data.to_string_lossy(), "-m", "immediate", "-w", "stop"]);
+        assert!(out.status.success(), "pg_ctl stop: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     /// Runs `psql -X -c SQL` as the superuser over the socket, with extra environment.
@@ -69,6 +82,15 @@ impl Postgres {
     /// The single value a query returns; panics with the server's error otherwise.
     pub fn value(&self, sql: &str) -> String {
         let out = self.psql(sql, &[]);
+        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Postgres {
+    /// The single value a query returns in `database`; panics with the server's error otherwise.
+    pub fn value_on(&self, database: &str, sql: &str) -> String {
+        let out = self.psql_on(database, sql);
         assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }

@@ -1,0 +1,93 @@
+//! Two consoles on one PostgreSQL store (ADR 0032), with a real server: a change made by one
+//! operator is on the other's screen without a reload (the store's doorbell), and a server that
+//! stops mid-session leaves the console read-only, saying so, until it is back; a command cut off by
+//! the stop is a clear error and what was written before it stays.
+
+use std::time::Duration;
+
+use crate::support::postgres::Postgres;
+use crate::support::tmux::Tmux;
+use crate::support::{TestEnv, text};
+
+fn team(pg: &Postgres, database: &str) -> String {
+    pg.value(&format!("CREATE DATABASE {database}"));
+    format!("postgres://postgres@127.0.0.1:{}/{database}", pg.port)
+}
+
+#[test]
+fn a_teammates_change_reaches_the_console_and_a_lost_store_makes_it_read_only_until_back() {
+    let pg = Postgres::start();
+    let url = team(&pg, "oncall");
+    let (alice, bob) = (TestEnv::new(), TestEnv::new());
+    let with_store = format!("MERLYA_STORE_URL='{url}'");
+    let console = Tmux::start_with("team-alice", &alice, &with_store, 130, 30);
+    console.wait_for("localhost");
+
+    // Bob adds a host from his own home: it appears in Alice's inventory with no key pressed.
+    let added = bob.merlya(&["hosts", "add", "web07", "--hostname", "10.0.0.7"]).env("MERLYA_STORE_URL", &url).output();
+    let added = added.expect("run merlya");
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    console.wait_for("web07");
+
+    // The server goes away: the console says so and refuses to start work it could not audit.
+    pg.stop();
+    console.wait_for("store unreachable · read-only");
+    console.keys(&["!"]);
+    console.type_text("uptime");
+    console.keys(&["Enter"]);
+    console.wait_for("Not started: the store cannot be reached");
+
+    // Back: the console says so, reads everything again (a host added meanwhile by psql shows).
+    pg.start_again();
+    let rows = pg.psql_on(
+        "oncall",
+        "INSERT INTO hosts (name, hostname, created_at, updated_at) VALUES ('db09', '10.0.0.9', 'now', 'now')",
+    );
+    assert!(rows.status.success(), "{}", text(&rows.stderr));
+    let status_line = |s: &str| s.lines().rfind(|l| !l.trim().is_empty()).unwrap_or_default().to_string();
+    console.wait_until("the store back and db09 listed", |s| {
+        !status_line(s).contains("store unreachable") && s.contains("db09")
+    });
+    console.keys(&["!"]);
+    console.type_text("true");
+    console.keys(&["Enter"]);
+    console.wait_for("1/1 hosts succeeded");
+}
+
+#[test]
+fn a_command_cut_off_by_a_stopped_store_is_a_clear_error_and_its_start_entry_stays() {
+    let pg = Postgres::start();
+    let url = team(&pg, "ops");
+    let env = TestEnv::new();
+    let child = env
+        .merlya(&["exec", "localhost", "--", "sleep 2; echo finished"])
+        .env("MERLYA_STORE_URL", &url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run merlya");
+    // The start entry is written before the command runs; stop the server while it sleeps.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let started = || {
+        let out = pg.psql_on("ops", "SELECT count(*) FROM audit_log WHERE outcome = 'started'");
+        text(&out.stdout).trim() == "1"
+    };
+    while !started() {
+        assert!(std::time::Instant::now() < deadline, "the start entry was never written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pg.stop();
+    let out = child.wait_with_output().expect("merlya ends");
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "a finish that cannot be recorded is not a success: {said}");
+    assert!(said.contains("its outcome could not be written to the audit log"), "{said}");
+    assert!(said.contains("cannot be reached") && said.contains("127.0.0.1"), "{said}");
+
+    // Nothing written is lost: the start entry is there, listed as unfinished, and the chain verifies.
+    pg.start_again();
+    let verified = env.merlya(&["audit", "verify"]).env("MERLYA_STORE_URL", &url).output().expect("run merlya");
+    assert!(verified.status.success(), "{}{}", text(&verified.stdout), text(&verified.stderr));
+    let listed = env.merlya(&["audit", "list"]).env("MERLYA_STORE_URL", &url).output().expect("run merlya");
+    let listed = text(&listed.stdout);
+    assert!(listed.contains("unfinished") && listed.contains("sleep 2"), "{listed}");
+}
