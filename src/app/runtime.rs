@@ -54,7 +54,7 @@ pub fn run_console(
         let prompter = Arc::new(TuiPrompter::new(sender.clone()));
         // One copy of the hosts: the executor resolves jump hosts with the model's.
         let executor = Arc::new(ctx.executor(fleet.shared(), prompter.clone(), true)?);
-        let gate = ApprovalGate::with_policy(prompter.clone(), ctx.store.clone(), &ctx.config.policy);
+        let gate = ApprovalGate::with_policy(prompter.clone(), ctx.store.clone(), &ctx.config);
         let theme = Theme::load(&ctx.config.ui.theme, &ctx.home.themes_dir(), ColorDepth::detect())?;
         let mut model = Model::new(Vec::new(), ctx.config.has_model(), ctx.config.ui.scrollback_lines, theme);
         model.set_fleet(fleet);

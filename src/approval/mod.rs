@@ -20,10 +20,11 @@ use crate::store::Store;
 use crate::term_safe::{visible, visible_line};
 
 mod route;
+pub mod two_person;
 pub use route::Route;
 
-/// What a person is asked to approve.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What a person is asked to approve (read back from JSON by a two-person reviewer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ApprovalRequest {
     /// One line: what will happen.
     pub summary: String,
@@ -50,8 +51,12 @@ pub struct ApprovalRequest {
     pub prefixes: Vec<String>,
     /// Further exact command lines this approval clears, each shown in `command`, `rollback` or the
     /// diff (the script behind a file edit's summary, each `kubectl rollout undo` of a rollback).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<String>,
+    /// The pipeline kind of the change asked about, when a pipeline asks (two-person approval can
+    /// name kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::store::pipelines::Kind>,
 }
 
 impl ApprovalRequest {
@@ -69,6 +74,7 @@ impl ApprovalRequest {
             leaks,
             prefixes: analysis.rule_keys.clone().unwrap_or_default(),
             runs: Vec::new(),
+            kind: None,
         }
     }
 
@@ -109,6 +115,11 @@ pub trait Approver: Send + Sync {
     /// (`--yes`, no terminal) is immediate, so a change records it with what follows.
     fn asks_a_person(&self) -> bool {
         true
+    }
+    /// Tells the person something while a decision waits on others (a change waiting for its
+    /// second person): the terminal's standard error, a toast in the console.
+    fn tell(&self, text: &str) {
+        eprintln!("{}", visible_line(text));
     }
 }
 
@@ -291,23 +302,29 @@ pub struct ApprovalGate {
     store: Store,
     confirm_all: bool,
     blocked: Arc<Vec<Vec<String>>>,
+    /// The team's two-person rule, when the configuration has one.
+    two_person: Option<Arc<two_person::TwoPerson>>,
 }
 
 impl ApprovalGate {
     /// A gate asking `approver`, with rules in `store`; `confirm_all` is paranoid mode.
     pub fn new(approver: Arc<dyn Approver>, store: Store, confirm_all: bool) -> Self {
-        Self { approver, store, confirm_all, blocked: Arc::new(Vec::new()) }
+        Self { approver, store, confirm_all, blocked: Arc::new(Vec::new()), two_person: None }
     }
 
-    /// The gate of `policy`: its paranoid mode and its `blocked_commands`.
-    pub fn with_policy(approver: Arc<dyn Approver>, store: Store, policy: &crate::config::PolicyConfig) -> Self {
+    /// The gate of `config`: its paranoid mode, its `blocked_commands` and its two-person rule
+    /// (with `operator.name` as the requester). Every gate that asks a person is made here, so no
+    /// path can leave the two-person rule out.
+    pub fn with_policy(approver: Arc<dyn Approver>, store: Store, config: &crate::config::Config) -> Self {
+        let policy = &config.policy;
+        let two_person = two_person::TwoPerson::of_config(config).map(Arc::new);
         let blocked = policy
             .blocked_commands
             .iter()
             .map(|b| b.split_whitespace().map(str::to_string).collect::<Vec<_>>())
             .filter(|words| !words.is_empty())
             .collect();
-        Self { blocked: Arc::new(blocked), ..Self::new(approver, store, policy.confirm_all) }
+        Self { blocked: Arc::new(blocked), two_person, ..Self::new(approver, store, policy.confirm_all) }
     }
 
     /// The blocked prefix one of `command`'s simple commands starts with (program by its base name).
@@ -351,6 +368,11 @@ impl ApprovalGate {
         if request.class == Class::ReadOnly && !self.confirm_all {
             return GateOutcome::NotRequired;
         }
+        if let Some(team) = &self.two_person
+            && let Some(why) = team.needed_for(&self.store, request).await
+        {
+            return self.check_with_second_person(team, request, &why).await;
+        }
         if request.rule_possible()
             && let Ok(Some(ids)) = self.store.covering_rules(&request.prefixes, &request.hosts).await
         {
@@ -370,6 +392,39 @@ impl ApprovalGate {
                 }
                 GateOutcome::Approved(format!("{} (always: {})", self.approver.who(), request.prefixes.join(", ")))
             }
+        }
+    }
+}
+
+impl ApprovalGate {
+    /// A change the two-person rule names: no stored "always" rule covers it; its requester decides
+    /// first (a denial ends it there), then it waits for another operator's review.
+    async fn check_with_second_person(
+        &self,
+        team: &two_person::TwoPerson,
+        request: &ApprovalRequest,
+        why: &str,
+    ) -> GateOutcome {
+        let requester = self.approver.who();
+        if self.approver.decide(request).await == Decision::Deny {
+            return GateOutcome::Denied(requester);
+        }
+        let tell = |id: i64| {
+            self.approver.tell(&format!(
+                "change request #{id} waits for a second person ({why}): another operator runs `merlya approvals review {id}` or `:review {id}` in the console"
+            ))
+        };
+        match team.wait(&self.store, request, why, &tell).await {
+            two_person::Review::Approved { id, by } => {
+                GateOutcome::Approved(format!("{requester} and {by} (two-person, request #{id})"))
+            }
+            two_person::Review::Rejected { id, by } => {
+                GateOutcome::Denied(format!("{by} (second person, request #{id})"))
+            }
+            two_person::Review::Expired { id } => {
+                GateOutcome::Denied(format!("nobody (request #{id} expired without a second person)"))
+            }
+            two_person::Review::Failed(why) => GateOutcome::Denied(format!("nobody (two-person request: {why})")),
         }
     }
 }
@@ -403,7 +458,8 @@ mod tests {
             blocked_commands: vec!["iptables -F".into(), "tcpdump".into()],
             ..Default::default()
         };
-        let gate = ApprovalGate::with_policy(person.clone(), store, &policy);
+        let config = crate::config::Config { policy, ..Default::default() };
+        let gate = ApprovalGate::with_policy(person.clone(), store, &config);
         for command in ["sudo true; /usr/sbin/iptables -F INPUT", "tcpdump -i any", "ls | tcpdump"] {
             let outcome = gate.check(&request(command, &["web01"])).await;
             assert!(

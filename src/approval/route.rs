@@ -60,7 +60,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::test_backend::store_in(dir.path()).await;
         std::mem::forget(dir);
-        ApprovalGate::with_policy(Arc::new(DenyAll), store, &policy)
+        ApprovalGate::with_policy(Arc::new(DenyAll), store, &crate::config::Config { policy, ..Default::default() })
     }
 
     #[tokio::test]

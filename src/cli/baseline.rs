@@ -83,7 +83,7 @@ pub struct DriftArgs {
 /// Asks about `decision` (a terminal prompt, or `--yes`), applies it and says how it ended.
 async fn decided(ctx: &Context, yes: bool, decision: &HostDecision) -> Result<u8> {
     let approver = super::Asking::detect(yes).approver;
-    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
     let who = Who { session_id: ctx.session_id.clone(), requested_by: crate::ssh::target::local_user() };
     Ok(match decide(&ctx.store, &gate, &who, decision).await? {
         Decided::Done(what) => {

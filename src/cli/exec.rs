@@ -54,7 +54,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let hosts = ctx.resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).await?;
-    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
     let (tx, mut rx) = crate::exec::event_channel();
     let cancel = super::cancel_on_signals();
     // Nobody reads the output any more (`| head -1`): the command is stopped on every host.

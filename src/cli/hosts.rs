@@ -285,7 +285,7 @@ async fn host_capabilities(
     let inventory = ctx.inventory_for(&host.name).await.map_err(|e| format!("{e:#}"))?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(false);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive).map_err(|e| format!("{e:#}"))?);
-    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let gate = crate::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
     let cancel = super::cancel_on_signals();
     let env = crate::pipeline::Env::from_context(ctx, executor, gate, cancel, crate::exec::no_events());
     let ttl = std::time::Duration::from_secs(u64::from(ctx.config.policy.capability_ttl_hours) * 3600);

@@ -180,7 +180,7 @@ async fn run_with(ctx: &Context, clients: &Arc<McpClients>, cmd: McpCommand) -> 
                 Err(e) => return Err(eyre!("{}", tf("cli.mcp.args_not_json", &[("error", &e.to_string())]))),
             };
             let super::Asking { approver, .. } = super::Asking::detect(yes);
-            let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+            let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
             let user = crate::ssh::target::local_user();
             let env = CallEnv::of_context(ctx, clients.clone(), gate, user, false, super::cancel_on_signals());
             match call(&env, server, name, arguments).await {

@@ -342,7 +342,7 @@ async fn drive_run(
 ) -> Result<(u8, PipelineRun)> {
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(opts.yes);
     let executor = Arc::new(ctx.executor(inventory, prompter, interactive)?);
-    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
     let Wiring { events, lines: mut rx, cancel } = wiring;
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), events);
     env.timeout = stage_timeout(opts, &ctx.config);

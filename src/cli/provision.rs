@@ -152,7 +152,7 @@ async fn apply(ctx: &Context, resource: &Resource, operation: Lifecycle, opts: &
 /// The MCP calls a check reads resources of the MCP backend with (read-only, approving nothing).
 fn mcp_reads(ctx: &Context, clients: &std::sync::Arc<crate::mcp::client::McpClients>) -> crate::mcp::call::CallEnv {
     let deny = std::sync::Arc::new(crate::approval::DenyAll);
-    let gate = crate::approval::ApprovalGate::with_policy(deny, ctx.store.clone(), &ctx.config.policy);
+    let gate = crate::approval::ApprovalGate::with_policy(deny, ctx.store.clone(), &ctx.config);
     let (user, cancel) = (crate::ssh::target::local_user(), super::cancel_on_signals());
     crate::mcp::call::CallEnv::of_context(ctx, clients.clone(), gate, user, true, cancel)
 }
@@ -395,7 +395,7 @@ async fn read_env(ctx: &Context) -> Result<Env> {
     let gate = crate::approval::ApprovalGate::with_policy(
         std::sync::Arc::new(crate::approval::DenyAll),
         ctx.store.clone(),
-        &ctx.config.policy,
+        &ctx.config,
     );
     Ok(Env::from_context(ctx, executor, gate, super::cancel_on_signals(), crate::exec::no_events()))
 }

@@ -96,7 +96,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<u8> {
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
     let inventory = ctx.store.list_hosts().await?;
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
-    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
     let text_mode = args.format == RunFormat::Text;
     // The model's words and host errors are shown, never interpreted, by a terminal.
     let stdout_tty = std::io::stdout().is_terminal();

@@ -159,7 +159,7 @@ pub async fn execute(
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(yes);
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter, interactive)?);
     let hosts = ctx.resolve_targets(targets, &inventory, &executor.ssh_aliases()).await?;
-    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+    let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
     let (tx, mut rx) = crate::exec::event_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let mut env = Env::from_context(ctx, executor, gate, super::cancel_on_signals(), tx);

@@ -342,6 +342,12 @@ pub struct PolicyConfig {
     /// Private, loopback and link-local addresses, single-label names and internal suffixes
     /// (`.internal`, `.local`, `.svc`…) are always inside (ADR 0030).
     pub egress_allow: Vec<String>,
+    /// Changes that need a second operator's approval after their requester's (ADR 0033): `@tag`
+    /// (a target host carries it) or a pipeline kind (`bash`, `ansible`, `terraform`, `kubernetes`,
+    /// `mcp`). Meant for a team store (`store.url`), where teammates see and review the request.
+    pub two_person_approval_for: Vec<String>,
+    /// Minutes a change waits for its second person before it is given up.
+    pub two_person_expiry_minutes: u32,
 }
 
 /// How much of a conversation the model sees (ADR 0022).
@@ -377,6 +383,8 @@ impl Default for PolicyConfig {
             blocked_commands: Vec::new(),
             readonly_sandbox: SandboxMode::Prefer,
             egress_allow: Vec::new(),
+            two_person_approval_for: Vec::new(),
+            two_person_expiry_minutes: 30,
         }
     }
 }
@@ -487,6 +495,15 @@ impl Config {
                 line: if from_env { None } else { line_of(text, "policy", "egress_allow") },
                 var: from_env.then(|| var.to_string()),
                 field: "policy.egress_allow".into(),
+                message,
+            });
+        }
+        if let Err(message) = crate::approval::two_person::Needs::parse_list(&self.policy.two_person_approval_for) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: line_of(text, "policy", "two_person_approval_for"),
+                var: None,
+                field: "policy.two_person_approval_for".into(),
                 message,
             });
         }

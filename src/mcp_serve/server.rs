@@ -133,11 +133,7 @@ impl Served {
             store: self.store.clone(),
             executor: self.executor.clone(),
             // Read-only: cleared by the classifier, never asked.
-            gate: ApprovalGate::with_policy(
-                Arc::new(crate::approval::DenyAll),
-                self.store.clone(),
-                &self.config.policy,
-            ),
+            gate: ApprovalGate::with_policy(Arc::new(crate::approval::DenyAll), self.store.clone(), &self.config),
             session_id: self.session_id.clone(),
             requested_by: "mcp client".into(),
             retention_days: self.config.policy.raw_log_retention_days,
@@ -196,7 +192,7 @@ impl Served {
         let limits =
             Limits { max_tool_calls: self.serve().max_tool_calls as usize, ..Limits::from_policy(&self.config.policy) };
         let approver = Arc::new(super::elicit::ElicitingApprover::new(context.peer.clone(), self.yes));
-        let gate = ApprovalGate::with_policy(approver, self.store.clone(), &self.config.policy);
+        let gate = ApprovalGate::with_policy(approver, self.store.clone(), &self.config);
         let mut agent = Agent::new(
             llm,
             self.executor.clone(),

@@ -223,6 +223,7 @@ async fn run_stages(
         }
     }
     let mut request = change.approval(&rec.run);
+    request.kind = Some(change.kind());
     if !rec.run.resumed_from.is_empty() {
         request.summary = format!("{} (resumes interrupted run {})", request.summary, rec.run.resumed_from);
     }
@@ -285,8 +286,9 @@ async fn ask_dry_run(
         crate::safety::Analysis { class: crate::safety::Class::Mutating, reasons, commands, rule_keys: None };
     let what = if hazards.is_empty() { "run the dry run" } else { "run the dry run, which CHANGES things" };
     let summary = format!("{what} of this {} change on {}", change.kind().as_str(), change.targets());
-    let request =
+    let mut request =
         crate::approval::ApprovalRequest::new(summary, &command, vec![change.targets()], &analysis, Vec::new());
+    request.kind = Some(change.kind());
     let decision = tokio::select! {
         decision = env.gate.check(&request) => decision,
         () = env.cancel.cancelled() => GateOutcome::Denied("the operator (cancelled)".into()),
@@ -377,9 +379,10 @@ async fn roll_back_stages(
         return Err(PipelineError::Invalid(format!("run {} is still {}", run.id, run.status.as_str())));
     }
     change.prepare_rollback(env, &run).await?;
-    let Some(request) = change.rollback_approval(&run) else {
+    let Some(mut request) = change.rollback_approval(&run) else {
         return Err(PipelineError::Invalid(format!("run {} has no rollback (none was given with the change)", run.id)));
     };
+    request.kind = Some(change.kind());
     let before = run.status;
     let mut rec = Recorder { env, run, progress, started: Instant::now() };
     rec.run.owner_pid = std::process::id();

@@ -435,7 +435,8 @@ impl TerraformChange {
         let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let call = self.call(&arg_refs, &cwd);
         let summary = format!("roll back terraform {} (change {}): {}", self.dir(), run.id, plan.line());
-        let request = self.request(summary, call.display(), &plan, self.shown(&plan));
+        let mut request = self.request(summary, call.display(), &plan, self.shown(&plan));
+        request.kind = Some(crate::store::pipelines::Kind::Terraform);
         let decision = env.gate.check(&request).await;
         if decision.approved_by().is_none() {
             let by = decision.decided_by();

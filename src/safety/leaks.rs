@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::parse::{self, Word};
 
 /// One leaking pattern and how to avoid it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Leak {
     /// What leaks and where.
     pub what: String,

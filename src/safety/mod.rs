@@ -38,7 +38,7 @@ use render::Override;
 use spec::Check;
 
 /// How much a command can change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     /// Proven to change nothing.

@@ -37,6 +37,8 @@ pub enum Topic {
     Health,
     /// A new audit entry (a command started or ended somewhere).
     Audit,
+    /// A change waiting for a second person, or its review.
+    Reviews,
     /// A table this merlya does not know (a newer one rang): re-read everything.
     Unknown,
 }
@@ -51,6 +53,7 @@ impl Topic {
             "resources" | "baselines" | "host_drift" | "drift_ignores" => Topic::Drift,
             "host_health" | "host_errors" => Topic::Health,
             "audit_log" => Topic::Audit,
+            "change_requests" => Topic::Reviews,
             _ => Topic::Unknown,
         }
     }
@@ -180,9 +183,13 @@ mod tests {
 
     #[test]
     fn each_ringing_table_has_a_topic() {
-        let migration = include_str!("../../migrations/postgres/20261127000005_doorbell.sql");
-        let tables: Vec<&str> = migration
-            .lines()
+        let migrations = [
+            include_str!("../../migrations/postgres/20261127000005_doorbell.sql"),
+            include_str!("../../migrations/postgres/20261127000006_change_requests.sql"),
+        ];
+        let tables: Vec<&str> = migrations
+            .iter()
+            .flat_map(|m| m.lines())
             .filter_map(|line| line.strip_prefix("CREATE TRIGGER "))
             .filter_map(|rest| rest.split(" ON ").nth(1))
             .filter_map(|rest| rest.split_whitespace().next())

@@ -12,6 +12,7 @@ pub mod audit;
 mod backend_tests;
 pub mod baselines;
 pub mod capabilities;
+pub mod change_requests;
 pub mod conversations;
 pub(crate) mod db;
 pub mod doorbell;

@@ -37,6 +37,13 @@ impl Kind {
             Kind::Mcp => "mcp",
         }
     }
+
+    /// The kind spelled `text` (as [`Kind::as_str`] writes it).
+    pub fn parse(text: &str) -> Option<Self> {
+        [Kind::Bash, Kind::Ansible, Kind::Terraform, Kind::Kubernetes, Kind::Mcp]
+            .into_iter()
+            .find(|k| k.as_str() == text)
+    }
 }
 
 /// The stages, in order.

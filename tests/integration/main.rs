@@ -34,3 +34,4 @@ mod team_console;
 mod team_store;
 mod template;
 mod tui_e2e;
+mod two_person;

@@ -131,6 +131,9 @@ pub enum AuditEvent {
     Finish,
     /// A refused or denied attempt (never ran).
     Attempt,
+    /// A second person's decision on a change request (two-person approval): `ok` approved,
+    /// `denied` rejected; the request is named in `approval_ref`.
+    Review,
 }
 
 impl AuditEvent {
@@ -141,11 +144,14 @@ impl AuditEvent {
             Self::Start => "start",
             Self::Finish => "finish",
             Self::Attempt => "attempt",
+            Self::Review => "review",
         }
     }
 
     fn parse(text: &str) -> Option<Self> {
-        [Self::Legacy, Self::Rebase, Self::Start, Self::Finish, Self::Attempt].into_iter().find(|e| e.as_str() == text)
+        [Self::Legacy, Self::Rebase, Self::Start, Self::Finish, Self::Attempt, Self::Review]
+            .into_iter()
+            .find(|e| e.as_str() == text)
     }
 }
 
@@ -492,6 +498,25 @@ impl Store {
         self.append(request, row).await
     }
 
+    /// Records a second person's review of a change request: approved (`ok`) or rejected (`denied`).
+    pub async fn audit_review(
+        &self,
+        request: &AuditRequest,
+        approved: bool,
+        reason: &str,
+    ) -> Result<AuditEntry, StoreError> {
+        let row = RowPart {
+            ts: now_rfc3339(),
+            event: AuditEvent::Review,
+            outcome: if approved { AuditOutcome::Ok } else { AuditOutcome::Denied },
+            ref_id: None,
+            exit_code: None,
+            duration_ms: 0,
+            reason: Some(reason.to_string()),
+        };
+        self.append(request, row).await
+    }
+
     /// The key, created on first use. A missing key is only created for a log
     /// that has no keyed entry yet; otherwise appending stops (a new key would
     /// make the existing chain unverifiable).
@@ -651,7 +676,9 @@ fn merge(entries: &[AuditEntry]) -> Vec<AuditRecord> {
         entries.iter().filter(|e| e.event == AuditEvent::Finish).filter_map(|e| e.ref_id.map(|r| (r, e))).collect();
     entries
         .iter()
-        .filter(|e| matches!(e.event, AuditEvent::Start | AuditEvent::Attempt | AuditEvent::Legacy))
+        .filter(|e| {
+            matches!(e.event, AuditEvent::Start | AuditEvent::Attempt | AuditEvent::Legacy | AuditEvent::Review)
+        })
         .map(|e| {
             let finish = (e.event == AuditEvent::Start).then(|| finishes.get(&e.id)).flatten();
             let outcome = match (e.event, finish) {

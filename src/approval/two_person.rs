@@ -1,0 +1,238 @@
+//! Two-person approval (ADR 0033): a change that `policy.two_person_approval_for` names — a target
+//! host carries one of its `@tags`, or the change is of one of its pipeline kinds — is approved by
+//! its requester as any change is, then waits as a stored request for another operator's review,
+//! bound to the digest of exactly what was planned and shown. The change runs only when a second
+//! person approved that digest; a rejection, the expiry or the requester giving up ends it, and a
+//! re-plan is a new request. The requester can never review their own request (the store refuses it
+//! too), and every review is an audit entry.
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::ApprovalRequest;
+use crate::store::Store;
+use crate::store::change_requests::{ChangeRequest, ReviewRefused, ReviewStatus};
+use crate::store::pipelines::Kind;
+
+/// How often a waiting change looks for its review.
+const POLL: Duration = Duration::from_millis(300);
+
+/// What asks for a second person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needs {
+    /// A target host carries this tag.
+    Tag(String),
+    /// A change of this pipeline kind.
+    Kind(Kind),
+}
+
+impl Needs {
+    /// Reads `policy.two_person_approval_for`; an entry that is neither `@tag` nor a kind is named.
+    pub fn parse_list(entries: &[String]) -> Result<Vec<Needs>, String> {
+        entries
+            .iter()
+            .map(|entry| match entry.strip_prefix('@') {
+                Some(tag) if !tag.is_empty() && !tag.contains(char::is_whitespace) => Ok(Needs::Tag(tag.to_string())),
+                Some(_) => Err(format!("`{entry}`: a tag needs a name after @")),
+                None => Kind::parse(entry).map(Needs::Kind).ok_or_else(|| {
+                    format!("`{entry}`: expected @TAG or a pipeline kind (bash, ansible, terraform, kubernetes, mcp)")
+                }),
+            })
+            .collect()
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Needs::Tag(tag) => format!("@{tag}"),
+            Needs::Kind(kind) => kind.as_str().to_string(),
+        }
+    }
+}
+
+/// The team's rule and who this merlya's operator is.
+#[derive(Debug, Clone)]
+pub struct TwoPerson {
+    needs: Vec<Needs>,
+    /// `operator.name`: who requests (and who may not review their own request).
+    pub operator: String,
+    expiry: Duration,
+}
+
+/// How a wait for a second person ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Review {
+    /// Approved by this operator.
+    Approved { id: i64, by: String },
+    /// Rejected by this operator.
+    Rejected { id: i64, by: String },
+    /// Nobody reviewed it in time.
+    Expired { id: i64 },
+    /// The request could not be stored or read (why).
+    Failed(String),
+}
+
+impl TwoPerson {
+    /// The rule of `config` (none when `policy.two_person_approval_for` is empty or unreadable: the
+    /// configuration is refused at load time, so this never drops a rule that was written).
+    pub fn of_config(config: &crate::config::Config) -> Option<Self> {
+        let needs = Needs::parse_list(&config.policy.two_person_approval_for).ok()?;
+        (!needs.is_empty()).then(|| Self {
+            needs,
+            operator: config.operator.name(),
+            expiry: Duration::from_secs(u64::from(config.policy.two_person_expiry_minutes.max(1)) * 60),
+        })
+    }
+
+    /// The entry that asks a second person for `request`, if one does.
+    pub async fn needed_for(&self, store: &Store, request: &ApprovalRequest) -> Option<String> {
+        for need in &self.needs {
+            match need {
+                // A request no pipeline made is a shell command on hosts: what `bash` names.
+                Needs::Kind(kind) if request.kind.unwrap_or(Kind::Bash) == *kind => return Some(need.shown()),
+                Needs::Kind(_) => {}
+                Needs::Tag(tag) => {
+                    // A host the store cannot read is treated as carrying the tag: the rule fails closed.
+                    for host in &request.hosts {
+                        let tagged = match store.get_host(host).await {
+                            Ok(found) => found.tags.iter().any(|t| t == tag),
+                            Err(crate::store::hosts::HostError::NotFound(_)) => false,
+                            Err(_) => true,
+                        };
+                        if tagged {
+                            return Some(need.shown());
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Stores the request and waits for its review (or its expiry). A wait that is dropped (the run
+    /// was cancelled) voids the request, so a late approval cannot start anything.
+    pub async fn wait(
+        &self,
+        store: &Store,
+        request: &ApprovalRequest,
+        why: &str,
+        tell: &(dyn Fn(i64) + Sync),
+    ) -> Review {
+        let expires_at = chrono::Utc::now()
+            + chrono::Duration::from_std(self.expiry).unwrap_or_else(|_| chrono::Duration::minutes(30));
+        let expires_at = expires_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let Ok(shown) = serde_json::to_string(request) else {
+            return Review::Failed("the request cannot be written as JSON".into());
+        };
+        let digest = digest_of(&shown);
+        let id = match store.add_change_request(&digest, &shown, why, &self.operator, &expires_at).await {
+            Ok(id) => id,
+            Err(e) => return Review::Failed(e.to_string()),
+        };
+        let guard = VoidOnDrop { store: store.clone(), id: Some(id) };
+        tell(id);
+        let deadline = tokio::time::Instant::now() + self.expiry;
+        let review = loop {
+            match store.change_request(id).await {
+                Ok(Some(found)) if found.digest != digest => {
+                    break Review::Failed(format!("request #{id} was altered"));
+                }
+                Ok(Some(found)) => match (found.status, found.reviewed_by) {
+                    (ReviewStatus::Approved, Some(by)) if by != self.operator => break Review::Approved { id, by },
+                    (ReviewStatus::Rejected, Some(by)) => break Review::Rejected { id, by },
+                    (ReviewStatus::Pending, _) => {}
+                    (status, _) => break Review::Failed(format!("request #{id} is {}", status.as_str())),
+                },
+                Ok(None) => break Review::Failed(format!("request #{id} disappeared")),
+                // A store that went away for a moment is waited for; the deadline still holds.
+                Err(_) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break Review::Expired { id };
+            }
+            tokio::time::sleep(POLL).await;
+        };
+        drop(guard);
+        review
+    }
+}
+
+/// Voids the request when the wait ends without a decision (a decided one stays as it is).
+struct VoidOnDrop {
+    store: Store,
+    id: Option<i64>,
+}
+
+impl Drop for VoidOnDrop {
+    fn drop(&mut self) {
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current()) else { return };
+        let store = self.store.clone();
+        runtime.spawn(async move {
+            if let Err(e) = store.void_change_request(id).await {
+                tracing::warn!(error = %e, id, "cannot void the change request");
+            }
+        });
+    }
+}
+
+/// SHA-256 of the request's stored JSON: everything the reviewer is shown (command, hosts, diff,
+/// post-check, rollback, further lines it clears), so a review approves exactly that text.
+pub fn digest_of(json: &str) -> String {
+    hex::encode(Sha256::digest(json.as_bytes()))
+}
+
+/// A stored request read back for its reviewer: what was planned, checked against its digest (a
+/// request edited in the database is refused, not shown).
+pub fn shown(stored: &ChangeRequest) -> Result<ApprovalRequest, String> {
+    if digest_of(&stored.request) != stored.digest {
+        return Err(format!("change request #{} does not match its digest: it was altered in the store", stored.id));
+    }
+    serde_json::from_str(&stored.request).map_err(|e| format!("change request #{} cannot be read: {e}", stored.id))
+}
+
+/// A second person's decision, as the CLI and the console record it: the review lands in the store
+/// only on the digest that was shown, by someone other than the requester; then it is audited.
+pub async fn record_review(
+    store: &Store,
+    session_id: &str,
+    shown: &ChangeRequest,
+    reviewer: &str,
+    approve: bool,
+    note: &str,
+) -> Result<ChangeRequest, ReviewRefused> {
+    let request = self::shown(shown).map_err(|e| ReviewRefused::Store(crate::store::StoreError::Invalid(e)))?;
+    let reviewed = store.review_change_request(shown.id, &shown.digest, reviewer, approve, note).await?;
+    let decision = if approve { "approved" } else { "rejected" };
+    let mut entry = crate::store::audit::AuditRequest::local(
+        session_id,
+        reviewer,
+        &request.command,
+        if approve { reviewer } else { "" },
+        Some(format!("change request #{}", shown.id)),
+    );
+    entry.host = request.hosts.join(",");
+    let reason = format!(
+        "{decision} change request #{} of {} ({}): {}{}",
+        shown.id,
+        shown.requested_by,
+        shown.why,
+        request.summary,
+        if note.is_empty() { String::new() } else { format!(" — {note}") }
+    );
+    store.audit_review(&entry, approve, &reason).await?;
+    Ok(reviewed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_list_takes_tags_and_kinds_and_names_a_bad_entry() {
+        let needs = Needs::parse_list(&["@prod".into(), "terraform".into()]).unwrap();
+        assert_eq!(needs, [Needs::Tag("prod".into()), Needs::Kind(Kind::Terraform)]);
+        assert!(Needs::parse_list(&["@".into()]).unwrap_err().contains("`@`"));
+        let e = Needs::parse_list(&["prod".into()]).unwrap_err();
+        assert!(e.contains("`prod`") && e.contains("@TAG"), "{e}");
+    }
+}

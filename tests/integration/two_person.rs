@@ -1,0 +1,102 @@
+//! Two-person approval on a team store (ADR 0033), with a real PostgreSQL and two homes: a change to
+//! a host tagged `@prod` is approved by its requester, then waits until another operator reviews
+//! exactly what was planned; the requester cannot approve their own request; a rejection stops the
+//! change; every review is in the audit log.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::postgres::Postgres;
+use crate::support::{TestEnv, text};
+
+/// A home on the team store as `operator`, with `@prod` needing a second person.
+fn operator(url: &str, name: &str) -> TestEnv {
+    let env = TestEnv::new();
+    let config = format!(
+        "store:\n  url: {url}\noperator:\n  name: {name}\npolicy:\n  two_person_approval_for: ['@prod']\n  two_person_expiry_minutes: 5\n"
+    );
+    std::fs::write(env.merlya_home().join("config.yaml"), config).unwrap();
+    env
+}
+
+fn ok(env: &TestEnv, args: &[&str]) -> String {
+    let out = env.merlya(args).output().expect("run merlya");
+    assert!(out.status.success(), "merlya {args:?}: {}\n{}", text(&out.stdout), text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// `merlya exec --yes` of a change on localhost, in the background (it waits for its reviewer).
+fn change(env: &TestEnv, file: &std::path::Path) -> Child {
+    let command = format!("touch {}", file.display());
+    env.merlya(&["exec", "localhost", "--yes", "--", &command])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run merlya")
+}
+
+/// The id of the one pending request, once it is stored.
+fn pending_id(env: &TestEnv) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = ok(env, &["approvals", "pending", "--format", "json"]);
+        let listed: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap();
+        if let Some(first) = listed.first() {
+            assert_eq!(listed.len(), 1, "{listed:?}");
+            return first["id"].to_string();
+        }
+        assert!(Instant::now() < deadline, "no change request was stored");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_prod_change_waits_for_a_second_person_who_is_not_its_requester() {
+    let pg = Postgres::start();
+    pg.value("CREATE DATABASE team");
+    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
+    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
+    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    let work = tempfile::tempdir().unwrap();
+
+    // Approved by a second person: it runs, and the audit says who approved.
+    let first = work.path().join("first");
+    let waiting = change(&alice, &first);
+    let id = pending_id(&bob);
+    let shown = bob.merlya(&["approvals", "review", &id, "--approve"]).output().unwrap();
+    // Not yet: the requester's own review is refused first (checked below); Bob reviews.
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    let review_text = text(&shown.stderr);
+    assert!(review_text.contains("from alice") && review_text.contains(&format!("touch {}", first.display())));
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("change request #{id} waits for a second person (@prod)")));
+    assert!(first.exists(), "the approved change ran");
+
+    // The requester cannot approve their own request; a rejection by another stops the change.
+    let second = work.path().join("second");
+    let waiting = change(&alice, &second);
+    let id = pending_id(&alice);
+    let own = alice.merlya(&["approvals", "review", &id, "--approve"]).output().unwrap();
+    assert!(!own.status.success(), "self-approval must be refused");
+    assert!(text(&own.stderr).contains("another operator must review it"), "{}", text(&own.stderr));
+    ok(&bob, &["approvals", "review", &id, "--reject", "--note", "not during the freeze"]);
+    let out = waiting.wait_with_output().unwrap();
+    assert!(!out.status.success(), "a rejected change fails");
+    assert!(!second.exists(), "the rejected change never ran");
+
+    // Every review is an audit entry, and the chain verifies from either home.
+    let reviews = pg_value(
+        &pg,
+        "SELECT string_agg(outcome || ':' || requested_by, ',' ORDER BY id) FROM audit_log WHERE event = 'review'",
+    );
+    assert_eq!(reviews, "ok:bob,denied:bob");
+    let approved = pg_value(&pg, "SELECT count(*) FROM audit_log WHERE approved_by LIKE 'alice% and bob (two-person%'");
+    assert_ne!(approved, "0", "the run's entries name both people");
+    ok(&alice, &["audit", "verify"]);
+    ok(&bob, &["audit", "verify"]);
+}
+
+fn pg_value(pg: &Postgres, sql: &str) -> String {
+    pg.value_on("team", sql)
+}
