@@ -114,7 +114,7 @@ impl InProcess {
             let mut change = terraform::TerraformChange::new(terraform::TerraformSpec { dir, ..Default::default() });
             let executor = Arc::new(ctx.executor(Vec::new(), Arc::new(merlya::prompt::NoPrompter), false).unwrap());
             let approver = Arc::new(merlya::approval::AutoApprove);
-            let gate = merlya::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config.policy);
+            let gate = merlya::approval::ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
             let cancel = tokio_util::sync::CancellationToken::new();
             let env = Env::from_context(ctx, executor, gate, cancel, merlya::exec::no_events());
             let record = runner::record_of(&env, &change);

@@ -15,6 +15,21 @@ pub struct Dashboard {
     pub breaker_open: bool,
     /// The Drift pane's two sources.
     pub drift: DriftBoard,
+    /// Changes waiting for a second person (two-person approval), oldest first.
+    pub reviews: Vec<PendingReview>,
+}
+
+/// A change waiting for a second person, as the Pipeline pane lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingReview {
+    pub id: i64,
+    /// The requester's `operator.name`.
+    pub requested_by: String,
+    /// Which policy entry asked for a second person.
+    pub why: String,
+    /// What the change does (its approval's summary).
+    pub summary: String,
+    pub expires_at: String,
 }
 
 /// What the Drift pane shows: provisioned resources, and each host's findings against its baseline.

@@ -63,7 +63,7 @@ pub const PALETTE: [(&str, Action); 26] = [
 ];
 
 /// Palette words with their own syntax, and their locale help keys.
-pub const PALETTE_COMMANDS: [(&str, bool, &str); 9] = [
+pub const PALETTE_COMMANDS: [(&str, bool, &str); 10] = [
     (":exec", true, "palette.exec"),
     (":watch", true, "palette.watch"),
     (":change", true, "palette.change"),
@@ -73,6 +73,7 @@ pub const PALETTE_COMMANDS: [(&str, bool, &str); 9] = [
     (":cancel", true, "palette.cancel"),
     (":export", true, "palette.export"),
     (":diff", true, "palette.diff"),
+    (":review", true, "palette.review"),
 ];
 
 /// `/secret` sub-commands.
@@ -166,6 +167,8 @@ pub enum CommandLine {
     New,
     /// `:reload`.
     Reload,
+    /// `:review ID`: review a teammate's change that waits for a second person.
+    Review(i64),
     /// `:clear`.
     Clear,
     /// `:cancel [ID]`: stop run ID, or the newest in flight.
@@ -213,6 +216,10 @@ pub fn parse(input: &str) -> Result<CommandLine, Text> {
         "h" => Ok(CommandLine::Action(Action::Help)),
         "reload" => Ok(CommandLine::Reload),
         "clear" => Ok(CommandLine::Clear),
+        "review" => match args.trim().trim_start_matches('#').parse() {
+            Ok(id) => Ok(CommandLine::Review(id)),
+            Err(_) => Err(Text::key("cmd.review_usage", &[])),
+        },
         "cancel" => match args.split_whitespace().collect::<Vec<_>>().as_slice() {
             [] => Ok(CommandLine::Cancel(None)),
             [id] => run_id(id).map(|id| CommandLine::Cancel(Some(id))),
@@ -434,6 +441,9 @@ mod tests {
         assert_eq!(parse("/hosts import ~/inv.ini"), Ok(CommandLine::ImportHosts("~/inv.ini".into())));
         assert_eq!(parse("/secret set db_pw"), Ok(CommandLine::Secret(SecretCommand::Set("db_pw".into()))));
         assert_eq!(parse("/audit 5"), Ok(CommandLine::Audit(5)));
+        assert_eq!(parse(":review 12"), Ok(CommandLine::Review(12)));
+        assert_eq!(parse(":review #3"), Ok(CommandLine::Review(3)));
+        assert!(parse(":review").is_err());
         assert_eq!(parse("/exit"), Ok(CommandLine::Quit));
         assert_eq!(parse("/new"), Ok(CommandLine::New));
         assert_eq!(parse("/metrics"), Ok(CommandLine::Action(Action::FocusMetrics)));

@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn slash_and_palette_words_complete() {
         assert_eq!(labels("/", &[]).len(), 16, "every slash command is offered");
-        assert_eq!(labels(":", &[]).len(), 35, "every palette word is offered");
+        assert_eq!(labels(":", &[]).len(), 36, "every palette word is offered");
         assert_eq!(labels("/h", &[]), ["/hosts", "/help"]);
         assert_eq!(labels("/la", &[]), ["/language"]);
         assert_eq!(

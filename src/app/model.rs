@@ -399,6 +399,8 @@ pub struct Model {
     /// Why the shared store cannot be reached, while it cannot: the console shows what it has and
     /// refuses work that would write (ADR 0032).
     pub store_down: Option<String>,
+    /// This console's `operator.name`: a change it requested is not offered to it for review.
+    pub operator: String,
     /// The focused pane fills the screen (`z`).
     pub zoomed: bool,
     /// Front is on screen; the rest wait.
@@ -510,6 +512,7 @@ impl Model {
             setup: None,
             toasts: VecDeque::new(),
             store_down: None,
+            operator: String::new(),
             zoomed: false,
             prompts: VecDeque::new(),
             help_open: false,

@@ -208,6 +208,8 @@ pub enum Effect {
     SetupImport,
     /// `/report [FILE]`: write this session's incident report.
     Report(Option<String>),
+    /// `:review ID`: show a teammate's waiting change in the approval modal, record the decision.
+    Review(i64),
     /// `/skill`: list the runbooks, or run one.
     Skill(super::command_line::SkillLine),
 }
@@ -236,6 +238,7 @@ impl Effect {
             | Secret(_)
             | Runbook(_)
             | SetupImport
+            | Review(_)
             | Skill(_) => true,
             StopWatch
             | CancelRun(_)

@@ -60,6 +60,7 @@ pub fn run_console(
         model.set_fleet(fleet);
         model.input.history = load_history(&ctx.home);
         model.ssh_aliases = executor.ssh_aliases();
+        model.operator = ctx.config.operator.name();
         // Each host's last error, from this session or an earlier one.
         for e in ctx.store.host_errors().await.unwrap_or_default() {
             if let Some(failure) = crate::exec::HostFailure::from_name(&e.kind) {
@@ -318,6 +319,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::DeleteHosts(names) => workers::delete_hosts(services, names),
         Effect::Secret(command) => workers::secret(services, command),
         Effect::ShowAudit(count) => workers::show_audit(services, count),
+        Effect::Review(id) => workers::review(services, id),
         Effect::Conversations(command) => super::conv_worker::run(services, command),
         Effect::NewConversation => workers::new_conversation(services),
         Effect::Mcp(command) => super::mcp_worker::run(services, command),

@@ -271,7 +271,14 @@ pub(super) fn refresh_dashboard(services: &Services) {
                 return;
             }
         };
-        let dashboard = Dashboard { pipelines, stats, spend, breaker_open, drift };
+        let reviews = match store.pending_change_requests().await {
+            Ok(pending) => pending.iter().map(pending_review).collect(),
+            Err(e) => {
+                sender.send(Msg::Error(format!("{}: {e}", locale.t("error.metrics"))));
+                return;
+            }
+        };
+        let dashboard = Dashboard { pipelines, stats, spend, breaker_open, drift, reviews };
         // An idle console draws nothing: only news is sent.
         if let Ok(mut last) = last_sent.lock() {
             if last.as_ref() == Some(&dashboard) {
@@ -280,6 +287,66 @@ pub(super) fn refresh_dashboard(services: &Services) {
             *last = Some(dashboard.clone());
         }
         sender.send(Msg::Dashboard(Box::new(dashboard)));
+    });
+}
+
+/// A stored request as the Pipeline pane lists it (a request that does not match its digest says so).
+fn pending_review(stored: &crate::store::change_requests::ChangeRequest) -> super::boards::PendingReview {
+    let summary = crate::approval::two_person::shown(stored).map_or_else(|e| e, |r| r.summary);
+    super::boards::PendingReview {
+        id: stored.id,
+        requested_by: stored.requested_by.clone(),
+        why: stored.why.clone(),
+        summary,
+        expires_at: stored.expires_at.clone(),
+    }
+}
+
+/// `:review ID`: the teammate's change in the approval modal, exactly as its requester saw it; the
+/// answer is recorded as this operator's review (approve: once or always; anything else rejects).
+pub(super) fn review(services: &Services, id: i64) {
+    let (ctx, sender, prompter, locale) =
+        (services.ctx.clone(), services.sender.clone(), services.prompter.clone(), services.locale());
+    tokio::spawn(async move {
+        let reviewer = ctx.config.operator.name();
+        let refused = |text: String| Msg::Toast { level: ToastLevel::Error, text };
+        let stored = match ctx.store.change_request(id).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return sender.send(refused(locale.tf("toast.review_none", &[("id", &id.to_string())]))),
+            Err(e) => return sender.send(refused(e.to_string())),
+        };
+        // Refused before the modal opens: the requester's own request, or one already decided.
+        if stored.requested_by == reviewer {
+            let own = crate::store::change_requests::ReviewRefused::OwnRequest { id, who: reviewer };
+            return sender.send(refused(own.to_string()));
+        }
+        let mut request = match crate::approval::two_person::shown(&stored) {
+            Ok(request) => request,
+            Err(e) => return sender.send(refused(e)),
+        };
+        request.summary = locale.tf(
+            "prompt.review_summary",
+            &[("id", &id.to_string()), ("who", &stored.requested_by), ("summary", &request.summary)],
+        );
+        let approve =
+            crate::approval::Approver::decide(prompter.as_ref(), &request).await != crate::approval::Decision::Deny;
+        let msg = match crate::approval::two_person::record_review(
+            &ctx.store,
+            &ctx.session_id,
+            &stored,
+            &reviewer,
+            approve,
+            "",
+        )
+        .await
+        {
+            Ok(_) => {
+                let key = if approve { "toast.review_approved" } else { "toast.review_rejected" };
+                Msg::Toast { level: ToastLevel::Success, text: locale.tf(key, &[("id", &id.to_string())]) }
+            }
+            Err(e) => refused(e.to_string()),
+        };
+        sender.send(msg);
     });
 }
 

@@ -204,3 +204,12 @@ fn a_deep_huge_or_non_utf8_config_is_refused_with_its_place() {
     std::fs::create_dir(&path).unwrap();
     assert!(Config::load(&path).unwrap_err().to_string().contains("is a folder, expected a file"));
 }
+
+#[test]
+fn the_two_person_list_names_its_bad_entry_with_file_and_line() {
+    let e =
+        parse("policy:\n  max_parallel: 4\n  two_person_approval_for: ['@prod', prod]\n", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("/h/config.yaml:3: policy.two_person_approval_for: `prod`: expected @TAG"), "{e}");
+    let ok = parse("policy:\n  two_person_approval_for: ['@prod', terraform]\n", &[]).unwrap();
+    assert_eq!(ok.policy.two_person_approval_for, ["@prod", "terraform"]);
+}

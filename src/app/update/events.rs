@@ -26,6 +26,17 @@ pub(super) fn on_dashboard(model: &mut Model, dashboard: Dashboard) -> Vec<Effec
             toasts.push((level, text));
         }
     }
+    // A teammate's change that now waits for a second person: said once, with how to review it.
+    for review in &dashboard.reviews {
+        let known = model.dashboard.reviews.iter().any(|r| r.id == review.id);
+        if !known && review.requested_by != model.operator {
+            let text = model.locale.tf(
+                "toast.review_waiting",
+                &[("id", &review.id.to_string()), ("who", &review.requested_by), ("why", &review.why)],
+            );
+            toasts.push((ToastLevel::Info, text));
+        }
+    }
     if model.dashboard_seen {
         model.metric_history.record(&model.dashboard, &dashboard);
     }

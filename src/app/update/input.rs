@@ -133,6 +133,7 @@ fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
         Ok(CommandLine::Diff(a, b)) => super::runs::diff(model, a, b),
         Ok(CommandLine::Help) => model.help_open = true,
         Ok(CommandLine::Reload) => effects.push(Effect::ReloadHosts),
+        Ok(CommandLine::Review(id)) => effects.push(Effect::Review(id)),
         Ok(CommandLine::ImportHosts(path)) => effects.push(Effect::ImportHosts(path)),
         Ok(CommandLine::Clear) => model.output.clear(),
         Ok(CommandLine::Action(action)) => effects.extend(run_palette_action(model, action)),

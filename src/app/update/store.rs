@@ -134,3 +134,35 @@ mod tests {
         assert!(!m.agent_busy, "the turn ended, the input is free");
     }
 }
+
+#[cfg(test)]
+mod review_tests {
+    use super::super::tests::model;
+    use super::super::update;
+    use crate::app::boards::{Dashboard, PendingReview};
+    use crate::app::msg::Msg;
+
+    fn waiting(id: i64, who: &str) -> PendingReview {
+        PendingReview {
+            id,
+            requested_by: who.into(),
+            why: "@prod".into(),
+            summary: "restart nginx".into(),
+            expires_at: "2026-11-26T23:10:00.000Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_teammates_waiting_change_is_toasted_once_and_ones_own_is_not() {
+        let mut m = model();
+        m.operator = "bob".into();
+        let board = |reviews| Msg::Dashboard(Box::new(Dashboard { reviews, ..Default::default() }));
+        update(&mut m, board(vec![waiting(1, "alice"), waiting(2, "bob")]));
+        let said: Vec<&str> = m.toasts.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(said, ["Change request #1 from alice waits for a second person (@prod): :review 1"]);
+        update(&mut m, board(vec![waiting(1, "alice"), waiting(2, "bob")]));
+        assert_eq!(m.toasts.len(), 1, "said once");
+        let effects = update(&mut m, Msg::Typed(":review 1".into()));
+        assert!(effects.iter().any(|e| matches!(e, crate::app::msg::Effect::Review(1))), "{effects:?}");
+    }
+}

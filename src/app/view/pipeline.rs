@@ -34,6 +34,37 @@ fn stage_style(model: &Model, status: StageStatus) -> ratatui::style::Style {
     }
 }
 
+/// Teammates' changes waiting for a second person, above the runs (at most four, then "N more");
+/// returns the area left for the runs.
+fn draw_reviews(model: &Model, frame: &mut Frame, area: Rect) -> Rect {
+    const SHOWN: usize = 4;
+    let reviews = &model.dashboard.reviews;
+    if reviews.is_empty() {
+        return area;
+    }
+    let mut lines = vec![Line::styled(model.locale.t("pipeline.reviews").to_string(), model.theme.warn)];
+    for review in reviews.iter().take(SHOWN) {
+        let mine = review.requested_by == model.operator;
+        let expires = review.expires_at.get(11..16).unwrap_or(&review.expires_at);
+        let hint =
+            if mine { model.locale.t("pipeline.review_mine").to_string() } else { format!(":review {}", review.id) };
+        lines.push(Line::from(vec![
+            Span::styled(format!("  #{} ", review.id), model.theme.accent),
+            Span::raw(format!("{} · {} · ⏳ {expires} · ", review.requested_by, review.why)),
+            Span::styled(hint, if mine { model.theme.dim } else { model.theme.accent }),
+            Span::raw(format!(" — {}", crate::term_safe::visible_line(&review.summary))),
+        ]));
+    }
+    if reviews.len() > SHOWN {
+        let more = model.locale.tf("toast.more", &[("count", &(reviews.len() - SHOWN).to_string())]);
+        lines.push(Line::styled(format!("  {more}"), model.theme.dim));
+    }
+    let height = u16::try_from(lines.len()).unwrap_or(u16::MAX).min(area.height);
+    let [top, rest] = Layout::vertical([Constraint::Length(height), Constraint::Min(0)]).areas(area);
+    frame.render_widget(Paragraph::new(lines), top);
+    rest
+}
+
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let runs = &model.dashboard.pipelines;
@@ -41,6 +72,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let block = view_block(model, &format!("· {count} "));
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    let inner = draw_reviews(model, frame, inner);
     if runs.is_empty() {
         let hint = model.locale.t("pipeline.empty").to_string();
         frame.render_widget(Paragraph::new(Line::styled(hint, model.theme.dim)).wrap(Wrap { trim: true }), inner);

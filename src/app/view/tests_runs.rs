@@ -262,3 +262,26 @@ fn a_lost_store_is_shown_in_the_status_bar_and_a_refused_run_says_why() {
     assert!(text.contains("store unreachable · read-only"), "{text}");
     insta::assert_snapshot!(terminal.backend());
 }
+
+#[test]
+fn the_pipeline_pane_lists_changes_waiting_for_a_second_person() {
+    use crate::app::boards::PendingReview;
+    let mut m = fixture_pipelines();
+    m.operator = "bob@laptop".into();
+    let review = |id: i64, who: &str, why: &str, summary: &str| PendingReview {
+        id,
+        requested_by: who.into(),
+        why: why.into(),
+        summary: summary.into(),
+        expires_at: "2026-11-26T23:10:00.000Z".into(),
+    };
+    m.dashboard.reviews = vec![
+        review(7, "alice@bastion", "@prod", "restart nginx on web01, web02"),
+        review(8, "bob@laptop", "terraform", "terraform apply in /srv/infra: 1 to add"),
+    ];
+    let terminal = render(&m, 120, 32);
+    let text = screen(&terminal);
+    assert!(text.contains("#7 alice@bastion · @prod · ⏳ 23:10 · :review 7 — restart nginx"), "{text}");
+    assert!(text.contains("yours: a teammate reviews it"), "{text}");
+    insta::assert_snapshot!(terminal.backend());
+}
