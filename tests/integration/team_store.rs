@@ -8,6 +8,7 @@
 use std::process::Output;
 
 use crate::support::postgres::Postgres;
+use crate::support::tmux::Tmux;
 use crate::support::{TestEnv, text};
 
 fn on(env: &TestEnv, url: &str, args: &[&str]) -> Output {
@@ -110,6 +111,12 @@ fn two_homes_on_one_postgres_share_the_inventory_and_the_chain_is_kept_by_the_se
         ok_as(&carol, &url, "carol", &["exec", "localhost", "--", "true"]);
     }
     ok_as(&carol, &url, "carol", &["audit", "verify"]);
+    // Alice's console says it at start-up, from the head her home verified.
+    let extra = format!("MERLYA_STORE_URL='{url}' MERLYA_OPERATOR_NAME=alice");
+    let console = Tmux::start_with("team-rewritten", &alice, &extra, 160, 40);
+    let screen = console.wait_for("audit rewritten");
+    assert!(screen.contains("Audit log:") && screen.contains("FAIL audit"), "{screen}");
+    drop(console);
     for (env, name) in [(&alice, "alice"), (&bob, "bob")] {
         let out = as_operator(env, &url, name, &["audit", "verify"]);
         let err = text(&out.stderr);
