@@ -199,9 +199,9 @@ impl Store {
             return Err(StoreError::Invalid(format!(
                 "operator {name:?} is registered in the store at {} with another key ({}…); this home's key {} ({}…) cannot sign as them. Set operator.name to a name of your own, or use {name:?}'s own key",
                 self.location(),
-                &registered[..registered.len().min(16)],
+                super::seen::short(&registered),
                 self.operator.key_path().display(),
-                &public[..16],
+                super::seen::short(&public),
             )));
         }
         self.operator.mark_registered(&name);

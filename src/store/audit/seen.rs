@@ -82,17 +82,12 @@ impl SeenHeads {
 /// Why the store no longer extends `seen`, given the entry it now holds at that sequence and its
 /// newest sequence; `None` when it still does.
 pub fn rewritten(seen: &SeenHead, at: Option<&str>, newest: Option<i64>) -> Option<String> {
-    let was = format!(
-        "this home verified entry {} (hash {}…) at {}",
-        seen.id,
-        &seen.hash[..seen.hash.len().min(12)],
-        seen.verified_at
-    );
+    let was = format!("this home verified entry {} (hash {}…) at {}", seen.id, short(&seen.hash), seen.verified_at);
     match at {
         Some(hash) if hash == seen.hash => None,
         Some(hash) => Some(format!(
             "audit rewritten: {was}; the store now holds another entry there (hash {}…): the chain was rewritten since",
-            &hash[..hash.len().min(12)]
+            short(hash)
         )),
         None => Some(format!(
             "audit rewritten: {was}; the store {}: the chain was truncated or replaced since",
@@ -102,6 +97,11 @@ pub fn rewritten(seen: &SeenHead, at: Option<&str>, newest: Option<i64>) -> Opti
             }
         )),
     }
+}
+
+/// The first characters of a hash (stored text: not necessarily hex, so cut by character).
+pub(super) fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
 }
 
 #[cfg(test)]
@@ -124,5 +124,7 @@ mod tests {
         assert_eq!(rewritten(&seen, Some("h5"), Some(9)), None);
         assert!(rewritten(&seen, Some("x"), Some(9)).unwrap().contains("another entry there"));
         assert!(rewritten(&seen, None, Some(4)).unwrap().contains("ends at entry 4"));
+        // A hash written by hand is not necessarily hex: cut by character, never mid-character.
+        assert!(rewritten(&seen, Some(&"é".repeat(64)), Some(9)).unwrap().contains("éééé"));
     }
 }
