@@ -67,8 +67,9 @@ pub struct ChainReport {
 /// check them, only that a signed entry pins their head.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ForeignRun {
-    /// The first and last of them.
+    /// The first of them.
     pub first: i64,
+    /// The last of them.
     pub last: i64,
     /// How many.
     pub count: usize,
