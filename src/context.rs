@@ -88,6 +88,8 @@ impl Context {
         crate::exec::spill::prune(&home.output_dir(), retention);
         let log_guard = crate::logging::init(&home, &config.logging)?;
         let store = open_store(&home, &config).await?;
+        // Who signs this home's entries in a team's audit log (ADR 0032).
+        store.set_operator(config.operator.name());
         if let Some(spec) = &config.audit.witness {
             let witness =
                 crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;

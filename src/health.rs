@@ -151,6 +151,7 @@ pub async fn start_up(
         ),
         Err(e) => Check::new("database", Status::Fail, e.to_string(), "run `merlya doctor`"),
     });
+    checks.push(audit_since_verified(store).await);
     if config.has_model() {
         checks.push(model(config, secrets).await);
     }
@@ -315,6 +316,18 @@ async fn audit(home: &MerlyaHome, store: Option<&Store>) -> Check {
             let found = report.describe();
             Check::ok("audit", found.lines().next().unwrap_or_default().to_string())
         }
+    }
+}
+
+/// The console's audit check: the entries since the head this home verified last (ADR 0032). A store
+/// that no longer holds that head is "audit rewritten"; a broken entry is named as `audit verify` does.
+async fn audit_since_verified(store: &Store) -> Check {
+    match store.audit_since_verified().await {
+        Err(e) => Check::new("audit", Status::Warn, e.to_string(), "run `merlya audit verify`"),
+        Ok(report) if report.broken.is_some() => {
+            Check::new("audit", Status::Fail, report.describe(), "run `merlya audit verify`")
+        }
+        Ok(report) => Check::ok("audit", report.describe().lines().next().unwrap_or_default().to_string()),
     }
 }
 

@@ -112,6 +112,11 @@ impl MerlyaHome {
         audit_checkpoint_beside(&self.database())
     }
 
+    /// This home's ed25519 key, signing its entries in a team's audit log (ADR 0032).
+    pub fn operator_key(&self) -> PathBuf {
+        operator_key_beside(&self.database())
+    }
+
     /// The bearer token `mcp serve --http` generated when none was given (0600).
     pub fn mcp_token(&self) -> PathBuf {
         self.root.join("mcp-http.token")
@@ -134,6 +139,24 @@ pub fn audit_key_beside(database: &Path) -> PathBuf {
 /// `audit.checkpoint` in the folder of `database`.
 pub fn audit_checkpoint_beside(database: &Path) -> PathBuf {
     database.parent().unwrap_or(Path::new(".")).join("audit.checkpoint")
+}
+
+/// `operator.key` in the folder of `database`: this home's ed25519 signing key for a team's audit log
+/// (ADR 0032). Its public half is registered in the store; the private half never leaves this file.
+pub fn operator_key_beside(database: &Path) -> PathBuf {
+    database.parent().unwrap_or(Path::new(".")).join("operator.key")
+}
+
+/// `audit.verified` in the folder of `database`: the last audit head this home verified, per store.
+pub fn audit_verified_beside(database: &Path) -> PathBuf {
+    database.parent().unwrap_or(Path::new(".")).join("audit.verified")
+}
+
+/// `user@machine`: who is at this console when `operator.name` does not say.
+pub fn user_at_machine() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host = host.trim();
+    format!("{}@{}", crate::ssh::target::local_user(), if host.is_empty() { "localhost" } else { host })
 }
 
 /// Creates `dir` (and missing parents) with mode 0700; an existing folder is

@@ -465,6 +465,11 @@ fn start_up_check(services: &Services) {
         if !flagged.is_empty() {
             sender.send(Msg::Note(locale.tf("startup.check", &[("checks", &flagged.join(", "))])));
         }
+        // A broken or rewritten audit chain ("audit rewritten") is said in full, not only named.
+        if let Some(audit) = checks.iter().find(|c| c.name == "audit" && c.status == crate::health::Status::Fail) {
+            let detail = audit.detail.render(&locale);
+            sender.send(Msg::Note(locale.tf("startup.audit", &[("detail", &detail)])));
+        }
     });
 }
 

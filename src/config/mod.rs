@@ -102,11 +102,7 @@ pub struct OperatorConfig {
 impl OperatorConfig {
     /// The configured name, else `user@machine`.
     pub fn name(&self) -> String {
-        self.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            let host = host.trim();
-            format!("{}@{}", crate::ssh::target::local_user(), if host.is_empty() { "localhost" } else { host })
-        })
+        self.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(crate::home::user_at_machine)
     }
 }
 

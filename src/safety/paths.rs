@@ -103,7 +103,7 @@ pub fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
     }
     let parts: Vec<&str> = path.split('/').collect();
     let name = parts.last().copied().unwrap_or_default();
-    let merlyas = name == "audit.key" || name == "audit.checkpoint" || name.starts_with("merlya.db");
+    let merlyas = matches!(name, "audit.key" | "audit.checkpoint" | "operator.key") || name.starts_with("merlya.db");
     if path.contains("/.merlya/") || path.ends_with("/.merlya") || (merlyas && (t.contains('/') || bare_names)) {
         return refuse("reads merlya's own files (its audit key, database and output)");
     }
@@ -312,6 +312,7 @@ mod tests {
             ("/inet/tcp/0/127.0.0.1/80", false),
             ("/root/.merlya/audit.key", false),
             ("./audit.key", false),
+            ("./operator.key", false),
             ("/srv/backup/merlya.db", false),
             ("/dev/port", false),
             ("/run/initctl", false),

@@ -138,6 +138,8 @@ pub struct Store {
     location: Arc<str>,
     /// The audit key and checkpoint, outside the database (ADR 0015).
     audit: Arc<audit::keys::AuditFiles>,
+    /// This home's operator: the name and key that sign a team's audit entries (ADR 0032).
+    operator: Arc<audit::operator::Operator>,
     /// Writes started in the background (the session row), awaited by [`Store::close`].
     pending: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
 }
@@ -255,6 +257,7 @@ impl Store {
             path: Arc::from(path),
             location: Arc::from(path.display().to_string()),
             audit: Arc::new(audit::keys::AuditFiles::beside(path)),
+            operator: Arc::new(audit::operator::Operator::beside(path)),
             pending: Arc::default(),
         })
     }
@@ -269,6 +272,7 @@ impl Store {
             path: Arc::from(database),
             location: Arc::from(postgres::redact(url)),
             audit: Arc::new(audit::keys::AuditFiles::beside(database)),
+            operator: Arc::new(audit::operator::Operator::beside(database)),
             pending: Arc::default(),
         })
     }

@@ -762,9 +762,9 @@ fn journald_and_syslog_witnesses_are_written_read_back_and_catch_a_wiped_log() {
         assert_eq!(out.status.code(), Some(0), "{spec}: {}{}", text(&out.stdout), text(&out.stderr));
         assert!(text(&out.stdout).contains("holds every head witnessed in"), "{spec}: {}", text(&out.stdout));
 
-        // Wiped with its key and checkpoint, then used again: a new chain that verifies on its own,
-        // but the witness saw the old one.
-        for file in ["merlya.db", "merlya.db.clean", "audit.key", "audit.checkpoint"] {
+        // Wiped with its key, checkpoint and verified head, then used again: a new chain that verifies
+        // on its own, but the witness saw the old one.
+        for file in ["merlya.db", "merlya.db.clean", "audit.key", "audit.checkpoint", "audit.verified"] {
             let _ = std::fs::remove_file(env.merlya_home().join(file));
         }
         env.ok(&["exec", "localhost", "--", "true"]);

@@ -1,12 +1,18 @@
 //! The tamper-evident, write-ahead audit log (ADR 0015).
 //!
-//! Every entry is chained: `hash = HMAC-SHA256(key, prev_hash + "\n" +
+//! Every entry is chained. On SQLite (one operator): `hash = HMAC-SHA256(key, prev_hash + "\n" +
 //! canonical JSON of the entry)`, with the key in `MERLYA_HOME/audit.key`,
 //! outside the database, so someone who can write `merlya.db` cannot
 //! recompute the chain. After each append the newest head is signed into
 //! `MERLYA_HOME/audit.checkpoint`, so wiping or truncating the tables is
 //! detected too. The head also lives in `audit_head`, updated in the same
 //! `BEGIN IMMEDIATE` transaction, so concurrent writers cannot fork the chain.
+//!
+//! On a team's PostgreSQL store every entry is signed by the operator who wrote it (ADR 0032):
+//! `hash = SHA-256(prev_hash + "\n" + canonical JSON, signer included)`, and an ed25519 signature
+//! of the hash with the operator's own key ([`operator`]), whose public half is registered in the
+//! store. Each home remembers the last head it verified ([`seen`]) and reports "audit rewritten"
+//! when the store no longer extends it.
 //!
 //! Executions are written ahead: [`Store::audit_start`] appends a `start`
 //! entry before the command runs and returns an [`AuditTicket`];
@@ -15,6 +21,10 @@
 //! Refused and denied attempts are one entry ([`Store::audit_refused`]).
 
 pub mod keys;
+pub mod operator;
+pub mod seen;
+#[cfg(test)]
+mod signing_tests;
 mod verify;
 pub mod witness;
 #[cfg(test)]
@@ -43,6 +53,8 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 pub const CHAIN_SHA256: &str = "sha256";
 /// `chain` of keyed rows.
 pub const CHAIN_HMAC: &str = "hmac-sha256";
+/// `chain` of rows signed by their operator's ed25519 key (a team's PostgreSQL store).
+pub const CHAIN_ED25519: &str = "ed25519";
 
 /// How an attempt ended; `started` is a start entry, `unfinished` a start
 /// that no finish entry names (only ever computed, never stored).
@@ -226,10 +238,14 @@ pub struct AuditEntry {
     pub approval_ref: Option<String>,
     /// Why it was refused or denied, or what went wrong.
     pub reason: Option<String>,
-    /// `sha256` (unkeyed, before the re-base) or `hmac-sha256`.
+    /// `sha256` (unkeyed, before the re-base), `hmac-sha256` or `ed25519`.
     pub chain: String,
     pub prev_hash: String,
     pub hash: String,
+    /// For a signed entry: the operator who signed it (covered by its hash).
+    pub signer: Option<String>,
+    /// For a signed entry: the ed25519 signature (hex) of its hash by the signer's registered key.
+    pub signature: Option<String>,
 }
 
 impl AuditEntry {
@@ -252,9 +268,10 @@ impl AuditEntry {
         hex::encode(hasher.finalize())
     }
 
-    /// Everything the keyed hash covers, id included, so rows cannot be renumbered.
+    /// Everything the keyed hash covers, id included, so rows cannot be renumbered; a signed entry's
+    /// signer too (keyed rows keep the form they were written in).
     fn canonical(&self) -> String {
-        serde_json::json!([
+        let mut fields = serde_json::json!([
             self.id,
             self.ts,
             self.session_id,
@@ -274,8 +291,22 @@ impl AuditEntry {
             self.approval_ref,
             self.reason,
             self.chain
-        ])
-        .to_string()
+        ]);
+        if self.chain == CHAIN_ED25519
+            && let serde_json::Value::Array(items) = &mut fields
+        {
+            items.push(serde_json::json!(self.signer));
+        }
+        fields.to_string()
+    }
+
+    /// The hash a signed entry must have given its predecessor's hash.
+    pub fn signed_hash(&self, prev_hash: &str) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(prev_hash.as_bytes());
+        hasher.update(b"\n");
+        hasher.update(self.canonical().as_bytes());
+        hex::encode(hasher.finalize())
     }
 
     /// The keyed hash this entry must have given its predecessor's hash.
@@ -396,6 +427,33 @@ impl Drop for AuditTicket {
     }
 }
 
+/// What seals an entry into the chain.
+enum Sealer {
+    /// The home's HMAC key (SQLite: one operator).
+    Keyed(AuditKey),
+    /// The operator's own ed25519 key (a team's PostgreSQL store).
+    Signed { name: String, key: Box<operator::OperatorKey> },
+}
+
+impl Sealer {
+    /// Sets the entry's chain kind, signer, hash (from its `prev_hash`) and signature.
+    fn seal(&self, entry: &mut AuditEntry) {
+        let prev = entry.prev_hash.clone();
+        match self {
+            Sealer::Keyed(key) => {
+                entry.chain = CHAIN_HMAC.into();
+                entry.hash = entry.keyed_hash(key, &prev);
+            }
+            Sealer::Signed { name, key } => {
+                entry.chain = CHAIN_ED25519.into();
+                entry.signer = Some(name.clone());
+                entry.hash = entry.signed_hash(&prev);
+                entry.signature = Some(key.sign_hex(&entry.hash));
+            }
+        }
+    }
+}
+
 /// The per-row half of an entry.
 struct RowPart {
     /// When it happened: a finish written later (beside the next stage) keeps its command's end.
@@ -442,6 +500,8 @@ fn entry_from_row(row: &Row) -> Result<AuditEntry, sqlx::Error> {
         chain,
         prev_hash: row.try_get("prev_hash")?,
         hash: row.try_get("hash")?,
+        signer: row.try_get("signer")?,
+        signature: row.try_get("signature")?,
     })
 }
 
@@ -555,10 +615,22 @@ impl Store {
         Ok(key)
     }
 
-    /// Appends one keyed entry (after a re-base entry if the log so far is
-    /// unkeyed), moves the head, and signs the new head into the checkpoint.
+    /// How this store seals its entries: keyed with the home's HMAC key on SQLite, signed by the
+    /// operator's own key on a team's PostgreSQL store (its public half registered first).
+    async fn sealer(&self) -> Result<Sealer, StoreError> {
+        Ok(match self.backend() {
+            Backend::Sqlite => Sealer::Keyed(self.audit_key().await?),
+            Backend::Postgres => {
+                let (name, key) = self.operator_signer().await?;
+                Sealer::Signed { name, key: Box::new(key) }
+            }
+        })
+    }
+
+    /// Appends one sealed entry (after a re-base entry if the log so far is
+    /// unkeyed) and moves the head; a keyed entry's head is then signed into the checkpoint.
     async fn append(&self, request: &AuditRequest, row: RowPart) -> Result<AuditEntry, StoreError> {
-        let key = self.audit_key().await?;
+        let sealer = self.sealer().await?;
         let mut tx = self.begin_write("append to the audit log").await?;
         // The head and the newest row in one round trip (an append waits on each).
         let (head_hash, head_count, last_id, last_chain): (Option<String>, Option<i64>, Option<i64>, Option<String>) =
@@ -592,11 +664,13 @@ impl Store {
                 reason: Some(format!(
                     "re-based {count} unkeyed (plain SHA-256) entries onto the keyed chain; before this entry they could have been rewritten by anyone able to write merlya.db"
                 )),
-                chain: CHAIN_HMAC.into(),
+                chain: String::new(),
                 prev_hash: prev_hash.clone(),
                 hash: String::new(),
+                signer: None,
+                signature: None,
             };
-            rebase.hash = rebase.keyed_hash(&key, &prev_hash);
+            sealer.seal(&mut rebase);
             insert(&rebase, INSERT_ENTRY).execute(&mut tx).await.ctx("cannot append to the audit log")?;
             prev_hash = rebase.hash;
             count += 1;
@@ -621,11 +695,13 @@ impl Store {
             approved_by: request.approved_by.clone(),
             approval_ref: request.approval_ref.clone(),
             reason: row.reason.map(|r| redact_command(&r)),
-            chain: CHAIN_HMAC.into(),
+            chain: String::new(),
             prev_hash: prev_hash.clone(),
             hash: String::new(),
+            signer: None,
+            signature: None,
         };
-        entry.hash = entry.keyed_hash(&key, &prev_hash);
+        sealer.seal(&mut entry);
         count += 1;
         // The entry and the head that names it, in one round trip.
         insert(&entry, insert_entry_move_head(tx.backend()))
@@ -637,8 +713,11 @@ impl Store {
             .ctx("cannot append to the audit log")?;
         tx.commit().await.map_err(self.write_error("append to the audit log"))?;
         // After the commit: a checkpoint must never name an entry that is not stored. Written beside
-        // the work that follows (the command this entry announces), not before it.
-        self.audit.queue_checkpoint(&key, entry.id, &entry.hash, count);
+        // the work that follows (the command this entry announces), not before it. A signed entry
+        // needs none: every operator's console keeps the head it verified (ADR 0032).
+        if let Sealer::Keyed(key) = &sealer {
+            self.audit.queue_checkpoint(key, entry.id, &entry.hash, count);
+        }
         Ok(entry)
     }
 
@@ -721,18 +800,19 @@ fn read_head(backend: Backend) -> &'static str {
         }
         // Everything from the head row itself: a statement that waited for the lock sees the row as
         // the appender before it left it (PostgreSQL re-reads a locked row, not a subquery's table).
-        // Every entry on PostgreSQL is keyed, so there is no unkeyed run to re-base.
+        // Every entry merlya writes on PostgreSQL is signed, so there is no unkeyed run to re-base.
         Backend::Postgres => {
             "SELECT hash, count, NULLIF(last_id, 0), CAST(NULL AS TEXT) FROM audit_head WHERE id = 1 FOR UPDATE"
         }
     }
 }
 
-/// The columns of an entry, bound as `$1`…`$21`.
+/// The columns of an entry, bound as `$1`…`$23`.
 macro_rules! entry_columns {
     () => {
         "audit_log (id, ts, session_id, event, outcome, ref_id, requested_by, \"user\", login_user, host,
-             address, port, command, exit_code, duration_ms, approved_by, approval_ref, reason, chain, prev_hash, hash)"
+             address, port, command, exit_code, duration_ms, approved_by, approval_ref, reason, chain, prev_hash, hash,
+             signer, signature)"
     };
 }
 
@@ -740,26 +820,28 @@ macro_rules! entry_columns {
 const INSERT_ENTRY: &str = concat!(
     "INSERT INTO ",
     entry_columns!(),
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
 );
 
-/// An entry and the head moved to (last_id, hash, count) = ($22, $23, $24), in one round trip.
+/// An entry and the head moved to (last_id, hash, count) = ($24, $25, $26), in one round trip.
 fn insert_entry_move_head(backend: Backend) -> &'static str {
     match backend {
         Backend::Sqlite => concat!(
             "INSERT INTO ",
             entry_columns!(),
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21);
-             INSERT INTO audit_head (id, last_id, hash, count) VALUES (1, $22, $23, $24)
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+                 $22, $23);
+             INSERT INTO audit_head (id, last_id, hash, count) VALUES (1, $24, $25, $26)
              ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id, hash = excluded.hash, count = excluded.count"
         ),
         // One statement (PostgreSQL prepares no more): the head moves and the entry is written
         // together, under the lock `read_head` took.
         Backend::Postgres => concat!(
-            "WITH moved AS (UPDATE audit_head SET last_id = $22, hash = $23, count = $24 WHERE id = 1 RETURNING id)
+            "WITH moved AS (UPDATE audit_head SET last_id = $24, hash = $25, count = $26 WHERE id = 1 RETURNING id)
              INSERT INTO ",
             entry_columns!(),
-            " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21
+            " SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+                 $22, $23
              FROM moved"
         ),
     }
@@ -789,4 +871,6 @@ fn insert(e: &AuditEntry, sql: &'static str) -> Sql {
         .bind(&e.chain)
         .bind(&e.prev_hash)
         .bind(&e.hash)
+        .bind(&e.signer)
+        .bind(&e.signature)
 }

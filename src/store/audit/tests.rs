@@ -314,6 +314,8 @@ async fn legacy_rows(f: &Fixture, n: i64) {
             chain: CHAIN_SHA256.into(),
             prev_hash: prev.clone(),
             hash: String::new(),
+            signer: None,
+            signature: None,
         };
         e.hash = e.legacy_hash(&prev);
         sqlx::query(

@@ -8,12 +8,24 @@
 //! - a chain recomputed with plain SHA-256 or another key: the first row's hash is not the key's,
 //!   or, relabelled as unkeyed, its head differs from the checkpoint;
 //! - wiped tables or truncated newest rows: the checkpoint names an entry the database lacks.
+//!
+//! On a team's store (ADR 0032) each signed entry's hash and signature are checked against its
+//! signer's registered key, and the chain must still hold the head this home verified last:
+//! - an entry edited, or re-hashed, after it was signed: its hash or its signature does not match;
+//! - an entry signed by a name no one registered, or with another key: the signature is not theirs;
+//! - the chain replaced or truncated from an earlier entry (re-signed by whoever did it): the entry
+//!   this home verified last is gone or has another hash ("audit rewritten").
 
+use std::collections::{BTreeSet, HashMap};
+
+use crate::store::Backend;
 use crate::store::db::query;
+use ed25519_dalek::VerifyingKey;
 use serde::Serialize;
 
 use super::keys::{AuditKey, Checkpoint};
-use super::{AuditEntry, AuditEvent, CHAIN_HMAC, CHAIN_SHA256, GENESIS, merge};
+use super::seen::{SeenHead, SeenHeads};
+use super::{AuditEntry, AuditEvent, CHAIN_ED25519, CHAIN_HMAC, CHAIN_SHA256, GENESIS, entry_from_row, merge};
 use crate::store::{SqlContext, Store, StoreError};
 
 /// The result of `merlya audit verify`: what could be proven, and the first break.
@@ -39,6 +51,30 @@ pub struct ChainReport {
     pub witness: Option<(String, usize)>,
     /// The first problem found, if any.
     pub broken: Option<BrokenLink>,
+    /// Entries signed by their operator's own key (a team's store).
+    pub signed: usize,
+    /// The operators whose signatures were checked, by name.
+    pub signers: BTreeSet<String>,
+    /// Keyed entries this home's key cannot check (another home's, copied from its SQLite store).
+    pub foreign: Option<ForeignRun>,
+    /// The head this home verified before, still in the chain.
+    pub seen: Option<SeenHead>,
+    /// The store no longer extends the head this home verified before ("audit rewritten").
+    pub rewritten: bool,
+}
+
+/// Keyed (HMAC) entries of a team's store written under another home's key: this home cannot
+/// check them, only that a signed entry pins their head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForeignRun {
+    /// The first of them.
+    pub first: i64,
+    /// The last of them.
+    pub last: i64,
+    /// How many.
+    pub count: usize,
+    /// The first signed entry after them: from then on they cannot be changed unnoticed.
+    pub pinned_by: Option<i64>,
 }
 
 /// The checkpoint as found.
@@ -83,7 +119,12 @@ impl ChainReport {
             return locale.tf("cli.audit.broken", &args);
         }
         let mut lines = Vec::new();
+        let signers = self.signers.iter().cloned().collect::<Vec<_>>().join(", ");
         match (&self.checkpoint, self.key_present) {
+            _ if self.signed > 0 => lines.push(locale.tf(
+                "cli.audit.intact_signed",
+                &[("entries", &n(self.entries)), ("signed", &n(self.signed)), ("signers", &signers)],
+            )),
             (Some(c), true) => lines.push(locale.tf(
                 "cli.audit.intact_keyed",
                 &[
@@ -94,7 +135,20 @@ impl ChainReport {
                 ],
             )),
             _ if self.entries == 0 => lines.push(locale.t("cli.audit.intact_empty").to_string()),
+            _ if self.keyed > 0 => {
+                lines.push(locale.tf("cli.audit.intact_keyed_here", &[("entries", &n(self.entries))]))
+            }
             _ => lines.push(locale.tf("cli.audit.intact_unkeyed", &[("entries", &n(self.entries))])),
+        }
+        if let Some(f) = &self.foreign {
+            let pin = f.pinned_by.map(|id| id.to_string()).unwrap_or_default();
+            let args =
+                [("first", f.first.to_string()), ("last", f.last.to_string()), ("count", n(f.count)), ("pin", pin)];
+            lines.push(locale.tf("cli.audit.foreign", &args.each_ref().map(|(k, v)| (*k, v.as_str()))));
+        }
+        if let Some(seen) = &self.seen {
+            let args = [("id", seen.id.to_string()), ("verified_at", seen.verified_at.clone())];
+            lines.push(locale.tf("cli.audit.extends", &args.each_ref().map(|(k, v)| (*k, v.as_str()))));
         }
         if let Some(id) = self.rebased_at {
             lines.push(locale.tf("cli.audit.rebased", &[("id", &id.to_string()), ("legacy", &n(self.legacy))]));
@@ -143,7 +197,14 @@ impl Store {
         };
         report.unfinished =
             merge(&entries).iter().filter(|r| r.outcome == super::AuditOutcome::Unfinished).map(|r| r.id).collect();
-        let report = walk(report, &entries, key.as_ref());
+        let seen_heads = SeenHeads::beside(self.path());
+        let report = match check_seen(report, &seen_heads, self.location(), &entries, entries.last().map(|e| e.id)) {
+            report if report.broken.is_some() => return Ok(report),
+            report => report,
+        };
+        let operators = self.operator_keys().await?;
+        let keys = Keys { hmac: key.as_ref(), operators: &operators, team: self.backend() == Backend::Postgres };
+        let report = walk(report, &entries, &keys, GENESIS);
         if report.broken.is_some() {
             return Ok(report);
         }
@@ -151,15 +212,109 @@ impl Store {
         if report.broken.is_some() {
             return Ok(report);
         }
+        // A team's store has no checkpoint or witness of this home's: the head each console verified
+        // stands in for them (ADR 0032). The files in MERLYA_HOME belong to its SQLite store.
+        if keys.team {
+            return Ok(self.remember_verified(report, &seen_heads, entries.last()));
+        }
         let report = check_checkpoint(report, &entries, key.as_ref(), checkpoint, self.audit.checkpoint_path());
         if report.broken.is_some() {
             return Ok(report);
         }
-        match self.audit.witness() {
-            Some((witness, database)) => Ok(check_witness(report, &entries, (&witness, witness_log), &database)),
-            None => Ok(report),
-        }
+        let report = match self.audit.witness() {
+            Some((witness, database)) => check_witness(report, &entries, (&witness, witness_log), &database),
+            None => report,
+        };
+        Ok(self.remember_verified(report, &seen_heads, entries.last()))
     }
+
+    /// The console's start-up check: the entries since the head this home verified last (the whole
+    /// chain the first time), that head still in the store, and each newer entry's link, hash and
+    /// signature. An intact chain moves the verified head to the newest entry.
+    pub async fn audit_since_verified(&self) -> Result<ChainReport, StoreError> {
+        let seen_heads = SeenHeads::beside(self.path());
+        let seen = match seen_heads.get(self.location()) {
+            Ok(Some(seen)) => seen,
+            Ok(None) => return self.verify_audit().await,
+            Err(e) => return Ok(ChainReport::default().broken(0, format!("the verified head is unreadable: {e}"))),
+        };
+        self.settle_audit().await;
+        let rows = query("SELECT * FROM audit_log WHERE id >= $1 ORDER BY id")
+            .bind(seen.id)
+            .fetch_all(self.pool())
+            .await
+            .ctx("cannot read the audit log")?;
+        let entries: Vec<AuditEntry> =
+            rows.iter().map(entry_from_row).collect::<Result<_, _>>().ctx("cannot read an audit row")?;
+        let newest = match entries.last() {
+            Some(e) => Some(e.id),
+            None => {
+                query("SELECT MAX(id) FROM audit_log").scalar(self.pool()).await.ctx("cannot read the audit log")?
+            }
+        };
+        let report = ChainReport { entries: entries.len(), ..Default::default() };
+        let report = check_seen(report, &seen_heads, self.location(), &entries, newest);
+        if report.broken.is_some() {
+            return Ok(report);
+        }
+        let key = match self.audit.load_key() {
+            Ok(key) => key,
+            Err(e) => return Ok(report.broken(0, format!("the audit key is unusable: {e}"))),
+        };
+        let operators = self.operator_keys().await?;
+        let keys = Keys { hmac: key.as_ref(), operators: &operators, team: self.backend() == Backend::Postgres };
+        // The link into the verified head was proven when it was verified.
+        let start = entries.first().map_or(GENESIS, |e| e.prev_hash.as_str());
+        let report = walk(report, &entries, &keys, start);
+        if report.broken.is_some() {
+            return Ok(report);
+        }
+        Ok(self.remember_verified(report, &seen_heads, entries.last()))
+    }
+
+    /// The registered operators' keys; a key that is not one is left out (its entries then fail).
+    async fn operator_keys(&self) -> Result<HashMap<String, VerifyingKey>, StoreError> {
+        Ok(self
+            .registered_operators()
+            .await?
+            .into_iter()
+            .filter_map(|(name, key)| super::operator::public_key(&key).map(|k| (name, k)))
+            .collect())
+    }
+
+    /// An intact chain's newest entry becomes the head this home verified (a failure to write it is
+    /// logged: the next check starts from the older head).
+    fn remember_verified(&self, report: ChainReport, heads: &SeenHeads, newest: Option<&AuditEntry>) -> ChainReport {
+        if report.broken.is_none()
+            && let Some(newest) = newest
+            && let Err(e) = heads.advance(self.location(), newest.id, &newest.hash)
+        {
+            tracing::warn!(error = %e, "cannot remember the verified audit head");
+        }
+        report
+    }
+}
+
+/// The head this home verified last must still be in the chain with its hash.
+fn check_seen(
+    mut report: ChainReport,
+    heads: &SeenHeads,
+    location: &str,
+    entries: &[AuditEntry],
+    newest: Option<i64>,
+) -> ChainReport {
+    let seen = match heads.get(location) {
+        Ok(Some(seen)) => seen,
+        Ok(None) => return report,
+        Err(e) => return report.broken(0, format!("the verified head is unreadable: {e}")),
+    };
+    let at = entries.iter().find(|e| e.id == seen.id).map(|e| e.hash.as_str());
+    if let Some(why) = super::seen::rewritten(&seen, at, newest) {
+        report.rewritten = true;
+        return report.broken(seen.id, why);
+    }
+    report.seen = Some(seen);
+    report
 }
 
 /// Every head the witness saw must still be in the chain, with its hash and count: a
@@ -201,16 +356,27 @@ fn check_witness(
     report
 }
 
-/// The links and hashes, oldest first.
-fn walk(mut report: ChainReport, entries: &[AuditEntry], key: Option<&AuditKey>) -> ChainReport {
-    let mut prev = GENESIS.to_string();
+/// What entries are checked with.
+struct Keys<'a> {
+    /// This home's HMAC key.
+    hmac: Option<&'a AuditKey>,
+    /// The registered operators' public keys.
+    operators: &'a HashMap<String, VerifyingKey>,
+    /// A team's store: keyed entries of other homes are accepted unchecked once a signed entry pins them.
+    team: bool,
+}
+
+/// The links, hashes and signatures, oldest first, from the hash `start` before the first entry.
+fn walk(mut report: ChainReport, entries: &[AuditEntry], keys: &Keys, start: &str) -> ChainReport {
+    let key = keys.hmac;
+    let mut prev = start.to_string();
     for entry in entries {
         if entry.prev_hash != prev {
             return report.broken(entry.id, "the entry before it was removed or altered (its link does not match)");
         }
         match entry.chain.as_str() {
             CHAIN_SHA256 => {
-                if report.keyed > 0 {
+                if report.keyed > 0 || report.signed > 0 || report.foreign.is_some() {
                     return report.broken(
                         entry.id,
                         "an unkeyed entry after the keyed chain began: forged, or the chain was recomputed without the key",
@@ -220,6 +386,32 @@ fn walk(mut report: ChainReport, entries: &[AuditEntry], key: Option<&AuditKey>)
                     return report.broken(entry.id, "its content was altered after it was written");
                 }
                 report.legacy += 1;
+            }
+            CHAIN_HMAC if report.signed > 0 => {
+                return report.broken(
+                    entry.id,
+                    "a keyed (HMAC) entry after the signed chain began: merlya signs every entry of a team's store, so it was forged or copied in afterwards",
+                );
+            }
+            CHAIN_HMAC if keys.team && !key.is_some_and(|k| entry.keyed_hash_matches(k)) => {
+                let run = report.foreign.get_or_insert(ForeignRun {
+                    first: entry.id,
+                    last: entry.id,
+                    count: 0,
+                    pinned_by: None,
+                });
+                run.last = entry.id;
+                run.count += 1;
+            }
+            CHAIN_ED25519 => {
+                if let Err(why) = check_signed(entry, &prev, keys.operators) {
+                    return report.broken(entry.id, why);
+                }
+                if let Some(run) = report.foreign.as_mut() {
+                    run.pinned_by.get_or_insert(entry.id);
+                }
+                report.signed += 1;
+                report.signers.insert(entry.signer.clone().unwrap_or_default());
             }
             CHAIN_HMAC => {
                 let Some(key) = key else {
@@ -249,7 +441,36 @@ fn walk(mut report: ChainReport, entries: &[AuditEntry], key: Option<&AuditKey>)
     if report.legacy > 0 && report.keyed > 0 && report.rebased_at.is_none() {
         return report.broken(0, "keyed entries follow unkeyed ones without a re-base entry");
     }
+    if let Some(run) = report.foreign.clone().filter(|r| r.pinned_by.is_none()) {
+        return report.broken(
+            run.last,
+            format!(
+                "entries {}-{} are keyed by another home's audit key, which this home does not hold, and no signed entry follows them: nothing proves they were not changed (the next recorded command pins them)",
+                run.first, run.last
+            ),
+        );
+    }
     report
+}
+
+/// A signed entry: its hash over its content and link, and its signer's registered key's signature.
+fn check_signed(entry: &AuditEntry, prev: &str, operators: &HashMap<String, VerifyingKey>) -> Result<(), String> {
+    let Some(signer) = entry.signer.as_deref() else {
+        return Err("a signed entry that names no signer: forged".into());
+    };
+    if entry.signed_hash(prev) != entry.hash {
+        return Err(format!("its hash does not match its content: the entry was altered after {signer:?} signed it"));
+    }
+    let Some(key) = operators.get(signer) else {
+        return Err(format!("signed as operator {signer:?}, who is not registered in this store: forged"));
+    };
+    let signature = entry.signature.as_deref().unwrap_or_default();
+    if !super::operator::signature_valid(key, &entry.hash, signature) {
+        return Err(format!(
+            "its signature is not operator {signer:?}'s: the entry was forged or re-hashed after it was signed"
+        ));
+    }
+    Ok(())
 }
 
 /// The head kept in the database, in the same transaction as each append.
