@@ -405,7 +405,8 @@ impl ApprovalGate {
         request: &ApprovalRequest,
         why: &str,
     ) -> GateOutcome {
-        let requester = self.approver.who();
+        // The audit names both people: the requester by `operator.name` (and how they approved), the reviewer.
+        let requester = format!("{} [{}]", team.operator, self.approver.who());
         if self.approver.decide(request).await == Decision::Deny {
             return GateOutcome::Denied(requester);
         }

@@ -91,7 +91,10 @@ fn a_prod_change_waits_for_a_second_person_who_is_not_its_requester() {
         "SELECT string_agg(outcome || ':' || requested_by, ',' ORDER BY id) FROM audit_log WHERE event = 'review'",
     );
     assert_eq!(reviews, "ok:bob,denied:bob");
-    let approved = pg_value(&pg, "SELECT count(*) FROM audit_log WHERE approved_by LIKE 'alice% and bob (two-person%'");
+    let approved = pg_value(
+        &pg,
+        "SELECT count(*) FROM audit_log WHERE approved_by LIKE 'alice [%] and bob (two-person, request #%'",
+    );
     assert_ne!(approved, "0", "the run's entries name both people");
     ok(&alice, &["audit", "verify"]);
     ok(&bob, &["audit", "verify"]);
@@ -99,4 +102,37 @@ fn a_prod_change_waits_for_a_second_person_who_is_not_its_requester() {
 
 fn pg_value(pg: &Postgres, sql: &str) -> String {
     pg.value_on("team", sql)
+}
+
+#[test]
+fn a_teammates_console_is_told_shows_the_same_change_in_its_approval_modal_and_approves_it() {
+    let pg = Postgres::start();
+    pg.value("CREATE DATABASE team");
+    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
+    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
+    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    let console = crate::support::tmux::Tmux::start("two-person-bob", &bob, 150, 40);
+    console.wait_for("localhost");
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("approved-in-a-console");
+    let waiting = change(&alice, &marker);
+    let id = pending_id(&bob);
+
+    // Told (a notification) and listed in the Pipeline pane, with the way to review it.
+    console.wait_for(&format!("Change request #{id} from alice waits for a second person (@prod)"));
+    console.command(":pipeline");
+    console.wait_for(&format!(":review {id}"));
+    // The approval modal shows exactly what Alice approved.
+    console.command(&format!(":review {id}"));
+    let screen = console.wait_for("once   [a] always");
+    assert!(screen.contains(&format!("change request #{id} from alice")), "{screen}");
+    assert!(screen.contains(&format!("touch {}", marker.display())), "{screen}");
+    assert!(!marker.exists(), "nothing ran before the second person approved");
+    console.keys(&["o"]);
+    console.wait_for(&format!("Change request #{id} approved"));
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(marker.exists(), "the change ran once a second person approved it in a console");
+    let reviews = pg.value_on("team", "SELECT outcome || ':' || requested_by FROM audit_log WHERE event = 'review'");
+    assert_eq!(reviews, "ok:bob");
 }
