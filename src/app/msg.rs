@@ -210,6 +210,9 @@ pub enum Effect {
     Report(Option<String>),
     /// `:review ID`: show a teammate's waiting change in the approval modal, record the decision.
     Review(i64),
+    /// Verify the audit entries appended since the head this home verified last (another operator
+    /// appended): a store that no longer extends it is "audit rewritten".
+    CheckAudit,
     /// `/skill`: list the runbooks, or run one.
     Skill(super::command_line::SkillLine),
 }
@@ -260,6 +263,7 @@ impl Effect {
             | SetupListModels { .. }
             | SetupSave(_)
             | Mcp(_)
+            | CheckAudit
             | Report(_) => false,
         }
     }

@@ -115,6 +115,7 @@ pub fn run_console(
             filter_job: Default::default(),
             last_dashboard: Default::default(),
             store_lost: Default::default(),
+            audit_warned: Default::default(),
             mcp: Arc::new(crate::mcp::client::McpClients::new(ctx.config.mcp.servers.clone(), ctx.secrets())),
             // Read once here, so routing a chat message never reads files on the loop thread.
             skills: Arc::new(crate::skills::Library::load(&ctx.home.skills_dir())),
@@ -320,6 +321,7 @@ fn run_effect(effect: Effect, services: &Services) {
         Effect::Secret(command) => workers::secret(services, command),
         Effect::ShowAudit(count) => workers::show_audit(services, count),
         Effect::Review(id) => workers::review(services, id),
+        Effect::CheckAudit => workers::check_audit(services),
         Effect::Conversations(command) => super::conv_worker::run(services, command),
         Effect::NewConversation => workers::new_conversation(services),
         Effect::Mcp(command) => super::mcp_worker::run(services, command),

@@ -48,6 +48,8 @@ pub(super) struct Services {
     /// The store's doorbell said the store is lost and not yet back: refreshes wait (the console
     /// says so once, not in an error every two seconds).
     pub store_lost: Arc<std::sync::atomic::AtomicBool>,
+    /// "audit rewritten" was said (once per console).
+    pub audit_warned: Arc<std::sync::atomic::AtomicBool>,
     /// External MCP servers, started on first use and kept for the console's life.
     pub mcp: Arc<crate::mcp::client::McpClients>,
     /// The skills (built-in and MERLYA_HOME/skills), read at start.
@@ -347,6 +349,21 @@ pub(super) fn review(services: &Services, id: i64) {
             Err(e) => refused(e.to_string()),
         };
         sender.send(msg);
+    });
+}
+
+/// Verifies what was appended since the head this home verified last; a chain that no longer
+/// extends it ("audit rewritten") or a broken entry is said once, in full.
+pub(super) fn check_audit(services: &Services) {
+    let (ctx, sender, locale, warned) =
+        (services.ctx.clone(), services.sender.clone(), services.locale(), services.audit_warned.clone());
+    tokio::spawn(async move {
+        let Ok(report) = ctx.store.audit_since_verified().await else { return };
+        if report.broken.is_some() && !warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let detail = report.describe();
+            sender.send(Msg::Toast { level: ToastLevel::Error, text: locale.t("toast.audit_rewritten").to_string() });
+            sender.send(Msg::Note(locale.tf("startup.audit", &[("detail", &detail)])));
+        }
     });
 }
 

@@ -91,3 +91,42 @@ fn a_command_cut_off_by_a_stopped_store_is_a_clear_error_and_its_start_entry_sta
     let listed = text(&listed.stdout);
     assert!(listed.contains("unfinished") && listed.contains("sleep 2"), "{listed}");
 }
+
+#[test]
+fn a_console_open_while_the_chain_is_rewritten_says_audit_rewritten_at_the_next_append() {
+    let pg = Postgres::start();
+    let url = team(&pg, "rota");
+    let run_as = |env: &TestEnv, name: &str, args: &[&str]| {
+        let out = env
+            .merlya(args)
+            .env("MERLYA_STORE_URL", &url)
+            .env("MERLYA_OPERATOR_NAME", name)
+            .output()
+            .expect("run merlya");
+        assert!(out.status.success(), "{name} {args:?}: {}", text(&out.stderr));
+    };
+    let (alice, bob, mallory) = (TestEnv::new(), TestEnv::new(), TestEnv::new());
+    for _ in 0..2 {
+        run_as(&bob, "bob", &["exec", "localhost", "--", "true"]);
+    }
+    let extra = format!("MERLYA_STORE_URL='{url}' MERLYA_OPERATOR_NAME=alice");
+    let console = Tmux::start_with("team-live-audit", &alice, &extra, 150, 36);
+    console.wait_for("localhost");
+    // Alice's console verified the chain at start: the head it saw is kept in her home.
+    let verified = alice.merlya_home().join("audit.verified");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !verified.exists() {
+        assert!(std::time::Instant::now() < deadline, "the console never recorded the head it verified");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The superuser cuts the chain back and a new history is signed on top; each entry is valid.
+    let rewrite = "SET session_replication_role = replica;
+         DELETE FROM audit_log WHERE id > 2;
+         UPDATE audit_head SET last_id = 2, count = 2, hash = (SELECT hash FROM audit_log WHERE id = 2);";
+    let out = pg.psql_on("rota", rewrite);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_as(&mallory, "mallory", &["exec", "localhost", "--", "true"]);
+    // The append rings Alice's console, which checks it against the head it verified.
+    let screen = console.wait_for("audit rewritten");
+    assert!(screen.contains("Audit log:"), "{screen}");
+}

@@ -14,6 +14,7 @@ pub(super) fn on_changed(model: &mut Model, topic: Topic) -> Vec<Effect> {
         // A ring proves the connection: the loss was already followed by `StoreBack` or is stale.
         (_, true) => Vec::new(),
         (Topic::Rules, false) => Vec::new(),
+        (Topic::Audit, false) => vec![Effect::Refresh, Effect::CheckAudit],
         (_, false) => vec![Effect::Refresh],
     }
 }
@@ -116,9 +117,12 @@ mod tests {
     #[test]
     fn a_ring_re_reads_what_it_touched() {
         let mut m = model();
-        for topic in [Topic::Inventory, Topic::Pipelines, Topic::Drift, Topic::Health, Topic::Audit, Topic::Unknown] {
+        for topic in [Topic::Inventory, Topic::Pipelines, Topic::Drift, Topic::Health, Topic::Reviews, Topic::Unknown] {
             assert!(matches!(&update(&mut m, Msg::StoreChanged(topic))[..], [Effect::Refresh]), "{topic:?}");
         }
+        // Another operator appended: the new entries are verified against the head this home verified.
+        let effects = update(&mut m, Msg::StoreChanged(Topic::Audit));
+        assert!(matches!(&effects[..], [Effect::Refresh, Effect::CheckAudit]), "{effects:?}");
         assert!(update(&mut m, Msg::StoreChanged(Topic::Rules)).is_empty(), "rules are read when deciding");
     }
 
