@@ -286,8 +286,9 @@ async fn ask_dry_run(
         crate::safety::Analysis { class: crate::safety::Class::Mutating, reasons, commands, rule_keys: None };
     let what = if hazards.is_empty() { "run the dry run" } else { "run the dry run, which CHANGES things" };
     let summary = format!("{what} of this {} change on {}", change.kind().as_str(), change.targets());
-    let mut request =
-        crate::approval::ApprovalRequest::new(summary, &command, vec![change.targets()], &analysis, Vec::new());
+    // The hosts the change's own approval names (a tag rule such as two-person approval reads them).
+    let hosts = change.approval(&rec.run).hosts;
+    let mut request = crate::approval::ApprovalRequest::new(summary, &command, hosts, &analysis, Vec::new());
     request.kind = Some(change.kind());
     let decision = tokio::select! {
         decision = env.gate.check(&request) => decision,
