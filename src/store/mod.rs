@@ -29,6 +29,7 @@ pub mod resources;
 pub mod secret_names;
 pub mod skill_runs;
 pub mod space;
+pub mod team_runs;
 #[cfg(test)]
 pub(crate) mod test_backend;
 
