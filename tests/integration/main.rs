@@ -30,6 +30,7 @@ mod skills;
 mod sql_read;
 mod ssh;
 mod store_cli;
+mod store_migrate;
 mod team_store;
 mod template;
 mod tui_e2e;
