@@ -6,6 +6,7 @@ mod support;
 
 mod agent;
 mod agent_hostile;
+mod audit_writers;
 mod bad_day;
 mod cli_language;
 mod console;
