@@ -90,17 +90,7 @@ impl Context {
         let store = open_store(&home, &config).await?;
         // Who signs this home's entries in a team's audit log (ADR 0032).
         store.set_operator(config.operator.name());
-        if let Some(spec) = &config.audit.witness {
-            let witness =
-                crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;
-            if let Some(file) = witness.file().filter(|f| f.starts_with(home.root())) {
-                return Err(eyre!(
-                    "audit.witness: {} is inside MERLYA_HOME; a witness beside the log it witnesses proves nothing",
-                    file.display()
-                ));
-            }
-            store.set_audit_witness(witness);
-        }
+        set_witness(&home, &config, &store)?;
         // A change pipeline whose process died (crash, kill -9) is marked interrupted, never re-applied.
         match store.mark_interrupted_pipelines(merlya_is_running).await {
             Ok(runs) => {
@@ -283,22 +273,36 @@ async fn open_store(home: &MerlyaHome, config: &Config) -> Result<Store> {
             Ok(Store::open(&path).await.map_err(|e| e.or_no_space(&path, "open the database"))?)
         }
         Some(StoreUrl::Postgres(url)) => {
-            let password = match config.store.password.as_deref() {
-                Some(source) => {
-                    let secrets = Secrets::open(config.secrets.backend);
-                    Some(
-                        crate::provision::credentials::read_credential(source, "store.password", &secrets)
-                            .map_err(|e| eyre!(e))?,
-                    )
-                }
-                None => None,
-            };
+            let password = store_password(config)?;
             Ok(Store::open_postgres(&home.database(), &url, password.as_deref()).await?)
         }
     }
 }
 
-/// name (`comm`) can.
+/// The PostgreSQL password from `store.password` (keyring, `env:`, `file:`), or `None` to leave it to
+/// libpq's PGPASSWORD and ~/.pgpass: for `store.url`, and for `merlya store migrate --to`.
+pub fn store_password(config: &Config) -> Result<Option<String>> {
+    let Some(source) = config.store.password.as_deref() else { return Ok(None) };
+    let secrets = Secrets::open(config.secrets.backend);
+    Ok(Some(crate::provision::credentials::read_credential(source, "store.password", &secrets).map_err(|e| eyre!(e))?))
+}
+
+/// Makes `store` write its audit checkpoints also to `audit.witness`, when one is configured.
+pub fn set_witness(home: &MerlyaHome, config: &Config, store: &Store) -> Result<()> {
+    let Some(spec) = &config.audit.witness else { return Ok(()) };
+    let witness = crate::store::audit::witness::Witness::parse(spec).map_err(|e| eyre!("audit.witness: {e}"))?;
+    if let Some(file) = witness.file().filter(|f| f.starts_with(home.root())) {
+        return Err(eyre!(
+            "audit.witness: {} is inside MERLYA_HOME; a witness beside the log it witnesses proves nothing",
+            file.display()
+        ));
+    }
+    store.set_audit_witness(witness);
+    Ok(())
+}
+
+/// Whether `pid` is a running merlya: by its executable's name, or, when another user's process hides
+/// that link, by its command name (`comm`).
 fn merlya_is_running(pid: u32) -> bool {
     match std::fs::read_link(format!("/proc/{pid}/exe")) {
         Ok(exe) => exe.file_name().is_some_and(|n| n.to_string_lossy().starts_with("merlya")),

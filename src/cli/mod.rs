@@ -37,6 +37,7 @@ mod report;
 mod run;
 mod secret;
 mod skill;
+mod store;
 mod table;
 mod template;
 
@@ -154,6 +155,9 @@ pub enum Command {
     /// IaC templates (built-in and MERLYA_HOME/templates): list, show, render NAME --var k=v --out DIR.
     #[command(subcommand)]
     Template(template::TemplateCommand),
+    /// The store: copy this home's into a team's new PostgreSQL database (`store migrate --to postgres://…`).
+    #[command(subcommand)]
+    Store(store::StoreCommand),
     /// Print the metrics (Prometheus text format): this home's commands, pipelines, model and MCP calls.
     Metrics,
     /// Check this machine: disk, memory, ssh-agent, keyring, database, model, MCP servers, pipeline tools.
@@ -278,6 +282,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             Command::Drift(args) => baseline::drift(&ctx, args).await,
             Command::Provision(cmd) => provision::provision(&ctx, cmd).await,
             Command::State(cmd) => provision::state(&ctx, cmd).await,
+            Command::Store(cmd) => store::run(&ctx, cmd).await,
             Command::Metrics => {
                 ctx.store.seed_metrics().await?;
                 print!("{}", crate::metrics::render());

@@ -251,6 +251,16 @@ impl ColumnRef for usize {
 }
 
 impl Row {
+    /// The column names, in the order the statement selected them.
+    pub(crate) fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// The values, in column order (a copy between stores converts them by the target's types).
+    pub(crate) fn values(&self) -> &[Val] {
+        &self.values
+    }
+
     /// The value of column `column` as a `T`; a value of another type is an error naming the column.
     pub(crate) fn try_get<T: FromVal>(&self, column: impl ColumnRef) -> Result<T, sqlx::Error> {
         let at = column.position(&self.columns)?;
@@ -476,6 +486,12 @@ impl Sql {
     /// Binds the next `$N`.
     pub(crate) fn bind(mut self, value: impl IntoArg) -> Self {
         self.args.push(value.into_arg());
+        self
+    }
+
+    /// Binds the next `$N` to an argument already typed (a copy between stores).
+    pub(crate) fn bind_arg(mut self, arg: Arg) -> Self {
+        self.args.push(arg);
         self
     }
 

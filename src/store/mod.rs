@@ -23,6 +23,7 @@ pub mod hosts;
 mod integrity;
 pub mod lock;
 pub mod metrics;
+pub mod migrate;
 pub mod pipelines;
 pub mod postgres;
 pub mod resources;

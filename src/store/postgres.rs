@@ -111,23 +111,32 @@ pub(super) async fn open(url: &str, password: Option<&str>) -> Result<PgPool, St
         .connect_with(options)
         .await
         .map_err(|source| StoreError::Unreachable { location: shown.clone(), source })?;
-    check_not_newer(&pool, &shown).await?;
-    MIGRATOR.run(&pool).await.map_err(|e| migration_error(&shown, &e))?;
+    // One connection for the check and the migrations: each new one is a server process to start.
+    let mut conn =
+        pool.acquire().await.map_err(|source| StoreError::Unreachable { location: shown.clone(), source })?;
+    // A database already at this schema needs no migration run (its lock and reads cost ~6 round
+    // trips on every start), as SQLite's clean close skips it.
+    if !check_not_newer(&mut conn, &shown).await? {
+        MIGRATOR.run(&mut *conn).await.map_err(|e| migration_error(&shown, &e))?;
+    }
+    drop(conn);
     Ok(pool)
 }
 
-/// A database migrated by a newer merlya is refused before anything is written.
-async fn check_not_newer(pool: &PgPool, shown: &str) -> Result<(), StoreError> {
-    let found: Option<i64> = sqlx::query_scalar(
-        "SELECT MAX(version) FROM _sqlx_migrations WHERE to_regclass('_sqlx_migrations') IS NOT NULL",
+/// A database migrated by a newer merlya is refused before anything is written; whether it is at
+/// exactly this merlya's schema, every migration applied.
+async fn check_not_newer(conn: &mut sqlx::PgConnection, shown: &str) -> Result<bool, StoreError> {
+    let (found, applied): (Option<i64>, i64) = sqlx::query_as(
+        "SELECT MAX(version), COUNT(*) FILTER (WHERE success) FROM _sqlx_migrations
+         WHERE to_regclass('_sqlx_migrations') IS NOT NULL",
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await
-    .unwrap_or(None);
+    .unwrap_or((None, 0));
     let known = known_version();
     match found {
         Some(found) if found > known => Err(StoreError::TooNew { path: shown.into(), found, known }),
-        _ => Ok(()),
+        found => Ok(found == Some(known) && usize::try_from(applied).ok() == Some(MIGRATOR.iter().count())),
     }
 }
 

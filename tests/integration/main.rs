@@ -6,6 +6,7 @@ mod support;
 
 mod agent;
 mod agent_hostile;
+mod audit_writers;
 mod bad_day;
 mod cli_language;
 mod console;
@@ -30,6 +31,7 @@ mod skills;
 mod sql_read;
 mod ssh;
 mod store_cli;
+mod store_migrate;
 mod team_console;
 mod team_store;
 mod template;
