@@ -90,6 +90,14 @@ impl Context {
         let store = open_store(&home, &config).await?;
         // Who signs this home's entries in a team's audit log (ADR 0032).
         store.set_operator(config.operator.name());
+        // On a team store the operator is registered at start, so a teammate who has used merlya on it
+        // can review a change requested later (a name registered after a request cannot: ADR 0033).
+        // A name taken by another key is said when this home first signs, not here.
+        if store.backend() == crate::store::Backend::Postgres
+            && let Err(e) = store.operator_signer().await
+        {
+            tracing::warn!(error = %e, "cannot register this operator in the team store");
+        }
         set_witness(&home, &config, &store)?;
         // A change pipeline whose process died (crash, kill -9) is marked interrupted, never re-applied.
         match store.mark_interrupted_pipelines(merlya_is_running).await {

@@ -14,6 +14,7 @@ CREATE TABLE change_requests (
     reviewed_by  TEXT COLLATE "C",
     reviewed_at  TEXT COLLATE "C",
     note         TEXT COLLATE "C" NOT NULL DEFAULT '',
+    review_signature TEXT COLLATE "C",
     CHECK (reviewed_by IS NULL OR reviewed_by != requested_by)
 );
 CREATE INDEX change_requests_pending ON change_requests (status, expires_at);

@@ -14,6 +14,7 @@ CREATE TABLE change_requests (
     reviewed_by  TEXT,
     reviewed_at  TEXT,
     note         TEXT NOT NULL DEFAULT '',
+    review_signature TEXT,
     CHECK (reviewed_by IS NULL OR reviewed_by != requested_by)
 );
 CREATE INDEX change_requests_pending ON change_requests (status, expires_at);

@@ -230,6 +230,10 @@ pub fn render_request_in(r: &ApprovalRequest, locale: &crate::i18n::Locale) -> S
     if let Some(rollback) = &r.rollback {
         out.push_str(&format!("  {} {}\n", t("approval.term.rollback"), visible_line(rollback)));
     }
+    // Every further line the approval clears, behind the gutter (text from the plan, not merlya's).
+    for line in &r.runs {
+        out.push_str(&format!("  {} │ {}\n", t("approval.term.also_runs"), visible_line(line)));
+    }
     for leak in &r.leaks {
         let safer = t("approval.term.safer");
         out.push_str(&format!("  ! {}\n    {safer} {}\n", visible_line(&leak.what), visible_line(&leak.rewrite)));

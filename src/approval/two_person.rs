@@ -15,6 +15,10 @@ use crate::store::Store;
 use crate::store::change_requests::{ChangeRequest, ReviewRefused, ReviewStatus};
 use crate::store::pipelines::Kind;
 
+/// The longest a change may wait for its second person (a day): `two_person_expiry_minutes` is
+/// refused above it.
+pub const MAX_EXPIRY_MINUTES: u32 = 24 * 60;
+
 /// How often a waiting change looks for its review.
 const POLL: Duration = Duration::from_millis(300);
 
@@ -80,7 +84,9 @@ impl TwoPerson {
         (!needs.is_empty()).then(|| Self {
             needs,
             operator: config.operator.name(),
-            expiry: Duration::from_secs(u64::from(config.policy.two_person_expiry_minutes.max(1)) * 60),
+            expiry: Duration::from_secs(
+                u64::from(config.policy.two_person_expiry_minutes.clamp(1, MAX_EXPIRY_MINUTES)) * 60,
+            ),
         })
     }
 
@@ -91,12 +97,15 @@ impl TwoPerson {
                 // A request no pipeline made is a shell command on hosts: what `bash` names.
                 Needs::Kind(kind) if request.kind.unwrap_or(Kind::Bash) == *kind => return Some(need.shown()),
                 Needs::Kind(_) => {}
+                // Terraform, Kubernetes and MCP changes name a folder, a context or a server, not hosts:
+                // a tag cannot describe them (the policy names their kind instead; ADR 0033).
+                Needs::Tag(_) if matches!(request.kind, Some(Kind::Terraform | Kind::Kubernetes | Kind::Mcp)) => {}
                 Needs::Tag(tag) => {
-                    // A host the store cannot read is treated as carrying the tag: the rule fails closed.
+                    // A target the inventory does not hold (an address, an alias, a name with a trailing
+                    // dot) or cannot read counts as carrying the tag: the rule fails closed.
                     for host in &request.hosts {
                         let tagged = match store.get_host(host).await {
                             Ok(found) => found.tags.iter().any(|t| t == tag),
-                            Err(crate::store::hosts::HostError::NotFound(_)) => false,
                             Err(_) => true,
                         };
                         if tagged {
@@ -125,11 +134,15 @@ impl TwoPerson {
             return Review::Failed("the request cannot be written as JSON".into());
         };
         let digest = digest_of(&shown);
+        // The requester's key is registered first: a reviewer is checked against it.
+        if let Err(e) = store.operator_signer().await {
+            return Review::Failed(e.to_string());
+        }
         let id = match store.add_change_request(&digest, &shown, why, &self.operator, &expires_at).await {
             Ok(id) => id,
             Err(e) => return Review::Failed(e.to_string()),
         };
-        let guard = VoidOnDrop { store: store.clone(), id: Some(id) };
+        let mut guard = VoidOnDrop { store: store.clone(), id: Some(id) };
         tell(id);
         let deadline = tokio::time::Instant::now() + self.expiry;
         let review = loop {
@@ -137,12 +150,8 @@ impl TwoPerson {
                 Ok(Some(found)) if found.digest != digest => {
                     break Review::Failed(format!("request #{id} was altered"));
                 }
-                Ok(Some(found)) => match (found.status, found.reviewed_by) {
-                    (ReviewStatus::Approved, Some(by)) if by != self.operator => break Review::Approved { id, by },
-                    (ReviewStatus::Rejected, Some(by)) => break Review::Rejected { id, by },
-                    (ReviewStatus::Pending, _) => {}
-                    (status, _) => break Review::Failed(format!("request #{id} is {}", status.as_str())),
-                },
+                Ok(Some(found)) if found.status == ReviewStatus::Pending => {}
+                Ok(Some(found)) => break self.checked(store, &found).await,
                 Ok(None) => break Review::Failed(format!("request #{id} disappeared")),
                 // A store that went away for a moment is waited for; the deadline still holds.
                 Err(_) => {}
@@ -152,8 +161,52 @@ impl TwoPerson {
             }
             tokio::time::sleep(POLL).await;
         };
-        drop(guard);
+        // Whatever was not approved is voided before the answer is given (a late review finds it decided).
+        if let Some(id) = guard.id.take()
+            && !matches!(review, Review::Approved { .. })
+            && let Err(e) = store.void_change_request(id).await
+        {
+            tracing::warn!(error = %e, id, "cannot void the change request");
+        }
         review
+    }
+
+    /// A decided request, believed only when its review is signed by a registered operator other
+    /// than the requester (another name *and* another key), registered before the request was made:
+    /// a name typed into a config file or a row written with the database's password is not a person.
+    async fn checked(&self, store: &Store, found: &ChangeRequest) -> Review {
+        let id = found.id;
+        let (Some(by), Some(signature)) = (found.reviewed_by.clone(), found.review_signature.as_deref()) else {
+            return Review::Failed(format!("request #{id} is {} without a signed review", found.status.as_str()));
+        };
+        let approve = match found.status {
+            ReviewStatus::Approved => true,
+            ReviewStatus::Rejected => false,
+            status => return Review::Failed(format!("request #{id} is {}", status.as_str())),
+        };
+        let unsigned =
+            |why: &str| Review::Failed(format!("the review of request #{id} by {by} is not believed: {why}"));
+        let registered =
+            (store.operator_registration(&by).await, store.operator_registration(&found.requested_by).await);
+        let (reviewer, requester) = match registered {
+            (Ok(Some(reviewer)), Ok(Some(requester))) => (reviewer, requester),
+            (Ok(None), _) => return unsigned("no such registered operator"),
+            _ => return unsigned("the registered operators cannot be read"),
+        };
+        if by == found.requested_by || reviewer.0 == requester.0 {
+            return unsigned("the requester's own key");
+        }
+        if reviewer.1 > found.created_at {
+            return unsigned("registered after the request was made");
+        }
+        let Some(key) = crate::store::audit::operator::public_key(&reviewer.0) else {
+            return unsigned("an unreadable registered key");
+        };
+        if !crate::store::audit::operator::signature_valid(&key, &review_message(id, &found.digest, approve), signature)
+        {
+            return unsigned("the signature does not match");
+        }
+        if approve { Review::Approved { id, by } } else { Review::Rejected { id, by } }
     }
 }
 
@@ -173,6 +226,13 @@ impl Drop for VoidOnDrop {
             }
         });
     }
+}
+
+/// What a reviewer signs: the request, the digest they were shown and their decision (hashed, as
+/// entry hashes are, so the signature is over a fixed-size text).
+fn review_message(id: i64, digest: &str, approve: bool) -> String {
+    let decision = if approve { "approved" } else { "rejected" };
+    hex::encode(Sha256::digest(format!("merlya two-person review\n{id}\n{digest}\n{decision}").as_bytes()))
 }
 
 /// SHA-256 of the request's stored JSON: everything the reviewer is shown (command, hosts, diff,
@@ -201,7 +261,15 @@ pub async fn record_review(
     note: &str,
 ) -> Result<ChangeRequest, ReviewRefused> {
     let request = self::shown(shown).map_err(|e| ReviewRefused::Store(crate::store::StoreError::Invalid(e)))?;
-    let reviewed = store.review_change_request(shown.id, &shown.digest, reviewer, approve, note).await?;
+    // Signed with the reviewer's own key, registered under their name (refused if the name is another's).
+    let (name, key) = store.operator_signer().await?;
+    if name != reviewer {
+        return Err(ReviewRefused::Store(crate::store::StoreError::Invalid(format!(
+            "this home signs as {name}, not {reviewer}"
+        ))));
+    }
+    let signature = key.sign_hex(&review_message(shown.id, &shown.digest, approve));
+    let reviewed = store.review_change_request(shown.id, &shown.digest, reviewer, approve, note, &signature).await?;
     let decision = if approve { "approved" } else { "rejected" };
     let mut entry = crate::store::audit::AuditRequest::local(
         session_id,

@@ -52,6 +52,7 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let command = args.command.join(" ");
     let inventory = ctx.inventory_for(&args.targets).await?;
     let super::Asking { interactive, prompter, approver } = super::Asking::detect(args.yes);
+    let yes = args.yes;
     let executor = Arc::new(ctx.executor(inventory.clone(), prompter.clone(), interactive)?);
     let hosts = ctx.resolve_targets(&args.targets, &inventory, &executor.ssh_aliases()).await?;
     let gate = ApprovalGate::with_policy(approver, ctx.store.clone(), &ctx.config);
@@ -105,8 +106,11 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
                     let (class, reasons) = (analysis.class.as_str(), analysis.reasons.join("; "));
                     let args = [("command", command.as_str()), ("class", class), ("reasons", &reasons)];
                     let mut why = super::lang::tf("cli.exec.not_approved", &args);
-                    if !interactive {
+                    if !interactive && !yes {
                         why.push_str(&super::lang::t("cli.exec.pass_yes"));
+                    } else if !change.decision.is_empty() {
+                        // Who decided (a reviewer, an expiry, a review not believed) is said, not guessed.
+                        why.push_str(&format!(": {}", crate::term_safe::visible_line(&change.decision)));
                     }
                     why
                 }

@@ -494,6 +494,19 @@ impl Config {
                 message,
             });
         }
+        if !(1..=crate::approval::two_person::MAX_EXPIRY_MINUTES).contains(&self.policy.two_person_expiry_minutes) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: line_of(text, "policy", "two_person_expiry_minutes"),
+                var: None,
+                field: "policy.two_person_expiry_minutes".into(),
+                message: format!(
+                    "{}: expected 1 to {} minutes",
+                    self.policy.two_person_expiry_minutes,
+                    crate::approval::two_person::MAX_EXPIRY_MINUTES
+                ),
+            });
+        }
         if let Err(message) = crate::approval::two_person::Needs::parse_list(&self.policy.two_person_approval_for) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),

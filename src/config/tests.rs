@@ -210,6 +210,8 @@ fn the_two_person_list_names_its_bad_entry_with_file_and_line() {
     let e =
         parse("policy:\n  max_parallel: 4\n  two_person_approval_for: ['@prod', prod]\n", &[]).unwrap_err().to_string();
     assert!(e.starts_with("/h/config.yaml:3: policy.two_person_approval_for: `prod`: expected @TAG"), "{e}");
+    let e = parse("policy:\n  two_person_expiry_minutes: 5000000\n", &[]).unwrap_err().to_string();
+    assert!(e.contains("policy.two_person_expiry_minutes: 5000000: expected 1 to 1440 minutes"), "{e}");
     let ok = parse("policy:\n  two_person_approval_for: ['@prod', terraform]\n", &[]).unwrap();
     assert_eq!(ok.policy.two_person_approval_for, ["@prod", "terraform"]);
 }

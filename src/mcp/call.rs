@@ -82,7 +82,11 @@ pub fn approval(tool: &ToolInfo, arguments: &serde_json::Map<String, serde_json:
     };
     let analysis = Analysis { class, reasons, commands: vec![command.clone()], rule_keys: None };
     let summary = format!("call MCP tool {}", tool.qualified());
-    ApprovalRequest::new(summary, &command, vec![format!("mcp:{}", tool.server)], &analysis, Vec::new())
+    let mut request =
+        ApprovalRequest::new(summary, &command, vec![format!("mcp:{}", tool.server)], &analysis, Vec::new());
+    // An MCP tool call is a change of kind `mcp` (two-person approval can name it).
+    request.kind = Some(crate::store::pipelines::Kind::Mcp);
+    request
 }
 
 /// Calls `server.tool` with `arguments` through the gate and the audit log.

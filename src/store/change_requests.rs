@@ -63,6 +63,8 @@ pub struct ChangeRequest {
     pub reviewed_at: Option<String>,
     /// The reviewer's words.
     pub note: String,
+    /// The reviewer's ed25519 signature of the decision (see [`crate::approval::two_person`]).
+    pub review_signature: Option<String>,
 }
 
 fn from_row(row: &Row) -> Result<ChangeRequest, sqlx::Error> {
@@ -79,6 +81,7 @@ fn from_row(row: &Row) -> Result<ChangeRequest, sqlx::Error> {
         reviewed_by: row.try_get("reviewed_by")?,
         reviewed_at: row.try_get("reviewed_at")?,
         note: row.try_get("note")?,
+        review_signature: row.try_get("review_signature")?,
     })
 }
 
@@ -144,8 +147,9 @@ impl Store {
         row.as_ref().map(from_row).transpose().ctx("cannot read a change request")
     }
 
-    /// Records `reviewer`'s decision on request `id` as it was shown (`digest`). One statement
-    /// decides, so two reviewers at once cannot both land, and the conditions hold in the store.
+    /// Records `reviewer`'s decision on request `id` as it was shown (`digest`), with the reviewer's
+    /// signature of it. One statement decides, so two reviewers at once cannot both land, and the
+    /// conditions hold in the store.
     pub async fn review_change_request(
         &self,
         id: i64,
@@ -153,11 +157,12 @@ impl Store {
         reviewer: &str,
         approve: bool,
         note: &str,
+        signature: &str,
     ) -> Result<ChangeRequest, ReviewRefused> {
         let status = if approve { ReviewStatus::Approved } else { ReviewStatus::Rejected };
         let now = now_rfc3339();
         let updated = query(
-            "UPDATE change_requests SET status = $1, reviewed_by = $2, reviewed_at = $3, note = $4 \
+            "UPDATE change_requests SET status = $1, reviewed_by = $2, reviewed_at = $3, note = $4, review_signature = $7 \
              WHERE id = $5 AND status = 'pending' AND expires_at > $3 AND digest = $6 AND requested_by != $2",
         )
         .bind(status.as_str())
@@ -166,6 +171,7 @@ impl Store {
         .bind(note)
         .bind(id)
         .bind(digest)
+        .bind(signature)
         .execute(self.pool())
         .await
         .map_err(self.write_error("record the review"))?;
@@ -179,6 +185,15 @@ impl Store {
             f if f.digest != digest => ReviewRefused::Changed { id },
             f => ReviewRefused::Expired { id, at: f.expires_at },
         })
+    }
+
+    /// An operator's registered public key (hex) and when it was registered.
+    pub async fn operator_registration(&self, name: &str) -> Result<Option<(String, String)>, StoreError> {
+        query("SELECT public_key, created_at FROM operators WHERE name = $1")
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await
+            .ctx("cannot read the registered operators")
     }
 
     /// The requester stops waiting: a request still pending is voided (a review arriving later
@@ -210,18 +225,18 @@ mod tests {
         let pending = store.pending_change_requests().await.unwrap();
         assert_eq!(pending.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
 
-        let own = store.review_change_request(id, "d1", "alice@bastion", true, "").await.unwrap_err();
+        let own = store.review_change_request(id, "d1", "alice@bastion", true, "", "sig").await.unwrap_err();
         assert!(matches!(own, ReviewRefused::OwnRequest { .. }), "{own}");
-        let stale = store.review_change_request(id, "d0", "bob@laptop", true, "").await.unwrap_err();
+        let stale = store.review_change_request(id, "d0", "bob@laptop", true, "", "sig").await.unwrap_err();
         assert!(matches!(stale, ReviewRefused::Changed { .. }), "{stale}");
         assert!(matches!(
-            store.review_change_request(id + 100, "d1", "bob@laptop", true, "").await.unwrap_err(),
+            store.review_change_request(id + 100, "d1", "bob@laptop", true, "", "sig").await.unwrap_err(),
             ReviewRefused::NotFound(_)
         ));
 
-        let done = store.review_change_request(id, "d1", "bob@laptop", true, "looks right").await.unwrap();
+        let done = store.review_change_request(id, "d1", "bob@laptop", true, "looks right", "sig").await.unwrap();
         assert_eq!((done.status, done.reviewed_by.as_deref()), (ReviewStatus::Approved, Some("bob@laptop")));
-        let again = store.review_change_request(id, "d1", "carol@desk", false, "").await.unwrap_err();
+        let again = store.review_change_request(id, "d1", "carol@desk", false, "", "sig").await.unwrap_err();
         assert!(matches!(again, ReviewRefused::Decided { status: ReviewStatus::Approved, .. }), "{again}");
         assert!(store.pending_change_requests().await.unwrap().is_empty());
         // Voiding a decided request changes nothing.
@@ -236,11 +251,11 @@ mod tests {
         let past = "2020-01-01T00:00:00.000Z";
         let expired = store.add_change_request("d", "{}", "terraform", "alice@bastion", past).await.unwrap();
         assert!(store.pending_change_requests().await.unwrap().is_empty(), "an expired request is not listed");
-        let refused = store.review_change_request(expired, "d", "bob@laptop", true, "").await.unwrap_err();
+        let refused = store.review_change_request(expired, "d", "bob@laptop", true, "", "sig").await.unwrap_err();
         assert!(matches!(refused, ReviewRefused::Expired { .. }), "{refused}");
         let voided = store.add_change_request("d", "{}", "terraform", "alice@bastion", &later()).await.unwrap();
         store.void_change_request(voided).await.unwrap();
-        let refused = store.review_change_request(voided, "d", "bob@laptop", true, "").await.unwrap_err();
+        let refused = store.review_change_request(voided, "d", "bob@laptop", true, "", "sig").await.unwrap_err();
         assert!(matches!(refused, ReviewRefused::Decided { status: ReviewStatus::Voided, .. }), "{refused}");
     }
 }

@@ -136,3 +136,42 @@ fn a_teammates_console_is_told_shows_the_same_change_in_its_approval_modal_and_a
     let reviews = pg.value_on("team", "SELECT outcome || ':' || requested_by FROM audit_log WHERE event = 'review'");
     assert_eq!(reviews, "ok:bob");
 }
+
+#[test]
+fn a_second_name_on_the_same_key_or_a_row_written_in_the_database_approves_nothing() {
+    let pg = Postgres::start();
+    pg.value("CREATE DATABASE team");
+    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
+    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
+    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    let work = tempfile::tempdir().unwrap();
+
+    // Alice, under a second name with her own key: the store keeps one name per key.
+    let first = work.path().join("first");
+    let waiting = change(&alice, &first);
+    let id = pending_id(&bob);
+    let forged = alice
+        .merlya(&["approvals", "review", &id, "--approve"])
+        .env("MERLYA_OPERATOR_NAME", "alice-second")
+        .output()
+        .unwrap();
+    assert!(!forged.status.success(), "a second name on the same key must not review");
+    assert_eq!(pg.value_on("team", &format!("SELECT status FROM change_requests WHERE id = {id}")), "pending");
+    ok(&bob, &["approvals", "review", &id, "--reject"]);
+    assert!(!waiting.wait_with_output().unwrap().status.success());
+
+    // A row written with the database's password, naming Bob: no signature of his, nothing runs.
+    let second = work.path().join("second");
+    let waiting = change(&alice, &second);
+    let id = pending_id(&bob);
+    let rigged = pg.psql_on(
+        "team",
+        &format!("UPDATE change_requests SET status = 'approved', reviewed_by = 'bob', review_signature = repeat('0', 128) WHERE id = {id}"),
+    );
+    assert!(rigged.status.success(), "{}", text(&rigged.stderr));
+    let out = waiting.wait_with_output().unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("is not believed: the signature does not match"), "{said}");
+    assert!(!first.exists() && !second.exists(), "nothing ran");
+}

@@ -176,7 +176,7 @@ impl Store {
     /// The operator's name and key, the public half registered in `operators` (once per process).
     /// A name already registered with another key is refused, naming the operator: this home cannot
     /// sign as them.
-    pub(super) async fn operator_signer(&self) -> Result<(String, OperatorKey), StoreError> {
+    pub(crate) async fn operator_signer(&self) -> Result<(String, OperatorKey), StoreError> {
         let name = self.operator.name();
         let key = self.operator.load_or_create().map_err(key_error)?;
         if self.operator.registered_as(&name) {
