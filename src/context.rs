@@ -93,7 +93,9 @@ impl Context {
         // On a team store the operator is registered at start, so a teammate who has used merlya on it
         // can review a change requested later (a name registered after a request cannot: ADR 0033).
         // A name taken by another key is said when this home first signs, not here.
+        // Only a name the operator chose: a default one would bind the key before they pick theirs.
         if store.backend() == crate::store::Backend::Postgres
+            && config.operator.name.as_deref().is_some_and(|n| !n.trim().is_empty())
             && let Err(e) = store.operator_signer().await
         {
             tracing::warn!(error = %e, "cannot register this operator in the team store");

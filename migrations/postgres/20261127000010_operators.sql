@@ -1,13 +1,12 @@
 -- Operators who sign audit entries with a key of their own (ADR 0032): the public half of each
 -- operator's ed25519 key, by `operator.name`. A name keeps the key it was registered with: rows are
--- never updated or deleted (a new key is a new name), and a key has one name (a person cannot
--- review their own change under a second name with the same key).
+-- never updated or deleted (a new key is a new name).
 --
 -- A signed entry (chain = 'ed25519') names its signer and carries the signature (hex) over its
 -- hash; keyed (HMAC) and unkeyed rows, copied from an operator's SQLite store, leave both NULL.
 CREATE TABLE operators (
     name       TEXT COLLATE "C" PRIMARY KEY,
-    public_key TEXT COLLATE "C" NOT NULL UNIQUE CHECK (length(public_key) = 64),
+    public_key TEXT COLLATE "C" NOT NULL CHECK (length(public_key) = 64),
     created_at TEXT COLLATE "C" NOT NULL
 );
 

@@ -17,6 +17,8 @@ pub struct Dashboard {
     pub drift: DriftBoard,
     /// Changes waiting for a second person (two-person approval), oldest first.
     pub reviews: Vec<PendingReview>,
+    /// Other sessions' runs in flight (or just ended) on a shared store, newest first.
+    pub team_runs: Vec<crate::store::team_runs::TeamRun>,
 }
 
 /// A change waiting for a second person, as the Pipeline pane lists it.

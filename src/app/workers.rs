@@ -280,7 +280,17 @@ pub(super) fn refresh_dashboard(services: &Services) {
                 return;
             }
         };
-        let dashboard = Dashboard { pipelines, stats, spend, breaker_open, drift, reviews };
+        // Teammates' runs: started in the last hour, still running or ended in the last minute.
+        let ago = |secs: i64| {
+            (chrono::Utc::now() - chrono::Duration::seconds(secs)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        };
+        let team_runs = match store.backend() {
+            crate::store::Backend::Postgres => {
+                store.team_runs(&ctx.session_id, &ago(3600), &ago(60)).await.unwrap_or_default()
+            }
+            crate::store::Backend::Sqlite => Vec::new(),
+        };
+        let dashboard = Dashboard { pipelines, stats, spend, breaker_open, drift, reviews, team_runs };
         // An idle console draws nothing: only news is sent.
         if let Ok(mut last) = last_sent.lock() {
             if last.as_ref() == Some(&dashboard) {

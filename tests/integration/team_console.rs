@@ -19,7 +19,8 @@ fn a_teammates_change_reaches_the_console_and_a_lost_store_makes_it_read_only_un
     let pg = Postgres::start();
     let url = team(&pg, "oncall");
     let (alice, bob) = (TestEnv::new(), TestEnv::new());
-    let with_store = format!("MERLYA_STORE_URL='{url}'");
+    // Two homes of one account on one machine: each names its operator (ADR 0032).
+    let with_store = format!("MERLYA_STORE_URL='{url}' MERLYA_OPERATOR_NAME=alice");
     let console = Tmux::start_with("team-alice", &alice, &with_store, 130, 30);
     console.wait_for("localhost");
 
@@ -28,6 +29,21 @@ fn a_teammates_change_reaches_the_console_and_a_lost_store_makes_it_read_only_un
     let added = added.expect("run merlya");
     assert!(added.status.success(), "{}", text(&added.stderr));
     console.wait_for("web07");
+
+    // Bob's run in progress shows in Alice's Pipeline pane with its host's state, then its end.
+    let mut running = bob
+        .merlya(&["exec", "localhost", "--", "sleep 3; echo done"])
+        .env("MERLYA_STORE_URL", &url)
+        .env("MERLYA_OPERATOR_NAME", "bob")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run merlya");
+    console.command(":pipeline");
+    console.wait_for("Teammates' runs:");
+    console.wait_for("bob $ sleep 3; echo done · 0/1 done, 0 failed ▶ localhost");
+    assert!(running.wait().unwrap().success());
+    console.wait_for("$ sleep 3; echo done · 1/1 done, 0 failed ✓ localhost");
 
     // The server goes away: the console says so and refuses to start work it could not audit.
     pg.stop();

@@ -65,6 +65,47 @@ fn draw_reviews(model: &Model, frame: &mut Frame, area: Rect) -> Rect {
     rest
 }
 
+/// Teammates' runs on a shared store (from the audit log), above the pipeline runs: who, what, and
+/// each host's state; returns the area left.
+fn draw_team_runs(model: &Model, frame: &mut Frame, area: Rect) -> Rect {
+    use crate::store::team_runs::HostRunState;
+    const SHOWN: usize = 3;
+    const HOSTS: usize = 6;
+    let runs = &model.dashboard.team_runs;
+    if runs.is_empty() {
+        return area;
+    }
+    let mut lines = vec![Line::styled(model.locale.t("pipeline.team_runs").to_string(), model.theme.accent)];
+    for run in runs.iter().take(SHOWN) {
+        let (total, running, failed) = (run.hosts.len(), run.running(), run.failed());
+        let done = total - running;
+        let counts = model.locale.tf(
+            "pipeline.team_run_counts",
+            &[("done", &done.to_string()), ("total", &total.to_string()), ("failed", &failed.to_string())],
+        );
+        let mut spans = vec![
+            Span::raw(format!("  {} $ {} · ", run.who, crate::term_safe::visible_line(&run.command))),
+            Span::styled(counts, if failed > 0 { model.theme.error } else { model.theme.dim }),
+        ];
+        for (host, state) in run.hosts.iter().take(HOSTS) {
+            let (mark, style) = match state {
+                HostRunState::Running => ("▶", model.theme.warn),
+                HostRunState::Ok => ("✓", model.theme.ok),
+                HostRunState::Failed => ("✗", model.theme.error),
+            };
+            spans.push(Span::styled(format!(" {mark} {host}"), style));
+        }
+        if total > HOSTS {
+            spans.push(Span::styled(format!(" +{}", total - HOSTS), model.theme.dim));
+        }
+        lines.push(Line::from(spans));
+    }
+    let height = u16::try_from(lines.len()).unwrap_or(u16::MAX).min(area.height);
+    let [top, rest] = Layout::vertical([Constraint::Length(height), Constraint::Min(0)]).areas(area);
+    frame.render_widget(Paragraph::new(lines), top);
+    rest
+}
+
 /// Draws it into `area` (the whole screen for overlays).
 pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let runs = &model.dashboard.pipelines;
@@ -73,6 +114,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let inner = draw_reviews(model, frame, inner);
+    let inner = draw_team_runs(model, frame, inner);
     if runs.is_empty() {
         let hint = model.locale.t("pipeline.empty").to_string();
         frame.render_widget(Paragraph::new(Line::styled(hint, model.theme.dim)).wrap(Wrap { trim: true }), inner);

@@ -183,13 +183,15 @@ impl Store {
             return Ok((name, key));
         }
         let public = key.public_hex();
-        query("INSERT INTO operators (name, public_key, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
-            .bind(&name)
-            .bind(&public)
-            .bind(now_rfc3339())
-            .execute(self.pool())
-            .await
-            .map_err(self.write_error("register the operator"))?;
+        let inserted = query(
+            "INSERT INTO operators (name, public_key, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(&name)
+        .bind(&public)
+        .bind(now_rfc3339())
+        .execute(self.pool())
+        .await;
+        inserted.map_err(self.write_error("register the operator"))?;
         let registered: String = query("SELECT public_key FROM operators WHERE name = $1")
             .bind(&name)
             .scalar(self.pool())
