@@ -68,6 +68,9 @@ fn a_teammates_change_reaches_the_console_and_a_lost_store_makes_it_read_only_un
     console.type_text("true");
     console.keys(&["Enter"]);
     console.wait_for("1/1 hosts succeeded");
+    // Quitting closes the store while the doorbell listens: the console ends.
+    console.keys(&["q"]);
+    console.wait_for("EXITED 0");
 }
 
 #[test]
