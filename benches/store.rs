@@ -170,7 +170,7 @@ fn notification_latency(url: &str) -> ((f64, f64), (f64, f64)) {
         bell.connect().await.expect("listen");
         let (mut ring_ms, mut reread_ms) = (Vec::new(), Vec::new());
         for i in 0..rings {
-            let host = merlya::inventory::Host::new(&format!("web{i:03}"), "10.0.0.1");
+            let host = merlya::inventory::Host::new(format!("web{i:03}"), "10.0.0.1");
             let t = Instant::now();
             writer.upsert_hosts(&[host]).await.expect("write a host");
             loop {
