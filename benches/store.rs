@@ -14,7 +14,7 @@
 
 #[path = "common/mod.rs"]
 mod common;
-#[path = "common/postgres.rs"]
+#[path = "../tests/integration/support/postgres.rs"]
 mod postgres;
 
 use std::io::{BufRead, BufReader, Write};

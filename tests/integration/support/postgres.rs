@@ -1,6 +1,9 @@
-//! A private PostgreSQL server (Debian's binaries), owned by the test and stopped on drop:
+//! A private PostgreSQL server (Debian's binaries), owned by a test or a bench (benches/store.rs
+//! includes this file) and stopped on drop:
 //! `initdb` and `pg_ctl` run as the `postgres` user (initdb refuses root), with a data
 //! directory of its own, the socket in that directory, and a free loopback port.
+
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -36,7 +39,7 @@ impl Postgres {
         let data = dir.join("data");
         let out = as_postgres(&bin("initdb"), &["-D", &data.to_string_lossy(), "-A", "trust", "-U", "postgres"]);
         assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
-        let server = Self { dir, port: super::sshd::free_port() };
+        let server = Self { dir, port: free_port() };
         server.start_again();
         server
     }
@@ -102,4 +105,9 @@ impl Drop for Postgres {
         as_postgres(&bin("pg_ctl"), &["-D", &data.to_string_lossy(), "-m", "immediate", "stop"]);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
