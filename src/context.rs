@@ -294,7 +294,7 @@ async fn open_store(home: &MerlyaHome, config: &Config) -> Result<Store> {
 pub fn store_password(config: &Config) -> Result<Option<String>> {
     let Some(source) = config.store.password.as_deref() else { return Ok(None) };
     let secrets = Secrets::open(config.secrets.backend);
-    Ok(Some(crate::provision::credentials::read_credential(source, "store.password", &secrets).map_err(|e| eyre!(e))?))
+    Ok(Some(crate::config::provision::read_credential(source, "store.password", &secrets).map_err(|e| eyre!(e))?))
 }
 
 /// Makes `store` write its audit checkpoints also to `audit.witness`, when one is configured.

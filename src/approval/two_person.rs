@@ -11,48 +11,13 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::ApprovalRequest;
+pub use crate::config::two_person::{MAX_EXPIRY_MINUTES, Needs};
 use crate::store::Store;
 use crate::store::change_requests::{ChangeRequest, ReviewRefused, ReviewStatus};
 use crate::store::pipelines::Kind;
 
-/// The longest a change may wait for its second person (a day): `two_person_expiry_minutes` is
-/// refused above it.
-pub const MAX_EXPIRY_MINUTES: u32 = 24 * 60;
-
 /// How often a waiting change looks for its review.
 const POLL: Duration = Duration::from_millis(300);
-
-/// What asks for a second person.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Needs {
-    /// A target host carries this tag.
-    Tag(String),
-    /// A change of this pipeline kind.
-    Kind(Kind),
-}
-
-impl Needs {
-    /// Reads `policy.two_person_approval_for`; an entry that is neither `@tag` nor a kind is named.
-    pub fn parse_list(entries: &[String]) -> Result<Vec<Needs>, String> {
-        entries
-            .iter()
-            .map(|entry| match entry.strip_prefix('@') {
-                Some(tag) if !tag.is_empty() && !tag.contains(char::is_whitespace) => Ok(Needs::Tag(tag.to_string())),
-                Some(_) => Err(format!("`{entry}`: a tag needs a name after @")),
-                None => Kind::parse(entry).map(Needs::Kind).ok_or_else(|| {
-                    format!("`{entry}`: expected @TAG or a pipeline kind (bash, ansible, terraform, kubernetes, mcp)")
-                }),
-            })
-            .collect()
-    }
-
-    fn shown(&self) -> String {
-        match self {
-            Needs::Tag(tag) => format!("@{tag}"),
-            Needs::Kind(kind) => kind.as_str().to_string(),
-        }
-    }
-}
 
 /// The team's rule and who this merlya's operator is.
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@ mod env_override;
 mod expand;
 pub mod mcp;
 pub mod provision;
+pub mod two_person;
 
 use std::path::{Path, PathBuf};
 
@@ -494,7 +495,7 @@ impl Config {
                 message,
             });
         }
-        if !(1..=crate::approval::two_person::MAX_EXPIRY_MINUTES).contains(&self.policy.two_person_expiry_minutes) {
+        if !(1..=two_person::MAX_EXPIRY_MINUTES).contains(&self.policy.two_person_expiry_minutes) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
                 line: line_of(text, "policy", "two_person_expiry_minutes"),
@@ -503,11 +504,11 @@ impl Config {
                 message: format!(
                     "{}: expected 1 to {} minutes",
                     self.policy.two_person_expiry_minutes,
-                    crate::approval::two_person::MAX_EXPIRY_MINUTES
+                    two_person::MAX_EXPIRY_MINUTES
                 ),
             });
         }
-        if let Err(message) = crate::approval::two_person::Needs::parse_list(&self.policy.two_person_approval_for) {
+        if let Err(message) = two_person::Needs::parse_list(&self.policy.two_person_approval_for) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
                 line: line_of(text, "policy", "two_person_approval_for"),

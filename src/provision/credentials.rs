@@ -8,12 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::config::provision::CredentialSource;
+pub use crate::config::provision::read_credential;
 use crate::pipeline::vars::Vars;
 use crate::secrets::SecretSource;
-
-/// Longest credential file read (a service-account JSON is a few KiB).
-const FILE_LIMIT: u64 = 1 << 20;
 
 /// The configured sources, and the keyring they may name.
 #[derive(Clone)]
@@ -48,30 +45,6 @@ impl Credentials {
         }
         Ok(Vars::new(pairs))
     }
-}
-
-/// The value a credential source written in the config (`@service:host:field`, `env:NAME`,
-/// `file:/PATH`) names, read now; an error names `field` and what is missing.
-pub fn read_credential(text: &str, field: &str, secrets: &dyn SecretSource) -> Result<String, String> {
-    match CredentialSource::parse(text).map_err(|e| format!("{field}: {e}"))? {
-        CredentialSource::Keyring(key) => secrets
-            .lookup(&key)
-            .ok_or_else(|| format!("{field}: the keyring has no {key} (store it with `merlya secret set {key}`)")),
-        CredentialSource::Env(var) => {
-            std::env::var(&var).map_err(|_| format!("{field}: the environment variable {var} is not set for merlya"))
-        }
-        CredentialSource::File(path) => read_file(&path).map_err(|e| format!("{field}: {e}")),
-    }
-}
-
-/// A credential file's contents, its last new line removed.
-fn read_file(path: &std::path::Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if !meta.is_file() || meta.len() > FILE_LIMIT {
-        return Err(format!("{} is not a file of at most 1 MiB", path.display()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
 }
 
 #[cfg(test)]
