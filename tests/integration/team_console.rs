@@ -149,3 +149,25 @@ fn a_console_open_while_the_chain_is_rewritten_says_audit_rewritten_at_the_next_
     let screen = console.wait_for("audit rewritten");
     assert!(screen.contains("Audit log:"), "{screen}");
 }
+
+#[test]
+fn an_always_rule_one_operator_stores_covers_the_same_change_for_a_teammate() {
+    let pg = Postgres::start();
+    let url = team(&pg, "rules");
+    let (alice, bob) = (TestEnv::new(), TestEnv::new());
+    let work = tempfile::tempdir().unwrap();
+    let (one, two) = (work.path().join("one"), work.path().join("two"));
+    // Alice approves `mkdir -p` on localhost "always", on a terminal.
+    let first = format!("mkdir -p {}", one.display());
+    let env = [("MERLYA_STORE_URL", url.as_str()), ("MERLYA_OPERATOR_NAME", "alice")];
+    let screen = alice.answering_on_a_pty(&["exec", "localhost", "--", &first], &env, || {}, "a\n");
+    assert!(one.is_dir(), "{}", text(&screen));
+    // Bob, on his terminal, runs the same prefix: the team's rule approves it, nobody is asked.
+    let second = format!("mkdir -p {}", two.display());
+    let env = [("MERLYA_STORE_URL", url.as_str()), ("MERLYA_OPERATOR_NAME", "bob")];
+    let screen = text(&bob.on_a_pty(&["exec", "localhost", "--", &second], "", &env));
+    assert!(!screen.contains("[o]nce"), "Bob was asked: {screen}");
+    assert!(two.is_dir(), "the rule stored by Alice covered Bob's run");
+    let approved = pg.value_on("rules", "SELECT approved_by FROM audit_log WHERE signer = 'bob' AND event = 'start'");
+    assert!(approved.starts_with("rule #1"), "{approved}");
+}
