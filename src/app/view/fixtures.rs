@@ -570,3 +570,45 @@ pub fn fixture_inventory_health() -> Model {
     );
     m
 }
+
+/// The Pipeline pane on a team store: a teammate's change waiting for a second person, one of this
+/// operator's own, and a teammate's run in flight with each host's state.
+pub fn fixture_team_pipeline() -> Model {
+    use crate::app::boards::PendingReview;
+    use crate::store::team_runs::{HostRunState, TeamRun};
+    let mut m = fixture_pipelines();
+    m.operator = "bob@laptop".into();
+    let review = |id: i64, who: &str, why: &str, summary: &str| PendingReview {
+        id,
+        requested_by: who.into(),
+        why: why.into(),
+        summary: summary.into(),
+        expires_at: "2026-11-26T23:10:00.000Z".into(),
+    };
+    m.dashboard.reviews = vec![
+        review(7, "alice@bastion", "@prod", "restart nginx on web01, web02"),
+        review(8, "bob@laptop", "terraform", "terraform apply in /srv/infra: 1 to add"),
+    ];
+    m.dashboard.team_runs = vec![TeamRun {
+        session_id: "s-alice".into(),
+        who: "alice@bastion".into(),
+        command: "systemctl restart nginx".into(),
+        started_at: "2026-11-26T22:40:00.000Z".into(),
+        hosts: vec![
+            ("web01".into(), HostRunState::Ok),
+            ("web02".into(), HostRunState::Running),
+            ("web03".into(), HostRunState::Failed),
+        ],
+    }];
+    m
+}
+
+/// The team store went away: the status bar says so and a command typed meanwhile was not started.
+pub fn fixture_store_lost() -> Model {
+    let mut m = fixture_model();
+    update(&mut m, Msg::StoreLost("the store at postgres://ops@db:5432/merlya cannot be reached".into()));
+    update(&mut m, Msg::Typed("!uptime".into()));
+    m.toasts.clear();
+    m.focus = Pane::Chat;
+    m
+}

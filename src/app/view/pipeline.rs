@@ -50,7 +50,12 @@ fn draw_reviews(model: &Model, frame: &mut Frame, area: Rect) -> Rect {
             if mine { model.locale.t("pipeline.review_mine").to_string() } else { format!(":review {}", review.id) };
         lines.push(Line::from(vec![
             Span::styled(format!("  #{} ", review.id), model.theme.accent),
-            Span::raw(format!("{} · {} · ⏳ {expires} · ", review.requested_by, review.why)),
+            Span::raw(format!(
+                "{} · {} · {} {expires} · ",
+                review.requested_by,
+                review.why,
+                model.locale.t("pipeline.review_until")
+            )),
             Span::styled(hint, if mine { model.theme.dim } else { model.theme.accent }),
             Span::raw(format!(" — {}", crate::term_safe::visible_line(&review.summary))),
         ]));

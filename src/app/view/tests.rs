@@ -475,7 +475,9 @@ fn write_screenshots() {
     host_picker.output_view.host_picker = Some(1);
     let mut columns = crate::app::view::fixtures::fixture_inventory_health();
     columns.inventory.picker = Some((crate::app::inventory::Picker::Columns, 2));
-    let shots: [(&str, Model); 28] = [
+    let shots: [(&str, Model); 30] = [
+        ("pipeline-team", crate::app::view::fixtures::fixture_team_pipeline()),
+        ("store-read-only", crate::app::view::fixtures::fixture_store_lost()),
         ("inventory-health", crate::app::view::fixtures::fixture_inventory_health()),
         ("inventory-columns", columns),
         ("setup-models", super::tests_setup::fixture_setup_models()),

@@ -252,11 +252,7 @@ fn a_click_on_a_choice_answers_the_prompt() {
 
 #[test]
 fn a_lost_store_is_shown_in_the_status_bar_and_a_refused_run_says_why() {
-    let mut m = fixture_model();
-    update(&mut m, Msg::StoreLost("the store at postgres://ops@db:5432/merlya cannot be reached".into()));
-    update(&mut m, Msg::Typed("!uptime".into()));
-    m.toasts.clear();
-    m.focus = Pane::Chat;
+    let m = fixture_store_lost();
     let terminal = render(&m, 110, 24);
     let text = screen(&terminal);
     assert!(text.contains("store unreachable · read-only"), "{text}");
@@ -265,35 +261,10 @@ fn a_lost_store_is_shown_in_the_status_bar_and_a_refused_run_says_why() {
 
 #[test]
 fn the_pipeline_pane_lists_changes_waiting_for_a_second_person_and_teammates_runs() {
-    use crate::app::boards::PendingReview;
-    let mut m = fixture_pipelines();
-    m.operator = "bob@laptop".into();
-    let review = |id: i64, who: &str, why: &str, summary: &str| PendingReview {
-        id,
-        requested_by: who.into(),
-        why: why.into(),
-        summary: summary.into(),
-        expires_at: "2026-11-26T23:10:00.000Z".into(),
-    };
-    m.dashboard.reviews = vec![
-        review(7, "alice@bastion", "@prod", "restart nginx on web01, web02"),
-        review(8, "bob@laptop", "terraform", "terraform apply in /srv/infra: 1 to add"),
-    ];
-    use crate::store::team_runs::{HostRunState, TeamRun};
-    m.dashboard.team_runs = vec![TeamRun {
-        session_id: "s-alice".into(),
-        who: "alice@bastion".into(),
-        command: "systemctl restart nginx".into(),
-        started_at: "2026-11-26T22:40:00.000Z".into(),
-        hosts: vec![
-            ("web01".into(), HostRunState::Ok),
-            ("web02".into(), HostRunState::Running),
-            ("web03".into(), HostRunState::Failed),
-        ],
-    }];
+    let m = fixture_team_pipeline();
     let terminal = render(&m, 120, 32);
     let text = screen(&terminal);
-    assert!(text.contains("#7 alice@bastion · @prod · ⏳ 23:10 · :review 7 — restart nginx"), "{text}");
+    assert!(text.contains("#7 alice@bastion · @prod · until 23:10 · :review 7 — restart nginx"), "{text}");
     assert!(text.contains("alice@bastion $ systemctl restart nginx · 2/3 done, 1 failed ✓ web01 ▶ web02"), "{text}");
     assert!(text.contains("yours: a teammate reviews it"), "{text}");
     insta::assert_snapshot!(terminal.backend());
