@@ -19,6 +19,16 @@ fn operator(url: &str, name: &str) -> TestEnv {
     env
 }
 
+/// A server with a `team` database, Alice's and Bob's homes on it, and localhost tagged `@prod`.
+fn team_with_prod_localhost() -> (Postgres, TestEnv, TestEnv) {
+    let pg = Postgres::start();
+    pg.value("CREATE DATABASE team");
+    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
+    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
+    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    (pg, alice, bob)
+}
+
 fn ok(env: &TestEnv, args: &[&str]) -> String {
     let out = env.merlya(args).output().expect("run merlya");
     assert!(out.status.success(), "merlya {args:?}: {}\n{}", text(&out.stdout), text(&out.stderr));
@@ -52,11 +62,7 @@ fn pending_id(env: &TestEnv) -> String {
 
 #[test]
 fn a_prod_change_waits_for_a_second_person_who_is_not_its_requester() {
-    let pg = Postgres::start();
-    pg.value("CREATE DATABASE team");
-    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
-    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
-    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    let (pg, alice, bob) = team_with_prod_localhost();
     let work = tempfile::tempdir().unwrap();
 
     // Approved by a second person: it runs, and the audit says who approved.
@@ -106,11 +112,7 @@ fn pg_value(pg: &Postgres, sql: &str) -> String {
 
 #[test]
 fn a_teammates_console_is_told_shows_the_same_change_in_its_approval_modal_and_approves_it() {
-    let pg = Postgres::start();
-    pg.value("CREATE DATABASE team");
-    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
-    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
-    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    let (pg, alice, bob) = team_with_prod_localhost();
     let console = crate::support::tmux::Tmux::start("two-person-bob", &bob, 150, 40);
     console.wait_for("localhost");
     let work = tempfile::tempdir().unwrap();
@@ -139,11 +141,7 @@ fn a_teammates_console_is_told_shows_the_same_change_in_its_approval_modal_and_a
 
 #[test]
 fn a_second_name_on_the_same_key_or_a_row_written_in_the_database_approves_nothing() {
-    let pg = Postgres::start();
-    pg.value("CREATE DATABASE team");
-    let url = format!("postgres://postgres@127.0.0.1:{}/team", pg.port);
-    let (alice, bob) = (operator(&url, "alice"), operator(&url, "bob"));
-    ok(&alice, &["hosts", "tag", "localhost", "prod"]);
+    let (pg, alice, bob) = team_with_prod_localhost();
     let work = tempfile::tempdir().unwrap();
 
     // Alice, under a second name with her own key: the review is stored, but her waiting merlya
