@@ -39,3 +39,17 @@ impl Needs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_list_takes_tags_and_kinds_and_names_a_bad_entry() {
+        let needs = Needs::parse_list(&["@prod".into(), "terraform".into()]).unwrap();
+        assert_eq!(needs, [Needs::Tag("prod".into()), Needs::Kind(Kind::Terraform)]);
+        assert!(Needs::parse_list(&["@".into()]).unwrap_err().contains("`@`"));
+        let e = Needs::parse_list(&["prod".into()]).unwrap_err();
+        assert!(e.contains("`prod`") && e.contains("@TAG"), "{e}");
+    }
+}
