@@ -66,6 +66,8 @@ mod skill_worker;
 pub mod ssh_session;
 /// The shared store's doorbell: changes to re-read, the store lost and back.
 mod store_worker;
+/// Giving the terminal away (Ctrl-Z, `s`) and taking it back.
+mod terminal_handover;
 /// Colours from YAML themes.
 pub mod theme;
 /// The pure state transition.

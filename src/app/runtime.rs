@@ -243,7 +243,7 @@ async fn event_loop(
             }
             for effect in update(model, msg) {
                 match effect {
-                    Effect::Suspend => suspend(terminal)?,
+                    Effect::Suspend => super::terminal_handover::suspend(terminal)?,
                     Effect::Ssh(host) => {
                         // The terminal's reader is idle here (it just gave the key that asked for
                         // the session, and is not polled again until the session ends): `ssh` alone
@@ -403,38 +403,6 @@ fn load_history(home: &MerlyaHome) -> Vec<String> {
 pub fn osc52(text: &str) -> String {
     use base64::Engine;
     format!("\x1b]52;c;{}\x07", base64::engine::general_purpose::STANDARD.encode(text))
-}
-
-/// Ctrl-Z: restores the terminal, stops the process, and takes the screen back on `fg`.
-fn suspend(terminal: &mut DefaultTerminal) -> Result<()> {
-    give_back_terminal();
-    // SAFETY: raising SIGTSTP on ourselves is what a shell expects of a suspended program.
-    unsafe {
-        libc::raise(libc::SIGTSTP);
-    }
-    // Resumed by SIGCONT.
-    take_back_terminal(terminal)
-}
-
-/// Gives the terminal back to the shell or a program the console runs (Ctrl-Z, `s`): paste and
-/// mouse off, raw mode and the alternate screen left.
-pub(super) fn give_back_terminal() {
-    let _ = crossterm::execute!(std::io::stdout(), DisableBracketedPaste, DisableMouseCapture);
-    ratatui::restore();
-}
-
-/// Takes the terminal back: raw mode, the alternate screen, paste and mouse, and a full redraw.
-pub(super) fn take_back_terminal(terminal: &mut DefaultTerminal) -> Result<()> {
-    crossterm::terminal::enable_raw_mode().wrap_err("cannot resume the terminal")?;
-    crossterm::execute!(
-        std::io::stdout(),
-        crossterm::terminal::EnterAlternateScreen,
-        EnableBracketedPaste,
-        EnableMouseCapture
-    )
-    .wrap_err("cannot resume the terminal")?;
-    terminal.clear().wrap_err("cannot redraw")?;
-    Ok(())
 }
 
 /// The start-up check on a worker: one line in the chat when something is not OK, naming the checks

@@ -156,7 +156,7 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
             return Ok(());
         }
     };
-    super::runtime::give_back_terminal();
+    super::terminal_handover::give_back_terminal();
     let via: Vec<String> = target.jumps.iter().map(|j| format!(" via {}@{}:{}", j.user, j.hostname, j.port)).collect();
     println!(
         "merlya: ssh {} ({}@{}:{}{}); exit to come back to the console",
@@ -167,7 +167,7 @@ pub(super) async fn run(terminal: &mut DefaultTerminal, services: &Services, hos
         via.concat()
     );
     let status = tokio::process::Command::new("ssh").args(&args).kill_on_drop(true).status().await;
-    let resumed = super::runtime::take_back_terminal(terminal);
+    let resumed = super::terminal_handover::take_back_terminal(terminal);
     let (outcome, code, reason, shown) = match &status {
         Ok(s) if s.success() => (AuditOutcome::Ok, s.code(), None, "exit 0".to_string()),
         Ok(s) => (AuditOutcome::Failed, s.code(), None, s.to_string()),

@@ -145,20 +145,8 @@ pub struct AuditConfig {
     pub witness: Option<String>,
 }
 
-/// Which secret store to use.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum SecretsBackend {
-    /// Secret Service if a D-Bus session offers one, else the kernel keyring, else memory.
-    #[default]
-    Auto,
-    /// The desktop Secret Service only.
-    SecretService,
-    /// The kernel keyring only.
-    Keyring,
-    /// Memory only (nothing survives the process).
-    Memory,
-}
+/// Which secret store to use (defined beside the stores, which the config names).
+pub use crate::secrets::SecretsBackend;
 
 /// Secret store settings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -17,7 +17,22 @@ use std::sync::{Arc, Mutex};
 
 use keyring_core::{CredentialStore, Entry};
 
-use crate::config::SecretsBackend;
+use serde::{Deserialize, Serialize};
+
+/// Which secret store to use.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecretsBackend {
+    /// Secret Service if a D-Bus session offers one, else the kernel keyring, else memory.
+    #[default]
+    Auto,
+    /// The desktop Secret Service only.
+    SecretService,
+    /// The kernel keyring only.
+    Keyring,
+    /// Memory only (nothing survives the process).
+    Memory,
+}
 
 /// The Secret Service's label in messages.
 const SECRET_SERVICE: &str = "Secret Service";
