@@ -283,7 +283,7 @@ impl Agent {
             timeout: self.command_timeout,
             cancel: self.cancel.clone(),
             events,
-            stop_before_approval: false,
+            at_approval: crate::pipeline::AtApproval::Ask,
             ask_before_dry_run: false,
             deferred: crate::pipeline::Deferred::default(),
         }

@@ -206,7 +206,7 @@ pub fn report(done: &Result<PipelineRun, String>) -> String {
         Err(e) => return format!("NOT RUN: {e}"),
     };
     let head = match run.status {
-        PipelineStatus::Denied | PipelineStatus::Stopped => {
+        PipelineStatus::Denied | PipelineStatus::Stopped | PipelineStatus::Planned => {
             "DENIED: nothing was changed. Do not propose it again; report to the operator.".to_string()
         }
         PipelineStatus::Succeeded if run.stage(StageName::Apply).is_none() => "NOTHING TO CHANGE.".to_string(),

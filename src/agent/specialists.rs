@@ -375,7 +375,7 @@ async fn run_change(agent: &Agent, host: &Host, change: Change) -> String {
             record(None, Some(why.clone()), None);
             return format!("REFUSED: {why}. Nothing was run.");
         }
-        PipelineStatus::Denied | PipelineStatus::Stopped | PipelineStatus::Cancelled
+        PipelineStatus::Denied | PipelineStatus::Stopped | PipelineStatus::Planned | PipelineStatus::Cancelled
             if run.stage(StageName::Apply).is_none() =>
         {
             let by = run.decision.strip_prefix("denied by ").unwrap_or("nobody (no terminal)").to_string();

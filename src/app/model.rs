@@ -406,9 +406,6 @@ pub struct Model {
     /// Front is on screen; the rest wait.
     pub prompts: VecDeque<PendingPrompt>,
     pub help_open: bool,
-    /// Where the prompt on screen drew its choices (set while drawing), so a
-    /// click on one answers as its key would.
-    pub modal_hits: std::cell::RefCell<Vec<(ratatui::layout::Rect, super::msg::PromptAnswer)>>,
     /// Rows the help overlay is scrolled.
     pub help_scroll: usize,
     /// Runs in flight and the newest finished ones, by id.
@@ -516,7 +513,6 @@ impl Model {
             zoomed: false,
             prompts: VecDeque::new(),
             help_open: false,
-            modal_hits: Default::default(),
             help_scroll: 0,
             runs: BTreeMap::new(),
             run_hosts: BTreeMap::new(),

@@ -163,7 +163,9 @@ pub(super) fn start_change(services: &Services, kind: Kind, path: String, hosts:
         };
         let mut env = Env::from_context(&ctx, executor, gate, cancel, crate::exec::no_events());
         // `:plan`: the diff and its summary, then stop: nothing is asked, nothing applied.
-        env.stop_before_approval = plan_only;
+        if plan_only {
+            env.at_approval = crate::pipeline::AtApproval::PlanOnly;
+        }
         let record = runner::record_of(&env, change.as_ref());
         let progress = |r: &PipelineRun| sender.send(Msg::Pipeline(Box::new(r.clone())));
         if let Err(e) = runner::run(&env, change.as_mut(), record, &progress).await {

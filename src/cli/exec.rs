@@ -63,7 +63,9 @@ pub async fn run(ctx: &Context, args: ExecArgs) -> Result<u8> {
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), tx);
     env.parallel = args.parallel.unwrap_or(env.parallel).max(1);
     env.timeout = Duration::from_secs_f64(args.timeout.unwrap_or(env.timeout.as_secs_f64()).max(0.001));
-    env.stop_before_approval = !interactive && !args.yes;
+    if !interactive && !args.yes {
+        env.at_approval = crate::pipeline::AtApproval::NobodyToAsk;
+    }
     // One routing decision: a proven read runs as merlya's rendering, anything else is a change.
     let route = env.gate.route(&command);
     let to_run = route.command(&command).to_string();

@@ -228,8 +228,13 @@ pub async fn run(ctx: &Context, cmd: PipelineCommand, early: Option<Early>) -> R
                 eprintln!("{}", tf("cli.pipeline.already_resumed", &args));
                 return Ok(EXIT_ERROR);
             }
-            if !matches!(old.status, PipelineStatus::Interrupted | PipelineStatus::Stopped | PipelineStatus::Cancelled)
-            {
+            if !matches!(
+                old.status,
+                PipelineStatus::Interrupted
+                    | PipelineStatus::Stopped
+                    | PipelineStatus::Planned
+                    | PipelineStatus::Cancelled
+            ) {
                 let args = [("id", old.id.as_str()), ("status", old.status.as_str())];
                 eprintln!("{}", tf("cli.pipeline.not_resumable", &args));
                 return Ok(EXIT_ERROR);
@@ -346,7 +351,13 @@ async fn drive_run(
     let Wiring { events, lines: mut rx, cancel } = wiring;
     let mut env = Env::from_context(ctx, executor, gate, cancel.clone(), events);
     env.timeout = stage_timeout(opts, &ctx.config);
-    env.stop_before_approval = mode == Mode::Plan || (!interactive && !opts.yes);
+    env.at_approval = if mode == Mode::Plan {
+        crate::pipeline::AtApproval::PlanOnly
+    } else if !interactive && !opts.yes {
+        crate::pipeline::AtApproval::NobodyToAsk
+    } else {
+        crate::pipeline::AtApproval::Ask
+    };
     let format = opts.format;
     let work = tokio::spawn(async move {
         let shown = std::sync::Mutex::new(0usize);
@@ -382,7 +393,7 @@ async fn drive_run(
     if format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
-        if done.status == PipelineStatus::Stopped && mode == Mode::Plan {
+        if done.status == PipelineStatus::Planned {
             eprintln!("{}", t("cli.pipeline.planned"));
         } else if done.status == PipelineStatus::Stopped {
             eprintln!("{}", t("cli.pipeline.stopped"));
@@ -392,7 +403,7 @@ async fn drive_run(
     let code = match done.status {
         PipelineStatus::Succeeded => EXIT_OK,
         // A plan ends where it was asked to.
-        PipelineStatus::Stopped if mode == Mode::Plan => EXIT_OK,
+        PipelineStatus::Planned => EXIT_OK,
         PipelineStatus::Denied | PipelineStatus::Stopped => EXIT_REFUSED,
         PipelineStatus::Cancelled => EXIT_CANCELLED,
         PipelineStatus::RolledBack if mode == Mode::Rollback => EXIT_OK,

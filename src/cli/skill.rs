@@ -163,7 +163,9 @@ pub async fn execute(
     let (tx, mut rx) = crate::exec::event_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let mut env = Env::from_context(ctx, executor, gate, super::cancel_on_signals(), tx);
-    env.stop_before_approval = !interactive && !yes;
+    if !interactive && !yes {
+        env.at_approval = crate::pipeline::AtApproval::NobodyToAsk;
+    }
     let limits =
         Limits { max_hosts: ctx.config.policy.max_hosts_per_skill, confirm_all: ctx.config.policy.confirm_all };
     let outcome = crate::skills::run::run(&env, skill, given, &hosts, limits).await;

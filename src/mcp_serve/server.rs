@@ -141,7 +141,7 @@ impl Served {
             timeout: self.config.command_timeout(),
             cancel,
             events: tx,
-            stop_before_approval: true,
+            at_approval: crate::pipeline::AtApproval::NobodyToAsk,
             ask_before_dry_run: true,
             deferred: crate::pipeline::Deferred::default(),
         };

@@ -57,12 +57,24 @@ pub struct Env {
     pub cancel: CancellationToken,
     /// Live output of what runs on hosts.
     pub events: EventSender,
-    /// Stop after Summary: nobody can approve (no terminal, no `--yes`).
-    pub stop_before_approval: bool,
+    /// What the run does when it reaches its approval.
+    pub at_approval: AtApproval,
     /// Ask before the dry run too: a change the agent proposes, since a dry run can run code.
     pub ask_before_dry_run: bool,
     /// Records a stage left to write beside the next one (the runner writes them).
     pub deferred: Deferred,
+}
+
+/// What a run does when it reaches the Approval stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AtApproval {
+    /// Ask the gate (a person, `--yes`, a stored rule, two-person review).
+    #[default]
+    Ask,
+    /// Stop after Summary: nobody can approve (no terminal, no `--yes`). Audited as denied.
+    NobodyToAsk,
+    /// Stop after Summary because only the plan was asked: nothing is asked or refused.
+    PlanOnly,
 }
 
 /// Records of a stage that just ended which the next stage does not depend on (the audit entry
@@ -132,7 +144,7 @@ impl Env {
             timeout: ctx.config.command_timeout(),
             cancel,
             events,
-            stop_before_approval: false,
+            at_approval: AtApproval::Ask,
             ask_before_dry_run: false,
             deferred: Deferred::default(),
         }

@@ -235,7 +235,13 @@ async fn run_stages(
     if let Some(stage) = rec.run.stages.last_mut() {
         stage.output = bounded(crate::approval::render_request(&request));
     }
-    if env.stop_before_approval {
+    if env.at_approval == super::AtApproval::PlanOnly {
+        let why = "plan only: nothing was asked or applied";
+        rec.run.decision = "plan only".into();
+        rec.skip(StageName::Approval, why);
+        return rec.finish(PipelineStatus::Planned).await;
+    }
+    if env.at_approval == super::AtApproval::NobodyToAsk {
         let why = "denied by nobody (no terminal): nobody can approve here without --yes; stopped after Summary, nothing changed";
         rec.run.decision = "denied by nobody (no terminal)".into();
         rec.skip(StageName::Approval, why);

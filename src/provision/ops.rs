@@ -169,7 +169,7 @@ pub async fn end(store: &Store, resource: &Resource, operation: Lifecycle, run: 
         PipelineStatus::Succeeded if operation == Lifecycle::Deleting => Lifecycle::Deleted,
         PipelineStatus::Succeeded => Lifecycle::Active,
         // Nothing was applied: the resource is where it was.
-        PipelineStatus::Denied | PipelineStatus::Stopped => resource.status,
+        PipelineStatus::Denied | PipelineStatus::Stopped | PipelineStatus::Planned => resource.status,
         _ => Lifecycle::Failed,
     };
     let applied = run.status == PipelineStatus::Succeeded;

@@ -140,6 +140,9 @@ pub enum PipelineStatus {
     Denied,
     /// Stopped after Summary: nobody could approve (no terminal, no `--yes`).
     Stopped,
+    /// Stopped after Summary because only a plan was asked (`pipeline plan`, `:plan`): nothing was
+    /// asked, refused or applied.
+    Planned,
     /// Apply or post-check failed and the rollback ran.
     RolledBack,
     /// Stopped by the operator.
@@ -152,7 +155,7 @@ pub enum PipelineStatus {
 
 impl PipelineStatus {
     /// Every status.
-    pub const ALL: [PipelineStatus; 13] = [
+    pub const ALL: [PipelineStatus; 14] = [
         PipelineStatus::Planning,
         PipelineStatus::AwaitingApproval,
         PipelineStatus::Applying,
@@ -162,6 +165,7 @@ impl PipelineStatus {
         PipelineStatus::Failed,
         PipelineStatus::Denied,
         PipelineStatus::Stopped,
+        PipelineStatus::Planned,
         PipelineStatus::RolledBack,
         PipelineStatus::Cancelled,
         PipelineStatus::Interrupted,
@@ -180,6 +184,7 @@ impl PipelineStatus {
             PipelineStatus::Failed => "failed",
             PipelineStatus::Denied => "denied",
             PipelineStatus::Stopped => "stopped",
+            PipelineStatus::Planned => "planned",
             PipelineStatus::RolledBack => "rolled_back",
             PipelineStatus::Cancelled => "cancelled",
             PipelineStatus::Interrupted => "interrupted",
@@ -380,7 +385,7 @@ impl Store {
     pub async fn mark_resumed(&self, original: &str, by: &str) -> Result<Result<(), String>, StoreError> {
         let done = query(
             "UPDATE pipeline_runs SET status = 'resumed', resumed_by = $1, updated_at = $2
-             WHERE id = $3 AND status IN ('interrupted', 'stopped', 'cancelled')",
+             WHERE id = $3 AND status IN ('interrupted', 'stopped', 'planned', 'cancelled')",
         )
         .bind(by)
         .bind(now_rfc3339())

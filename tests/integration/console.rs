@@ -114,9 +114,7 @@ fn a_follow_up_question_carries_the_conversation_and_conv_reopens_it() {
     let tmux = Tmux::start_with_llm("conv", &env, &llm.url, 130, 40);
     tmux.wait_for("Inventory · 1");
     let ask = |text: &str, answer: &str| {
-        tmux.keys(&["3", "i"]);
-        tmux.type_text(text);
-        tmux.keys(&["Enter"]);
+        tmux.chat(text);
         tmux.wait_for(answer)
     };
     let screen = ask("first question: is web01 ok?", "First answer: web01 is fine.");
@@ -131,23 +129,17 @@ fn a_follow_up_question_carries_the_conversation_and_conv_reopens_it() {
         "the follow-up carries the first turn: {second}"
     );
 
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/conv");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/conv");
     let screen = tmux.wait_for("Conversations (open one with /conv ID)");
     assert!(screen.contains("c1  first question: is web01 ok?  (4 messages"), "{screen}");
 
-    tmux.keys(&["i"]);
-    tmux.type_text("/new");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/new");
     tmux.wait_for("New conversation.");
     ask("third question: anything else?", "Third answer.");
     let third = &chats()[2].raw;
     assert!(!third.contains("first question"), "a new conversation starts empty: {third}");
 
-    tmux.keys(&["i"]);
-    tmux.type_text("/conv c1");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/conv c1");
     // The chat was emptied by /new: the old questions are back only if c1 was loaded.
     let screen = tmux.wait_for("second question: and its disk?");
     assert!(!screen.contains("third question"), "{screen}");
@@ -169,9 +161,7 @@ fn slash_secret_stores_a_hidden_value_in_the_kernel_keyring() {
     let cmd = format!("keyctl session - sh -c '{inner}'");
     let tmux = Tmux::attach(format!("merlya-e2e-secret-{}", std::process::id()), &cmd, 120, 34);
     tmux.wait_for("Inventory · 1");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/secret set api:web01:token");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/secret set api:web01:token");
     tmux.wait_for("Secret api:web01:token");
     tmux.type_text("s3cr3t-value");
     let screen = tmux.wait_for("••••••••••••");
@@ -179,9 +169,7 @@ fn slash_secret_stores_a_hidden_value_in_the_kernel_keyring() {
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("api:web01:token stored in the kernel keyring");
     assert!(!screen.contains("keyring keyring"), "{screen}");
-    tmux.keys(&["i"]);
-    tmux.type_text("/secret list");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/secret list");
     let screen = tmux.wait_for("Secrets (1):");
     assert!(screen.contains("api:web01:token  (kernel keyring"), "{screen}");
     assert!(!screen.contains("s3cr3t-value"), "{screen}");
@@ -232,33 +220,23 @@ fn skills_run_from_the_console_and_from_a_chat_message_without_a_model() {
     let env = TestEnv::new();
     let tmux = Tmux::start("skills", &env, 150, 45);
     tmux.wait_for("Inventory · 1");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/skill");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/skill");
     let screen = tmux.wait_for("incident_triage");
     assert!(screen.contains("service_status"), "{screen}");
 
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/skill disk_usage localhost");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/skill disk_usage localhost");
     let screen = tmux.wait_for("1 host(s), ");
     assert!(screen.contains("host(s) ok: localhost") || screen.contains("culprits:"), "{screen}");
 
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/new");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/new");
     tmux.wait_for("New conversation.");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("how full are the disks on localhost?");
-    tmux.keys(&["Enter"]);
+    tmux.chat("how full are the disks on localhost?");
     let screen = tmux.wait_for("disk_usage 1.0");
     assert!(!screen.contains("no model is configured"), "routed to the skill, not the agent: {screen}");
 
     // `/report FILE`: this session's incident report, with the runbook's audited commands.
     let report = env.dir.path().join("incident.md");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text(&format!("/report {}", report.display()));
-    tmux.keys(&["Enter"]);
+    tmux.chat(&format!("/report {}", report.display()));
     tmux.wait_for("Incident report (");
     let written = std::fs::read_to_string(&report).unwrap();
     assert!(written.starts_with("# Incident report — session ") && written.contains("df -P"), "{written}");

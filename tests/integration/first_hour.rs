@@ -44,9 +44,7 @@ fn the_chat_follows_the_newest_answer_and_counts_what_arrives_while_scrolled_up(
     let tmux = Tmux::start_with_llm("follow", &env, &llm.url, 130, 40);
     tmux.wait_for("Inventory · 1");
     let ask = |n: usize| {
-        tmux.keys(&["3", "i"]);
-        tmux.type_text(&format!("question {n}"));
-        tmux.keys(&["Enter"]);
+        tmux.chat(&format!("question {n}"));
     };
     for n in 1..=3 {
         ask(n);
@@ -73,7 +71,8 @@ fn the_chat_follows_the_newest_answer_and_counts_what_arrives_while_scrolled_up(
     let screen = tmux.wait_for("new · G follows");
     assert!(screen.contains("↓ 1 new · G follows"), "{screen}");
     assert!(!screen.contains("answer 4 point"), "the view stayed where the person was reading:\n{screen}");
-    // The follow key brings the newest answer back and the count goes.
+    // The follow key (once the input is left) brings the newest answer back and the count goes.
+    tmux.escape();
     tmux.keys(&["G"]);
     let screen = tmux.wait_for("answer 4 point 5");
     assert!(!screen.contains("new · G follows"), "{screen}");

@@ -46,11 +46,7 @@ fn finish_imports(tmux: &Tmux) -> String {
 
 /// Sends a chat message and waits for the scripted answer.
 fn ask(tmux: &Tmux, text: &str, answer: &str) -> String {
-    tmux.escape();
-    tmux.keys(&["3"]);
-    tmux.keys(&["i"]);
-    tmux.type_text(text);
-    tmux.keys(&["Enter"]);
+    tmux.chat(text);
     tmux.wait_for(answer);
     // The turn is over (a `q` while it is still being wound up asks first).
     tmux.wait_until("the turn to end", |s| !s.contains("… working"))

@@ -215,9 +215,17 @@ fn terraform_plans_asks_applies_the_saved_plan_checks_and_rolls_back() {
     let planned = tf.merlya(&["pipeline", "plan", "terraform", &dir, "--yes", "--format", "json"]).output().unwrap();
     assert_eq!(planned.status.code(), Some(0), "{}", text(&planned.stderr));
     let plan = json(&planned);
-    assert_eq!(plan["status"], "stopped", "{plan}");
+    assert_eq!(plan["status"], "planned", "{plan}");
+    assert_eq!(plan["decision"], "plan only", "{plan}");
     assert!(plan["diff"].as_str().unwrap_or_default().contains("terraform_data.a"), "{plan}");
     assert!(tf.state().is_empty(), "a plan applies nothing");
+    // Nothing was asked, so nothing was denied: no refusal in the audit log, none in the report.
+    let audit: Vec<Value> = serde_json::from_str(&tf.env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    let denials_before = audit.iter().filter(|e| e["outcome"] == "denied").count();
+    let planned_again = tf.merlya(&["pipeline", "plan", "terraform", &dir, "--format", "json"]).output().unwrap();
+    assert_eq!(planned_again.status.code(), Some(0), "{}", text(&planned_again.stderr));
+    let audit: Vec<Value> = serde_json::from_str(&tf.env.ok(&["audit", "list", "--format", "json"])).unwrap();
+    assert_eq!(audit.iter().filter(|e| e["outcome"] == "denied").count(), denials_before, "a plan is not a denial");
 
     // Approved: applies, the post-check plan finds nothing left; the sensitive value is never shown or stored.
     let out = tf.run(&["--yes", "--var", "greeting=one"]);

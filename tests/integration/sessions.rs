@@ -82,9 +82,7 @@ fn the_console_reopens_the_newest_conversation_with_resume() {
     let tmux = support::tmux::Tmux::attach(format!("merlya-e2e-resume-{}", std::process::id()), &cmd, 130, 40);
     let screen = tmux.wait_for(&format!("Conversation {id}, continued."));
     assert!(screen.contains("how is the disk on web01?") && screen.contains("Disk is fine on web01."), "{screen}");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/conv");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/conv");
     let screen = tmux.wait_for("Conversations (open one with /conv ID)");
     assert!(screen.contains(&format!("{id}  how is the disk on web01?  (2 messages")), "{screen}");
     tmux.escape();

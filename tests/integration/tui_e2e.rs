@@ -256,16 +256,12 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     let tmux = Tmux::start_with_llm("agent", &env, &llm.url, 140, 40);
     let screen = tmux.wait_for("Inventory · 2");
     assert!(!screen.contains("no model"), "a model is configured:\n{screen}");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("how is web01 doing?");
-    tmux.keys(&["Enter"]);
+    tmux.chat("how is web01 doing?");
     let screen = tmux.wait_for("Disk on web01 is fine.");
     assert!(screen.contains("diagnostic@web01 $ df -h / → exit 0"), "the tool cell:\n{screen}");
     assert!(screen.contains("│ Filesystem"), "df output streamed into the output pane:\n{screen}");
 
-    tmux.keys(&["i"]);
-    tmux.type_text("please create the marker");
-    tmux.keys(&["Enter"]);
+    tmux.chat("please create the marker");
     let screen = tmux.wait_for("once   [a] always");
     assert!(screen.contains("Approve: create the marker") && screen.contains("mutating"), "{screen}");
     assert!(!std::path::Path::new(&marker).exists());
@@ -273,7 +269,9 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     tmux.wait_for("Marker created.");
     assert!(std::path::Path::new(&marker).exists(), "the approved change ran on the host");
 
-    // The pipeline pane shows the change stage by stage; metrics count the commands.
+    // The pipeline pane shows the change stage by stage; metrics count the commands (the input,
+    // open for the next question, is left first).
+    tmux.escape();
     tmux.keys(&["4"]);
     tmux.wait_for("change on web01: succeeded");
     // Once the toast has faded, the whole row and the stages show.
@@ -287,9 +285,7 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     assert!(screen.contains("✓ 2 succeeded") && screen.contains("gpt-test"), "{screen}");
 
     // /model switches a role live and saves it.
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("/model fast openai/gpt-mini");
-    tmux.keys(&["Enter"]);
+    tmux.chat("/model fast openai/gpt-mini");
     tmux.wait_for("model.fast is now openai/gpt-mini (saved to config.yaml)");
     let saved = std::fs::read_to_string(env.merlya_home().join("config.yaml")).unwrap();
     assert!(saved.contains("fast: openai/gpt-mini") && saved.contains("brain: openai/gpt-test"), "{saved}");
@@ -426,14 +422,10 @@ fn hosts_import_from_the_chat_adds_a_file_and_a_bad_file_says_which_line() {
     let tmux = Tmux::start("import", &env, 140, 34);
     let screen = tmux.wait_for("Inventory · 1");
     assert!(screen.contains("/hosts import"), "the first screen says how to add hosts:\n{screen}");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text(&format!("/hosts import {}", bad.display()));
-    tmux.keys(&["Enter"]);
+    tmux.chat(&format!("/hosts import {}", bad.display()));
     let screen = tmux.wait_for("nothing was imported");
     assert!(screen.contains("line 3"), "{screen}");
-    tmux.keys(&["i"]);
-    tmux.type_text(&format!("/hosts import {}", good.display()));
-    tmux.keys(&["Enter"]);
+    tmux.chat(&format!("/hosts import {}", good.display()));
     tmux.wait_for("Imported 3 host(s)");
     tmux.wait_for("Inventory · 4");
     tmux.keys(&["q"]);
@@ -553,9 +545,7 @@ fn retry_sends_the_last_question_again_and_esc_twice_edits_it() {
     let env = TestEnv::new();
     let tmux = Tmux::start_with_llm("retry", &env, &llm.url, 130, 40);
     tmux.wait_for("Inventory · 1");
-    tmux.keys(&["3", "i"]);
-    tmux.type_text("how full is the disk?");
-    tmux.keys(&["Enter"]);
+    tmux.chat("how full is the disk?");
     tmux.wait_for("Answer number 1.");
     let questions = || -> Vec<String> {
         llm.requests()
@@ -568,7 +558,8 @@ fn retry_sends_the_last_question_again_and_esc_twice_edits_it() {
             })
             .collect()
     };
-    // r in the chat: the same question, sent again.
+    // r in the chat (the input left): the same question, sent again.
+    tmux.escape();
     tmux.keys(&["r"]);
     tmux.wait_for("Answer number 2.");
     assert_eq!(questions(), ["how full is the disk?", "how full is the disk?"]);
@@ -582,6 +573,7 @@ fn retry_sends_the_last_question_again_and_esc_twice_edits_it() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("Answer number 3.");
     assert_eq!(questions().last().map(String::as_str), Some("how full is the disk? on web01"));
+    tmux.escape();
     tmux.keys(&["q"]);
     tmux.wait_for("EXITED 0");
 }

@@ -36,6 +36,7 @@ pub(super) fn on_input_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     let suggestions = popup(model);
     let count = suggestions.len();
     let chosen = suggestions.into_iter().nth(model.input.completion.min(count.saturating_sub(1)));
+    let something_runs = model.agent_busy || model.watch.is_some() || model.newest_active_run().is_some();
     let input = &mut model.input;
     match (key.code, chosen) {
         (KeyCode::Esc, Some(_)) => input.completion_closed = true,
@@ -48,6 +49,11 @@ pub(super) fn on_input_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         (KeyCode::Char('j'), _) if ctrl => input.editor.insert_newline(),
         (KeyCode::Enter, _) => return submit(model),
         (KeyCode::Char('c'), _) if ctrl => {
+            // An empty line: Ctrl-C stops what runs (the input stays open for the next question),
+            // and with nothing running leaves the input.
+            if text.is_empty() && something_runs {
+                return super::runs::interrupt(model);
+            }
             if text.is_empty() {
                 input.active = false;
             }
@@ -55,6 +61,11 @@ pub(super) fn on_input_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
         }
         (KeyCode::Char('u'), _) if ctrl => {
             input.editor.delete_line_by_head();
+        }
+        // The chat scrolls while a question is being typed (an answer streams in meanwhile).
+        (KeyCode::PageUp | KeyCode::PageDown, _) => {
+            let page = super::panes::page(model);
+            super::panes::scroll_chat(model, page, key.code == KeyCode::PageUp);
         }
         (KeyCode::Up, _) if input.editor.cursor().0 == 0 => browse_history(model, true),
         (KeyCode::Down, _) if input.editor.cursor().0 + 1 >= input.editor.lines().len() => {
@@ -108,6 +119,11 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         effects.push(Effect::SaveHistory(redact_command(&line)));
     }
     effects.extend(run_line(model, &line));
+    // A question leaves the input open for the next one, as a chat does (a letter typed right after
+    // sending must not be read as a key: `q` would quit). Commands and runs close it.
+    if matches!(command_line::parse(&line), Ok(CommandLine::Chat(_))) && model.setup.is_none() {
+        model.input.active = true;
+    }
     effects
 }
 

@@ -65,10 +65,9 @@ pub(super) fn on_prompt_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
 
 /// A click on the prompt: the choice drawn under the pointer answers it.
 pub(super) fn on_prompt_click(model: &mut Model, column: u16, row: u16) -> Vec<Effect> {
-    let hit = model
-        .modal_hits
-        .borrow()
-        .iter()
+    let screen = ratatui::layout::Rect::new(0, 0, model.size.0, model.size.1);
+    let hit = crate::app::view::prompt::choice_hits(model, screen)
+        .into_iter()
         .find(|(rect, _)| rect.contains(ratatui::layout::Position::new(column, row)))
         .map(|(_, answer)| answer.clone());
     let host_key = model.prompts.front().is_some_and(|p| p.request.kind == PromptKind::HostKey);

@@ -16,7 +16,7 @@ use crate::inventory::Host;
 use crate::redact::redact_command;
 
 /// Rows of the pane that a page moves.
-fn page(model: &Model) -> usize {
+pub(super) fn page(model: &Model) -> usize {
     usize::from(model.size.1.saturating_sub(8)).max(1)
 }
 
@@ -226,7 +226,7 @@ pub(super) fn on_pipeline_action(model: &mut Model, action: Action) -> Vec<Effec
     Vec::new()
 }
 
-fn scroll_chat(model: &mut Model, lines: usize, up: bool) {
+pub(super) fn scroll_chat(model: &mut Model, lines: usize, up: bool) {
     let view = &mut model.chat_view;
     view.scroll = if up { view.scroll + lines } else { view.scroll.saturating_sub(lines) };
 }

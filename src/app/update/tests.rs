@@ -622,7 +622,29 @@ fn an_agent_turn_is_a_run_that_ctrl_c_cancels() {
     update(&mut m, Msg::AgentDone { error: Some("cancelled".into()), summary: String::new() });
     assert_eq!(m.runs[&run].state, crate::exec::runs::RunState::Cancelled);
     assert!(m.agent_run.is_none() && m.active_runs().is_empty());
+    // The input stayed open for the next question through it all; Esc leaves it.
+    assert!(m.input.active);
+    update(&mut m, key(KeyCode::Esc));
     update(&mut m, key(KeyCode::Char('2')));
     update(&mut m, key(KeyCode::Char('r')));
     assert_eq!(m.flash.as_deref(), Some("An agent's turn is not rerun: ask again in the chat."));
+}
+
+#[test]
+fn the_input_stays_open_after_a_question_so_the_next_letter_is_typed_not_a_key() {
+    let mut m = model();
+    m.model_configured = true;
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, "why is web01 slow?");
+    update(&mut m, key(KeyCode::Enter));
+    update(&mut m, Msg::AgentDone { error: None, summary: String::new() });
+    type_text(&mut m, "q1");
+    assert!(!m.should_quit, "q typed after a question is text, not quit");
+    assert_eq!(m.input.text(), "q1");
+    // A command closes the input as before.
+    update(&mut m, ctrl('u'));
+    type_text(&mut m, ":clear");
+    update(&mut m, key(KeyCode::Enter));
+    assert!(!m.input.active);
 }

@@ -10,7 +10,7 @@ mod inventory;
 mod metrics;
 mod output;
 mod pipeline;
-mod prompt;
+pub(crate) mod prompt;
 mod run_report;
 mod setup;
 mod status;
@@ -66,9 +66,7 @@ pub fn view(model: &Model, frame: &mut Frame) {
     if model.help_open {
         help::draw(model, frame, area);
     }
-    if let Some(front) = model.prompts.front() {
-        prompt::draw(model, front, model.prompts.len() - 1, frame, area);
-    }
+    prompt::draw(model, frame, area);
 }
 
 /// The top-right area's frame: the four tabs in the title, the shown one

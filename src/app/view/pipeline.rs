@@ -17,7 +17,7 @@ const POST_CHECK_LINES: usize = 3;
 fn run_style(model: &Model, status: PipelineStatus) -> ratatui::style::Style {
     use PipelineStatus as S;
     match status {
-        S::Succeeded => model.theme.ok,
+        S::Succeeded | S::Planned => model.theme.ok,
         S::Failed | S::Denied | S::RolledBack | S::Interrupted => model.theme.error,
         S::AwaitingApproval | S::Stopped | S::Cancelled => model.theme.warn,
         S::Resumed => model.theme.dim,

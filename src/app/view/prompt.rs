@@ -9,12 +9,34 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::centered;
 use crate::app::keymap::{Action, KeyContext};
-use crate::app::model::{Model, PendingPrompt};
+use crate::app::model::Model;
 use crate::app::msg::{PromptAnswer, PromptKind};
 use crate::term_safe::{visible, visible_line};
 
-/// Draws it into `area` (the whole screen for overlays).
-pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Frame, area: Rect) {
+/// The prompt laid out: what is drawn, where, and where each choice lands.
+struct Laid<'a> {
+    paragraph: Paragraph<'a>,
+    rect: Rect,
+    hits: Vec<(Rect, PromptAnswer)>,
+}
+
+/// Draws the front prompt into `area` (the whole screen for overlays).
+pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
+    let Some(laid) = layout(model, area) else { return };
+    frame.render_widget(Clear, laid.rect);
+    frame.render_widget(laid.paragraph, laid.rect);
+}
+
+/// Where the front prompt draws each choice on a screen of `area`, so a click on one answers as
+/// its key would. The same layout as [`draw`], computed again by `update` rather than remembered
+/// by the view (the view never writes into the model).
+pub fn choice_hits(model: &Model, area: Rect) -> Vec<(Rect, PromptAnswer)> {
+    layout(model, area).map(|laid| laid.hits).unwrap_or_default()
+}
+
+fn layout(model: &Model, area: Rect) -> Option<Laid<'static>> {
+    let prompt = model.prompts.front()?;
+    let queued = model.prompts.len() - 1;
     let theme = &model.theme;
     let t = |k: &str| model.locale.t(k).to_string();
     // The keys bound to an action in prompts, as `[y/o]`.
@@ -155,17 +177,16 @@ pub fn draw(model: &Model, prompt: &PendingPrompt, queued: usize, frame: &mut Fr
     let paragraph = Paragraph::new(body).block(block).wrap(Wrap { trim: false });
     let height = u16::try_from(paragraph.line_count(width)).unwrap_or(u16::MAX);
     let rect = centered(area, width, height);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(paragraph, rect);
-    record_hits(model, rect, last_line_rows, &spots);
+    let hits = hits(rect, last_line_rows, &spots);
+    Some(Laid { paragraph, rect, hits })
 }
 
-/// Remembers where each choice was drawn: the choice line is the last one in
-/// the box; a choice past the width continues on the next row.
-fn record_hits(model: &Model, rect: Rect, choice_rows: usize, spots: &[(usize, usize, PromptAnswer)]) {
+/// Where each choice is drawn: the choice line is the last one in the box; a choice past the
+/// width continues on the next row.
+fn hits(rect: Rect, choice_rows: usize, spots: &[(usize, usize, PromptAnswer)]) -> Vec<(Rect, PromptAnswer)> {
     let inner = usize::from(rect.width.saturating_sub(2)).max(1);
     let first_row = usize::from(rect.y + rect.height).saturating_sub(1 + choice_rows);
-    let hits = spots
+    spots
         .iter()
         .filter_map(|(start, end, answer)| {
             let row = u16::try_from(first_row + start / inner).ok()?;
@@ -173,8 +194,7 @@ fn record_hits(model: &Model, rect: Rect, choice_rows: usize, spots: &[(usize, u
             let width = u16::try_from((end - start).min(inner - start % inner)).ok()?;
             Some((Rect::new(x, row, width.max(1), 1), answer.clone()))
         })
-        .collect();
-    *model.modal_hits.borrow_mut() = hits;
+        .collect()
 }
 
 /// Host names for the modal: ranges folded (`web01–web30`), the count when

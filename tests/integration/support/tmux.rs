@@ -91,6 +91,16 @@ impl Tmux {
         );
     }
 
+    /// Types `line` in the Chat pane's input and sends it. The input stays open after a question, so
+    /// whatever was open is left first (Escape) and the Chat pane focused.
+    #[allow(dead_code)]
+    pub fn chat(&self, line: &str) {
+        self.escape();
+        self.keys(&["3", "i"]);
+        self.type_text(line);
+        self.keys(&["Enter"]);
+    }
+
     /// Types `line` on the console's command line (`:` or `!` prefix included) and submits it.
     pub fn command(&self, line: &str) {
         let (prefix, rest) = line.split_at(1);
