@@ -1,8 +1,10 @@
 //! Ansible YAML inventories: `all: {hosts: {...}, children: {group: {hosts: ...}}}`.
-//! Groups other than `all` and `ungrouped` become tags, inherited by nested groups' hosts.
+//! Groups other than `all` and `ungrouped` become tags, inherited by nested groups' hosts; a
+//! group's `vars:` give its hosts a user, port, key or elevation, under what a host sets itself.
 
 use yaml_serde::{Mapping, Value};
 
+use super::ansible_vars::{GroupVars, Vars};
 use super::{ImportReport, LineError, merge_by_name, range};
 use crate::inventory::Host;
 
@@ -11,12 +13,19 @@ pub fn parse(text: &str) -> Result<ImportReport, Vec<LineError>> {
     let Value::Mapping(groups) = root else {
         return Err(vec![LineError::new(1, "expected a mapping of groups (e.g. `all:`)")]);
     };
-    let mut walk = Walk { text, hosts: Vec::new(), errors: Vec::new(), met: Default::default() };
+    let mut walk = Walk { text, hosts: Vec::new(), errors: Vec::new(), met: Default::default(), ..Walk::default() };
     for (name, body) in &groups {
         walk.group(name.as_str().unwrap_or(""), body, &[]);
     }
-    let Walk { hosts, mut errors, .. } = walk;
-    let report = merge_by_name(hosts, &mut errors);
+    let Walk { hosts, mut errors, group_vars, host_vars, .. } = walk;
+    let mut report = merge_by_name(hosts, &mut errors);
+    if !group_vars.is_empty() {
+        for (host, line) in report.hosts.iter_mut().zip(&report.lines) {
+            if let Err(e) = group_vars.apply(host, host_vars.get(&host.name)) {
+                errors.push(LineError::new(*line, format!("host {}: {e}", host.name)));
+            }
+        }
+    }
     if errors.is_empty() { Ok(report) } else { Err(errors) }
 }
 
@@ -26,12 +35,17 @@ pub(super) fn yaml_line_error(e: &crate::input::YamlError) -> LineError {
 }
 
 /// The inventory being read: its text (for lines) and what was found so far.
+#[derive(Default)]
 struct Walk<'a> {
     text: &'a str,
     hosts: Vec<(Host, usize)>,
     errors: Vec<LineError>,
     /// How many times each host key was met, to find its nth line.
     met: std::collections::HashMap<String, usize>,
+    /// Each group's `vars:` and how deep it sits.
+    group_vars: GroupVars,
+    /// Each host's own variables (every place it is listed, in order).
+    host_vars: std::collections::BTreeMap<String, Vars>,
 }
 
 /// The line of the `nth` (0-based) line declaring `key` as a mapping key, 0
@@ -48,6 +62,7 @@ impl Walk<'_> {
         if !group.is_empty() && group != "all" && group != "ungrouped" {
             tags.push(group.to_string());
         }
+        self.group_vars.met(group, tags.len());
         let Some(body) = body.as_mapping() else {
             if !body.is_null() {
                 let line = line_of_key(self.text, group, 0);
@@ -68,7 +83,17 @@ impl Walk<'_> {
                     None if value.is_null() => {}
                     None => self.errors.push(LineError::new(0, format!("group {group}: `children` must be a mapping"))),
                 },
-                Some("vars") => {}
+                Some("vars") => match value.as_mapping() {
+                    Some(vars) => {
+                        for (key, value) in vars {
+                            if let (Some(key), Some(value)) = (key.as_str(), scalar(value)) {
+                                self.group_vars.set(group, key, &value);
+                            }
+                        }
+                    }
+                    None if value.is_null() => {}
+                    None => self.errors.push(LineError::new(0, format!("group {group}: `vars` must be a mapping"))),
+                },
                 other => self.errors.push(LineError::new(
                     0,
                     format!("group {group}: unknown key {:?}; expected hosts, children or vars", other.unwrap_or("?")),
@@ -105,6 +130,14 @@ impl Walk<'_> {
             for host_name in names {
                 let mut host = Host::new(host_name.clone(), host_name.clone());
                 if let Some(vars) = vars.as_mapping() {
+                    let own = self.host_vars.entry(host_name.clone()).or_default();
+                    for (key, value) in vars {
+                        if let (Some(key), Some(value)) = (key.as_str(), scalar(value))
+                            && super::ansible_vars::is_read(key)
+                        {
+                            own.insert(key.to_string(), value);
+                        }
+                    }
                     if let Some(h) = string_var(vars, &["ansible_host", "ansible_ssh_host"]) {
                         host.hostname = h;
                     }
@@ -142,6 +175,16 @@ impl Walk<'_> {
                 self.hosts.push((host, line));
             }
         }
+    }
+}
+
+/// A scalar variable's value as Ansible would template it into a string.
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 

@@ -6,6 +6,8 @@
 //! the user fixes the file once instead of discovering problems one by one.
 
 mod ansible_ini;
+/// Ansible's connection variables, layered from `all` through groups to the host.
+mod ansible_vars;
 mod ansible_yaml;
 mod etc_hosts;
 mod file;

@@ -238,3 +238,33 @@ fn toml_hosts_as_tables_or_an_array() {
     let errors = parse(ImportFormat::Toml, "[[hosts]]\nname = \"a\"\nhostnam = \"x\"\n").unwrap_err();
     assert_eq!(errors[0].line, 3, "{errors:?}");
 }
+
+/// Group variables reach the group's hosts as Ansible layers them: `all`, then outer groups, then
+/// inner ones, then the host's own line; a wrong value is named with the host's line.
+#[test]
+fn ansible_group_vars_set_user_port_and_elevation_under_the_hosts_own() {
+    use crate::inventory::Elevation;
+    let ini = "[all:vars]\nansible_user=ops\n\n[db]\ndb01\ndb02 ansible_become=no\n\n[db:vars]\nansible_become=true\n\
+               ansible_become_method=doas\nansible_port=2200\n\n[pg]\ndb03 ansible_user=pg\n\n[pg:vars]\n\
+               ansible_become_method=sudo\n\n[db:children]\npg\n";
+    let report = parse(ImportFormat::AnsibleIni, ini).unwrap();
+    let by_name = |n: &str| report.hosts.iter().find(|h| h.name == n).unwrap();
+    assert_eq!((by_name("db01").elevation, by_name("db01").port), (Elevation::Doas, 2200));
+    assert_eq!(by_name("db01").username.as_deref(), Some("ops"), "all's vars");
+    assert_eq!(by_name("db02").elevation, Elevation::None, "the host's own ansible_become=no wins");
+    // pg is a child of db: its method wins over db's, db's become still applies; the host's user wins.
+    assert_eq!((by_name("db03").elevation, by_name("db03").port), (Elevation::Sudo, 2200));
+    assert_eq!(by_name("db03").username.as_deref(), Some("pg"));
+    let errors = parse(ImportFormat::AnsibleIni, "[web]\nweb01\n[web:vars]\nansible_port=nope\n").unwrap_err();
+    assert!(errors[0].line == 2 && errors[0].message.contains("ansible_port"), "{errors:?}");
+    let errors = parse(ImportFormat::AnsibleIni, "[web:vars]\njunk\n").unwrap_err();
+    assert!(errors[0].line == 2 && errors[0].message.contains("key=value"), "{errors:?}");
+
+    let yaml = "all:\n  vars:\n    ansible_user: ops\n  children:\n    db:\n      vars:\n        ansible_become: true\n\
+                \x20       ansible_port: 2200\n      hosts:\n        db01:\n        db02:\n          ansible_become: false\n";
+    let report = parse(ImportFormat::AnsibleYaml, yaml).unwrap();
+    let by_name = |n: &str| report.hosts.iter().find(|h| h.name == n).unwrap();
+    assert_eq!((by_name("db01").elevation, by_name("db01").port), (Elevation::Sudo, 2200));
+    assert_eq!(by_name("db01").username.as_deref(), Some("ops"));
+    assert_eq!(by_name("db02").elevation, Elevation::None);
+}
