@@ -132,6 +132,15 @@ impl Locale {
         out
     }
 
+    /// `tf` of `one` when `count` is 1, else of `many`, with `{count}` filled too: each counted
+    /// text has a singular key of its own ("1 line of output", "2 lines of output").
+    pub fn tn(&self, one: &str, many: &str, count: usize, args: &[(&str, &str)]) -> String {
+        let count = count.to_string();
+        let mut all = vec![("count", count.as_str())];
+        all.extend_from_slice(args);
+        self.tf(if count == "1" { one } else { many }, &all)
+    }
+
     /// English keys this language lacks.
     pub fn missing_keys(&self) -> Vec<String> {
         let mut missing: Vec<String> =

@@ -127,13 +127,13 @@ actions! {
     Top = "top", "first line", "";
     Bottom = "bottom", "last line", "";
     Mark = "mark", "mark the host", "mark";
-    MarkAll = "mark_all", "mark all shown / none", "";
+    MarkAll = "mark_all", "mark all shown / none", "all";
     Filter = "filter", "filter hosts", "filter";
     Open = "open", "open an exec prompt on the selection", "exec";
     Details = "details", "show or hide the host's details", "details";
     Tags = "tags", "filter by tag", "tags";
     Sort = "sort", "order by a column (again on the same column: reverse)", "order";
-    Columns = "columns", "choose the columns shown (this session)", "";
+    Columns = "columns", "choose the columns shown (this session)", "columns";
     Ssh = "ssh", "an interactive SSH session to the host (the console comes back on exit)", "ssh";
     Check = "check", "check reachability of the selection (Drift: check for drift now)", "check";
     Reconcile = "reconcile", "apply the selected resource's expected configuration again (asks first)", "reconcile";
@@ -380,7 +380,9 @@ impl Keymap {
     }
 
     /// Status-bar hints for the focused pane: the first key of each hinted
-    /// action, with the action (its label comes from the locale).
+    /// action, with the action (its label comes from the locale), most
+    /// important first (the global keys, then the pane's): a bar too narrow
+    /// for all of them keeps the first ones.
     pub fn hints(&self, pane: Pane) -> Vec<(String, Action)> {
         let mut out = Vec::new();
         for context in [KeyContext::Global, KeyContext::of(pane)] {

@@ -5,6 +5,9 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 
 use super::pane::Pane;
 
+/// From this many columns, the inventory may take up to half the screen for its columns.
+pub const WIDE: u16 = 160;
+
 /// The screen's regions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Areas {
@@ -19,7 +22,9 @@ pub struct Areas {
 impl Areas {
     /// The layout of a screen of `area` with an input `input_rows` high;
     /// `zoomed` gives the whole body to that pane (the others get no room).
-    pub fn of(area: Rect, input_rows: u16, zoomed: Option<Pane>) -> Self {
+    /// `inventory_wants` is the width the inventory's columns would like: on a
+    /// [`WIDE`] screen the inventory grows to it, up to half the screen.
+    pub fn of(area: Rect, input_rows: u16, zoomed: Option<Pane>, inventory_wants: u16) -> Self {
         let [body, input, status] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(input_rows.max(1)), Constraint::Length(1)])
                 .areas(area);
@@ -30,9 +35,10 @@ impl Areas {
             Some(_) => return Self { inventory: hidden, view: body, chat: hidden, input, status },
             None => {}
         }
-        // A third of a wide screen for the inventory (up to 84 columns: name, address, state, last
-        // error, tags, user and elevation fit whole at 200 columns).
-        let left_width = (area.width * 34 / 100).clamp(24.min(area.width), 84);
+        // A third of the screen for the inventory (up to 84 columns); on a wide screen, as much as
+        // its columns would like, up to half of it.
+        let third = (area.width * 34 / 100).clamp(24.min(area.width), 84);
+        let left_width = if area.width >= WIDE { third.max(inventory_wants.min(area.width / 2)) } else { third };
         let [inventory, right] = Layout::horizontal([Constraint::Length(left_width), Constraint::Min(10)]).areas(body);
         let [view, chat] = Layout::vertical([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(right);
         Self { inventory, view, chat, input, status }
@@ -89,13 +95,22 @@ mod tests {
 
     #[test]
     fn clicks_land_on_panes() {
-        let a = Areas::of(Rect::new(0, 0, 120, 40), 1, None);
+        let a = Areas::of(Rect::new(0, 0, 120, 40), 1, None, 0);
         assert_eq!(a.pane_at(2, 2, Pane::Output), Some(Pane::Inventory));
         assert_eq!(a.pane_at(100, 3, Pane::Metrics), Some(Pane::Metrics));
         assert_eq!(a.pane_at(100, 35, Pane::Output), Some(Pane::Chat));
         assert_eq!(a.pane_at(100, 39, Pane::Output), None, "the status bar is not a pane");
-        let zoomed = Areas::of(Rect::new(0, 0, 120, 40), 1, Some(Pane::Output));
+        let zoomed = Areas::of(Rect::new(0, 0, 120, 40), 1, Some(Pane::Output), 0);
         assert_eq!((zoomed.view.width, zoomed.inventory.width, zoomed.chat.height), (120, 0, 0));
         assert_eq!(zoomed.pane_at(2, 2, Pane::Output), Some(Pane::Output), "a zoomed pane takes every click");
+    }
+
+    #[test]
+    fn a_wide_screen_gives_the_inventory_what_it_wants_up_to_half() {
+        let width = |w, wants| Areas::of(Rect::new(0, 0, w, 40), 1, None, wants).inventory.width;
+        assert_eq!(width(200, 0), 68, "a third when the columns need less");
+        assert_eq!(width(200, 90), 90);
+        assert_eq!(width(200, 300), 100, "never more than half");
+        assert_eq!(width(120, 90), 40, "a narrow screen keeps a third");
     }
 }

@@ -30,6 +30,8 @@ pub mod fleet;
 pub mod highlight;
 /// The inventory table's order, pickers and health readings.
 pub mod inventory;
+/// Which inventory columns are drawn, how wide, and the width the table would like.
+pub mod inventory_table;
 /// Key bindings per context, from YAML.
 pub mod keymap;
 /// Where each pane sits for a screen size.

@@ -609,8 +609,23 @@ impl Model {
     /// Rows inside the output pane's border.
     pub fn output_rows(&self) -> usize {
         let screen = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
-        let areas = super::layout::Areas::of(screen, self.input_rows(), self.zoomed_pane());
-        usize::from(areas.view.height.saturating_sub(2)).max(1)
+        usize::from(self.areas(screen).view.height.saturating_sub(2)).max(1)
+    }
+
+    /// Where each pane sits on `screen`: on a wide screen the inventory takes the width the
+    /// columns of its rows on screen would like (up to half of it).
+    pub fn areas(&self, screen: ratatui::layout::Rect) -> super::layout::Areas {
+        let input = self.input_rows();
+        let zoomed = self.zoomed_pane();
+        let wants = if screen.width >= super::layout::WIDE && zoomed.is_none() {
+            // The table's rows: the body less the input, the status bar, two borders and the header.
+            let body = screen.height.saturating_sub(input.max(1) + 1 + 3);
+            let (_, hosts) = super::inventory_table::on_screen(self, usize::from(body));
+            u16::try_from(super::inventory_table::wanted_width(self, &hosts)).unwrap_or(u16::MAX)
+        } else {
+            0
+        };
+        super::layout::Areas::of(screen, input, zoomed, wants)
     }
 
     /// The newest line on screen, counted from the newest line held: the

@@ -51,11 +51,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Key(_) => Vec::new(),
         Msg::Mouse(mouse) => {
             let screen = Rect::new(0, 0, model.size.0, model.size.1);
-            let under = super::layout::Areas::of(screen, model.input_rows(), model.zoomed_pane()).pane_at(
-                mouse.column,
-                mouse.row,
-                model.view,
-            );
+            let under = model.areas(screen).pane_at(mouse.column, mouse.row, model.view);
             match (mouse.kind, under) {
                 (MouseEventKind::ScrollUp, Some(pane)) => panes::scroll(model, pane, true),
                 (MouseEventKind::ScrollDown, Some(pane)) => panes::scroll(model, pane, false),
@@ -63,7 +59,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                     return modal::on_prompt_click(model, mouse.column, mouse.row);
                 }
                 (MouseEventKind::Down(_), Some(pane)) if model.form.is_none() => {
-                    let areas = super::layout::Areas::of(screen, model.input_rows(), model.zoomed_pane());
+                    let areas = model.areas(screen);
                     let labels: Vec<(Pane, usize)> =
                         Pane::VIEWS.iter().map(|p| (*p, model.locale.t(p.key()).chars().count())).collect();
                     if let Some(tab) = areas.tab_at(mouse.column, mouse.row, &labels) {

@@ -409,7 +409,7 @@ fn copy_output(model: &mut Model) -> Vec<Effect> {
         }
     };
     let text: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
-    let copied = model.locale.tf("flash.copied", &[("count", &text.len().to_string())]);
+    let copied = model.locale.tn("flash.copied_line", "flash.copied", text.len(), &[]);
     let effect = Effect::Copy(text.join("\n"));
     model.flash = Some(copied);
     model.output_view.anchor = None;

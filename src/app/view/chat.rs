@@ -48,11 +48,7 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             let mut spans =
                 vec![Span::styled(format!("  {marker}"), theme.dim), Span::styled(entry.text.clone(), theme.dim)];
             if !entry.detail.is_empty() && !entry.expanded {
-                let count = entry.detail.len().to_string();
-                let said = match entry.detail.len() {
-                    1 => model.locale.t("chat.output_line").to_string(),
-                    _ => model.locale.tf("chat.output_lines", &[("count", &count)]),
-                };
+                let said = model.locale.tn("chat.output_line", "chat.output_lines", entry.detail.len(), &[]);
                 spans.push(Span::styled(format!("  ({said})"), theme.dim));
             }
             let line = Line::from(spans);

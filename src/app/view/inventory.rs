@@ -8,27 +8,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, List, ListItem, ListState, Paragraph, Row, Table, TableState};
 
 use super::pane_block;
+use crate::app::inventory_table::{self as table, address, short_time};
 use crate::app::model::{Model, Pane};
 use crate::inventory::Host;
-use crate::inventory::columns::Column;
-use crate::store::host_health::HealthLevel;
-
-fn address(model: &Model, h: &Host) -> String {
-    if h.is_local() { model.locale.t("inventory.local").to_string() } else { format!("{}:{}", h.hostname, h.port) }
-}
-
-/// `2026-11-22T08:00:00Z` → `11-22 08:00`.
-fn short_time(at: &str) -> String {
-    match (at.get(5..10), at.get(11..16)) {
-        (Some(day), Some(time)) => format!("{day} {time}"),
-        _ => at.to_string(),
-    }
-}
 
 fn reachable_text(model: &Model, h: &Host) -> String {
     let key = match model.reachable(h) {
@@ -38,57 +24,6 @@ fn reachable_text(model: &Model, h: &Host) -> String {
     };
     model.locale.t(key).to_string()
 }
-
-/// A cell of `column` for `h`, and its style (health readings coloured by their verdict).
-fn cell(model: &Model, h: &Host, column: Column) -> (String, Style) {
-    let theme = &model.theme;
-    let text = match column {
-        Column::Name => return (h.name.clone(), Style::default()),
-        Column::Address => address(model, h),
-        Column::State => {
-            model.host_run_state(&h.name).map(|s| super::run_report::state_text(model, s)).unwrap_or_default()
-        }
-        Column::Load | Column::Disk | Column::Mem => {
-            let style = match model.health.get(&h.name).and_then(|r| r.of(column)) {
-                Some((_, HealthLevel::Ok)) => theme.health_ok,
-                Some((_, HealthLevel::Warn)) => theme.health_warn,
-                Some((_, HealthLevel::Crit)) => theme.health_crit,
-                None => theme.dim,
-            };
-            return (crate::app::inventory::health_text(model, h, column), style);
-        }
-        Column::LastError => model
-            .host_errors
-            .get(&h.name)
-            .map(|e| format!("{} {}", model.locale.t(e.failure.key()), short_time(&e.at)))
-            .unwrap_or_default(),
-        Column::Tags => h.tags.join(","),
-        Column::User => h.username.clone().unwrap_or_default(),
-        Column::Elevation => h.elevation.as_str().to_string(),
-        Column::LastCheck => {
-            model.last_check(h).map(short_time).unwrap_or_else(|| model.locale.t("inventory.never").to_string())
-        }
-    };
-    (text, theme.dim)
-}
-
-/// Whether a cell says nothing (an empty text, or a reading never taken).
-fn blank(text: &str) -> bool {
-    text.is_empty() || text == "–"
-}
-
-/// `text` cut to `width` characters, the last one `…` when cut.
-fn fit(text: String, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text;
-    }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
-/// Widest a column grows for its values (its header is never cut).
-const MAX_WIDTH: usize = 24;
 
 /// Rows the detail panel takes (its borders and ten fields).
 pub const DETAILS_HEIGHT: u16 = 12;
@@ -111,39 +46,11 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     }
     let table_area = block.inner(area);
     frame.render_widget(block, area);
-    // The rows on screen: the cursor's row stays in view, at the bottom once it is past the
-    // first screenful (as the table scrolled when it was given every row).
-    let body = usize::from(table_area.height.saturating_sub(1)).max(1);
-    let first = (model.inventory.cursor + 1).saturating_sub(body);
-    let hosts = model.inventory.window(first, body);
+    // The rows on screen, and the columns that fit them (the same in every language).
+    let body = usize::from(table_area.height.saturating_sub(1));
+    let (first, hosts) = table::on_screen(model, body);
     let theme = &model.theme;
-    // The chosen columns join while they fit, each as wide as its values (up to MAX_WIDTH) and
-    // never narrower than its header in the language shown; the name column is always there.
-    let sorted_by = model.inventory.sort.map(|s| s.column);
-    let mut used = 2;
-    let mut columns: Vec<(Column, String, usize)> = Vec::new();
-    for &column in &model.inventory.columns {
-        let texts: Vec<String> = hosts.iter().map(|h| cell(model, h, column).0).collect();
-        // A column nobody on screen has a value for (no user set anywhere) is left out, unless the
-        // table is ordered by it.
-        let required = column == Column::Name || sorted_by == Some(column);
-        if !required && texts.iter().all(|t| blank(t)) {
-            continue;
-        }
-        let header = crate::app::inventory::header(model, column);
-        let header_width = header.chars().count();
-        let values = texts.iter().map(|t| t.chars().count()).max().unwrap_or(0);
-        let wanted = if column == Column::Name { values } else { values.min(MAX_WIDTH) }.max(header_width);
-        let room = usize::from(table_area.width).saturating_sub(used + 1);
-        // Columns come in the order chosen: once one does not fit even cut to its header, the rest
-        // are left out.
-        let width = wanted.min(room);
-        if width < header_width && column != Column::Name {
-            break;
-        }
-        used += 1 + width;
-        columns.push((column, header, width));
-    }
+    let columns = table::plan(model, &hosts, usize::from(table_area.width));
     let rows: Vec<Row> = hosts
         .iter()
         .map(|h| {
@@ -156,9 +63,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
             let mark = if model.inventory.marked.contains(&h.name) { "▸" } else { " " };
             let mut cells =
                 vec![Cell::from(Line::from(vec![Span::styled(mark, theme.accent), Span::styled(dot, style)]))];
-            cells.extend(columns.iter().map(|(column, _, width)| {
-                let (text, style) = cell(model, h, *column);
-                Cell::from(Span::styled(fit(text, *width), style))
+            cells.extend(columns.iter().map(|c| {
+                let (text, style) = table::cell(model, h, c.column);
+                Cell::from(Span::styled(table::fit(text, c.width), style))
             }));
             Row::new(cells)
         })
@@ -166,9 +73,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let empty = rows.is_empty();
     let to16 = |w: usize| u16::try_from(w).unwrap_or(u16::MAX);
     let mut widths = vec![Constraint::Length(2)];
-    widths.extend(columns.iter().map(|(_, _, w)| Constraint::Length(to16(*w))));
+    widths.extend(columns.iter().map(|c| Constraint::Length(to16(c.width))));
     let mut header = vec![Cell::from("")];
-    header.extend(columns.into_iter().map(|(_, text, _)| Cell::from(text)));
+    header.extend(columns.into_iter().map(|c| Cell::from(c.header)));
     let table = Table::new(rows, widths)
         .header(Row::new(header).style(theme.dim.add_modifier(ratatui::style::Modifier::UNDERLINED)))
         .column_spacing(1)
@@ -248,12 +155,12 @@ pub fn draw_host_picker(model: &Model, frame: &mut Frame, area: Rect) {
         vec![ListItem::new(Line::styled(format!(" {} ", model.locale.t("output.all_hosts")), theme.accent))];
     items.extend(hosts.iter().map(|h| ListItem::new(Line::raw(format!(" {} ", crate::term_safe::visible_line(h))))));
     let height = u16::try_from(items.len()).unwrap_or(12).min(14) + 2;
-    let width = hosts.iter().map(|h| h.chars().count()).max().unwrap_or(10).clamp(16, 40) as u16 + 4;
+    // As wide as its title or its widest name (long names cut at 40), within the screen.
+    let title = model.locale.t("output.hosts_title");
+    let names = hosts.iter().map(|h| h.chars().count()).max().unwrap_or(10).clamp(16, 40);
+    let width = u16::try_from(names.max(title.chars().count()) + 4).unwrap_or(u16::MAX);
     let rect = super::centered(area, width, height);
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.accent)
-        .title(format!(" {} ", model.locale.t("output.hosts_title")));
+    let block = Block::default().borders(Borders::ALL).border_style(theme.accent).title(format!(" {title} "));
     let mut state = ListState::default().with_selected(model.output_view.host_picker);
     frame.render_widget(Clear, rect);
     frame.render_stateful_widget(List::new(items).block(block).highlight_style(theme.selected), rect, &mut state);

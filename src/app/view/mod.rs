@@ -22,13 +22,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Padding};
 
-use super::layout::Areas;
 use super::model::{Model, Pane};
 
 /// Draws the whole console.
 pub fn view(model: &Model, frame: &mut Frame) {
     let area = frame.area();
-    let areas = Areas::of(area, model.input_rows(), model.zoomed_pane());
+    let areas = model.areas(area);
     inventory::draw(model, frame, areas.inventory);
     match model.view {
         Pane::Pipeline => pipeline::draw(model, frame, areas.view),

@@ -35,8 +35,8 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     }
     let selected = model.output_selection();
     if let Some((low, high)) = selected {
-        let count = (high - low + 1).to_string();
-        extra.push_str(&format!("· {} ", model.locale.tf("output.selecting", &[("count", &count)])));
+        let selecting = model.locale.tn("output.selecting_line", "output.selecting", high - low + 1, &[]);
+        extra.push_str(&format!("· {selecting} "));
     }
     let search = &model.output_view.search;
     let mut block = view_block(model, &extra);
@@ -49,9 +49,9 @@ pub fn draw(model: &Model, frame: &mut Frame, area: Rect) {
     let folded = model.output.folded();
     let folded_line = (!folded.is_empty() && view.host.is_none()).then(|| {
         let names: Vec<String> = folded.iter().map(|(h, _)| h.to_string()).collect();
-        let count = folded.iter().map(|(_, n)| n).sum::<usize>().to_string();
+        let count = folded.iter().map(|(_, n)| n).sum::<usize>();
         let hosts = crate::exec::runs::compress_names(&names);
-        Line::styled(model.locale.tf("output.folded", &[("hosts", &hosts), ("count", &count)]), theme.dim)
+        Line::styled(model.locale.tn("output.folded_line", "output.folded", count, &[("hosts", &hosts)]), theme.dim)
     });
     let inner_height = usize::from(area.height.saturating_sub(2)).saturating_sub(usize::from(folded_line.is_some()));
     let bottom = model.output_bottom(inner_height);

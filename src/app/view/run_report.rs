@@ -8,8 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::view_block;
+use crate::app::inventory_table::state_text;
 use crate::app::model::{Model, OutputMode};
-use crate::exec::runs::{HostState, Run, compress_names};
+use crate::exec::runs::{Run, compress_names};
 
 /// "37/50 done, 2 failed, 11 running" (or the state before it runs).
 pub fn progress_text(model: &Model, run: &crate::exec::runs::Run) -> String {
@@ -27,16 +28,6 @@ pub fn progress_text(model: &Model, run: &crate::exec::runs::Run) -> String {
             ("running", &p.running.to_string()),
         ],
     )
-}
-
-/// A host's state as a glyph and a word ("✗ exit 2", "⏱ timed out").
-pub fn state_text(model: &Model, state: HostState) -> String {
-    match state {
-        HostState::Exited(code) => {
-            format!("{} {}", state.glyph(), model.locale.tf("output.exit", &[("code", &code.to_string())]))
-        }
-        other => format!("{} {}", other.glyph(), model.locale.t(other.key())),
-    }
 }
 
 /// Draws the view the output pane is in (not the live lines).
@@ -100,8 +91,8 @@ fn grouped_lines(model: &Model, run: &Run, only_failed: bool) -> Vec<Line<'stati
         }
         // A group whose hosts are all folded (Space or Z in the Output pane) keeps its header only.
         if group.names.iter().all(|name| model.output.is_folded(name)) {
-            let count = group.host.output.len().to_string();
-            let text = model.locale.tf("output.group_folded", &[("count", &count)]);
+            let count = group.host.output.len();
+            let text = model.locale.tn("output.group_folded_line", "output.group_folded", count, &[]);
             lines.push(Line::styled(format!("  {text}"), theme.dim));
             continue;
         }

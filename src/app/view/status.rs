@@ -97,6 +97,45 @@ pub fn draw_status(model: &Model, frame: &mut Frame, area: Rect) {
         .into_iter()
         .map(|(keys, action)| format!("{keys} {}", model.locale.t(action.hint_key())))
         .collect();
-    spans.push(Span::styled(hints.join(" · "), theme.dim));
+    let room = usize::from(area.width).saturating_sub(Line::from(spans.clone()).width());
+    spans.push(Span::styled(fit_hints(&hints, room), theme.dim));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// As many of `hints` (most important first) as fit whole in `room` cells, joined by ` · `; when
+/// some are left out, a `…` says so (`?` lists every key). A hint is never cut in the middle.
+pub fn fit_hints(hints: &[String], room: usize) -> String {
+    const SEP: &str = " · ";
+    let all = hints.join(SEP);
+    if all.chars().count() <= room {
+        return all;
+    }
+    let more = SEP.chars().count() + 1;
+    let mut out = String::new();
+    for hint in hints {
+        let sep = if out.is_empty() { 0 } else { SEP.chars().count() };
+        if out.chars().count() + sep + hint.chars().count() + more > room {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(SEP);
+        }
+        out.push_str(hint);
+    }
+    if out.is_empty() { "…".to_string() } else { format!("{out}{SEP}…") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_hints;
+
+    #[test]
+    fn hints_that_do_not_fit_are_left_out_whole() {
+        let hints: Vec<String> = ["q quit", "? help", "Tab pane", "C columns"].map(String::from).to_vec();
+        assert_eq!(fit_hints(&hints, 100), "q quit · ? help · Tab pane · C columns");
+        assert_eq!(fit_hints(&hints, 37), "q quit · ? help · Tab pane · …");
+        assert_eq!(fit_hints(&hints, 30), "q quit · ? help · Tab pane · …");
+        assert_eq!(fit_hints(&hints, 29), "q quit · ? help · …");
+        assert_eq!(fit_hints(&hints, 3), "…");
+    }
 }

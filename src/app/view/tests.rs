@@ -358,7 +358,13 @@ fn the_output_host_picker() {
     let mut m = fixture_fleet_run();
     m.set_focus(Pane::Output);
     m.output_view.host_picker = Some(1);
-    insta::assert_snapshot!(render(&m, 120, 34).backend());
+    let terminal = render(&m, 120, 34);
+    assert!(terminal.backend().to_string().contains("┌ Show the output of ┐"), "the title is whole");
+    insta::assert_snapshot!(terminal.backend());
+    // Sized from its title in any language, within the screen.
+    m.set_locale(crate::i18n::Locale::new("fr").unwrap());
+    assert!(render(&m, 120, 34).backend().to_string().contains("┌ Afficher la sortie de ┐"));
+    assert!(render(&m, 20, 34).backend().to_string().lines().all(|l| l.chars().count() <= 22));
 }
 
 #[test]
@@ -511,8 +517,10 @@ fn write_screenshots() {
             m
         }),
     ];
-    for (name, model) in shots {
-        let terminal = render(&model, 120, 34);
+    let wide = [("inventory-wide", fixture_detailed_inventory())];
+    let sized = shots.into_iter().map(|(n, m)| (n, m, 120)).chain(wide.into_iter().map(|(n, m)| (n, m, 200)));
+    for (name, model, width) in sized {
+        let terminal = render(&model, width, 34);
         std::fs::write(dir.join(format!("{name}.svg")), super::svg::buffer_to_svg(terminal.backend().buffer()))
             .unwrap();
     }

@@ -69,3 +69,46 @@ fn search_highlights_the_match_not_the_line() {
     hits.retain(|h| h != "OUTPUT");
     assert_eq!(hits, ["load", "load"], "each match, whatever its case, and nothing else of its line");
 }
+
+#[test]
+fn one_line_is_said_in_the_singular() {
+    use crate::app::model::Pane;
+    use crate::app::output_buffer::LineKind;
+    use crate::exec::Stream;
+    use crossterm::event::{KeyCode, KeyEvent};
+    for (code, one, two) in [
+        (
+            "en",
+            ["1 line folded", "selecting 1 line", "copied 1 line"],
+            ["2 lines folded", "selecting 2 lines", "copied 2 lines"],
+        ),
+        (
+            "fr",
+            ["1 ligne repliée", "sélection d'une ligne", "1 ligne copiée"],
+            ["2 lignes repliées", "sélection de 2 lignes", "2 lignes copiées"],
+        ),
+    ] {
+        for (count, said) in [(1, one), (2, two)] {
+            let mut m = fixture_model();
+            m.set_locale(crate::i18n::Locale::new(code).unwrap());
+            m.set_focus(Pane::Output);
+            for i in 0..count {
+                let kind = LineKind::Output { host: "web01".into(), stream: Stream::Stdout };
+                m.output.push(kind, format!("line {i}"));
+            }
+            // Folded: the line at the top counts the lines.
+            m.output.set_folded("web01", true);
+            let screen = render(&m, 110, 30).backend().to_string();
+            assert!(screen.contains(said[0]), "{said:?}: {screen}");
+            m.output.set_folded("web01", false);
+            // Selected, then copied.
+            m.output_view.follow = false;
+            m.output_view.cursor = 0;
+            m.output_view.anchor = Some(count - 1);
+            let screen = render(&m, 110, 30).backend().to_string();
+            assert!(screen.contains(said[1]), "{said:?}: {screen}");
+            update(&mut m, Msg::Key(KeyEvent::from(KeyCode::Char('y'))));
+            assert_eq!(m.flash.as_deref(), Some(said[2]));
+        }
+    }
+}

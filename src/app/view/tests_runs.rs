@@ -127,7 +127,7 @@ fn approval_for_thirty_hosts_at_80x24_keeps_its_choices() {
 /// The output pane's rows as text, borders stripped.
 fn output_rows(terminal: &Terminal<TestBackend>) -> Vec<String> {
     let buffer = terminal.backend().buffer();
-    let area = crate::app::layout::Areas::of(buffer.area, 1, None).view;
+    let area = crate::app::layout::Areas::of(buffer.area, 1, None, 0).view;
     (area.y + 1..area.y + area.height - 1)
         .map(|y| (area.x + 1..area.x + area.width - 1).map(|x| buffer[(x, y)].symbol()).collect::<String>())
         .map(|row| row.trim_end().to_string())
@@ -184,7 +184,7 @@ fn the_selection_highlight_sits_on_the_lines_it_names() {
     keys(&mut m, &[Char('k'), Char('k'), Char('v'), Char('k'), Char('k'), Char('k')]);
     let t = render(&m, 110, 30);
     let buffer = t.backend().buffer();
-    let area = crate::app::layout::Areas::of(buffer.area, 1, None).view;
+    let area = crate::app::layout::Areas::of(buffer.area, 1, None, 0).view;
     let highlighted: Vec<String> = (area.y + 1..area.y + area.height - 1)
         .filter(|y| buffer[(area.x + 1, *y)].modifier.contains(ratatui::style::Modifier::REVERSED))
         .map(|y| (area.x + 1..area.x + area.width - 1).map(|x| buffer[(x, y)].symbol()).collect::<String>())
