@@ -286,7 +286,10 @@ impl Theme {
         let user_text = crate::input::read_optional(&user, crate::input::SETTINGS_LIMIT, "a theme")
             .map_err(|e| ThemeError { file: user.display().to_string(), detail: e.detail() })?;
         if text.is_none() && user_text.is_none() {
-            return Self::builtin(name, depth);
+            return Err(ThemeError {
+                file: user.display().to_string(),
+                detail: format!("ui.theme {name:?} is neither built in (dark, light, high-contrast) nor a file here"),
+            });
         }
         let mut specs = Specs::default();
         if let Some(text) = text {
@@ -352,7 +355,11 @@ fn apply(specs: &mut Specs, file: &str, text: &str) -> Result<(), ThemeError> {
         let name = syntax.as_str().unwrap_or_default();
         if !SYNTAX_THEMES.contains(&name) {
             return Err(err(format!(
-                "syntax: unknown code theme {syntax:?}; expected one of {}",
+                "syntax: unknown code theme {}; expected one of {}",
+                match syntax.as_str() {
+                    Some(name) => format!("{name:?}"),
+                    None => "(not a name)".to_string(),
+                },
                 SYNTAX_THEMES.join(", ")
             )));
         }
@@ -439,6 +446,14 @@ mod tests {
     }
 
     #[test]
+    fn a_theme_that_is_nowhere_names_where_it_was_looked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Theme::load("nosuch", dir.path(), ColorDepth::TrueColor).unwrap_err();
+        assert_eq!(e.file, dir.path().join("nosuch.yaml").display().to_string());
+        assert!(e.detail.contains("ui.theme \"nosuch\" is neither built in"), "{}", e.detail);
+    }
+
+    #[test]
     fn mistakes_name_the_file_and_field() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("dark.yaml");
@@ -448,7 +463,8 @@ mod tests {
             ("ok: { fg: \"#12345\" }\n", "ok.fg: \"#12345\" is not #rrggbb"),
             ("ok: { modifiers: [blink] }\n", "ok.modifiers: unknown modifier \"blink\""),
             ("ok: { colour: red }\n", "unknown field `colour`"),
-            ("syntax: monokai\n", "syntax: unknown code theme"),
+            ("syntax: monokai\n", "syntax: unknown code theme \"monokai\"; expected one of"),
+            ("syntax: [a]\n", "syntax: unknown code theme (not a name)"),
         ];
         for (text, expected) in cases {
             std::fs::write(&file, text).unwrap();

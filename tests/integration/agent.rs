@@ -566,6 +566,11 @@ async fn edit_file_shows_a_unified_diff_and_writes_after_approval() {
         "{diff}"
     );
     assert_eq!(stages[2]["detail"], format!("write {path} (24 bytes) (mutating)"));
+    // The incident report shows the edit as the file and its size, never its encoding or markers.
+    let report = env.ok(&["report"]);
+    assert!(report.contains(&format!("writes {path} (24 bytes;")), "{report}");
+    let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "workers = 8\nlisten = 80\n");
+    assert!(!report.contains(&encoded) && !report.contains("@@merlya-"), "{report}");
 }
 
 #[tokio::test]

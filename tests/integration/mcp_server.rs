@@ -99,6 +99,16 @@ fn merlya_serves_its_agent_to_its_own_mcp_client() {
     let args = r#"{"targets": "localhost", "command": "uname -s"}"#;
     let read = client.ok(&["mcp", "call", "merlya.run_readonly", "--args", args]);
     assert!(read.contains("1/1 hosts succeeded") && read.contains("== localhost (exit 0) ==\nLinux"), "{read}");
+    // Bounded: a host printing 600 KB gives its last 16 KiB (the end of the output, not its start).
+    let args = r#"{"targets": "localhost", "command": "seq 1 100000"}"#;
+    let long = client.ok(&["mcp", "call", "merlya.run_readonly", "--args", args]);
+    assert!(long.len() < 20 * 1024, "{} bytes returned", long.len());
+    assert!(long.trim_end().ends_with("\n100000") && !long.contains("\n1\n2\n3\n"), "{long}");
+    // Masked and made visible: a secret's shape is masked, an escape sequence shown, not sent raw.
+    let args = r#"{"targets": "localhost", "command": "printf 'PGPASSWORD=s3cret-77 \\033[2J done\\n'"}"#;
+    let masked = client.ok(&["mcp", "call", "merlya.run_readonly", "--args", args]);
+    assert!(masked.contains("PGPASSWORD=***") && !masked.contains("s3cret-77"), "{masked}");
+    assert!(!masked.contains('\u{1b}') && masked.contains("done"), "{masked}");
 
     // `ask` may change things, so merlya's client asks for it: refused without --yes, answered with it.
     let out = client.run(&["mcp", "call", "merlya.ops_agent", "--args", r#"{"task": "say hello"}"#]);

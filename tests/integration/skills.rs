@@ -69,7 +69,7 @@ fn host(key: &TestKey, name: &'static str, load: &str, mem: String, shims: tempf
 }
 
 /// web01: overloaded, its clock 5 minutes behind, a failed unit. db01: out of memory, /var full.
-/// app01: healthy.
+/// app01: healthy. The kernel log cannot be read without privilege on db01 and app01.
 fn fleet(env: &TestEnv, key: &TestKey) -> Vec<Host> {
     let web = shims(
         "",
@@ -80,8 +80,14 @@ fn fleet(env: &TestEnv, key: &TestKey) -> Vec<Host> {
     );
     let hosts = vec![
         host(key, "web01", BUSY_LOAD, meminfo(8_000_000, 6_000_000), web),
-        host(key, "db01", HEALTHY_LOAD, meminfo(8_000_000, 100_000), shims("/dev/vdb1 1000 970 30 97%% /var\\n", &[])),
-        host(key, "app01", HEALTHY_LOAD, meminfo(8_000_000, 6_000_000), shims("", &[])),
+        host(
+            key,
+            "db01",
+            HEALTHY_LOAD,
+            meminfo(8_000_000, 100_000),
+            shims("/dev/vdb1 1000 970 30 97%% /var\\n", &[NO_DMESG]),
+        ),
+        host(key, "app01", HEALTHY_LOAD, meminfo(8_000_000, 6_000_000), shims("", &[NO_DMESG])),
     ];
     env.install_default_key(key);
     for h in &hosts {
@@ -90,6 +96,10 @@ fn fleet(env: &TestEnv, key: &TestKey) -> Vec<Host> {
     }
     hosts
 }
+
+/// dmesg as an unprivileged user sees it where the kernel restricts its log.
+const NO_DMESG: (&str, &str) =
+    ("dmesg", "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1");
 
 fn culprit<'a>(outcome: &'a Value, host: &str) -> Option<&'a Value> {
     outcome["culprits"].as_array().unwrap().iter().find(|c| c["host"] == host)
@@ -135,6 +145,18 @@ fn incident_triage_without_a_model_names_the_culprit_hosts_and_why() {
     assert!(shown.lines().any(|l| l.starts_with("db01") && l.contains("disk") && l.contains("CRIT")), "{shown}");
     assert!(shown.contains("1 host(s) ok: app01"), "{shown}");
     assert!(!shown.lines().any(|l| l.starts_with("app01")), "no row for a calm host: {shown}");
+    // A check that cannot run on two hosts is said once for both, not once per host.
+    assert_eq!(shown.matches("oom_kills").count(), 1, "{shown}");
+    assert!(shown.contains("oom_kills could not be read on 2 hosts: "), "{shown}");
+
+    // A host that cannot be reached is a culprit (nothing is known about it), and the run exits 4.
+    let gone = support::sshd::free_port().to_string();
+    env.ok(&["hosts", "add", "gone01", "--hostname", "127.0.0.1", "--port", &gone, "--user", support::TEST_USER]);
+    let out = env.run(&["skill", "run", "incident_triage", "--targets", "app01,gone01"]);
+    assert_eq!(out.status.code(), Some(4), "an unreachable host exits 4: {}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("2 host(s), 1 culprit(s)\nculprits:\n  gone01 (UNREACHABLE)"), "{shown}");
+    assert!(shown.contains("1 host(s) ok: app01"), "{shown}");
 
     // `merlya run` routes a request a skill answers to it: no model is configured here.
     let routed = env.run(&["run", "something is wrong with web01 and db01, triage them"]);

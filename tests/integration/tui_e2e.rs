@@ -260,6 +260,10 @@ fn console_chat_runs_the_agent_with_streaming_and_an_approval() {
     let screen = tmux.wait_for("Disk on web01 is fine.");
     assert!(screen.contains("diagnostic@web01 $ df -h / → exit 0"), "the tool cell:\n{screen}");
     assert!(screen.contains("│ Filesystem"), "df output streamed into the output pane:\n{screen}");
+    // The tool cell selected and expanded (k, space): the next question and what follows it still
+    // come into view (the chat follows again once a question is sent).
+    tmux.escape();
+    tmux.keys(&["3", "k", "Space"]);
 
     tmux.chat("please create the marker");
     let screen = tmux.wait_for("once   [a] always");
