@@ -35,6 +35,17 @@ pub(super) fn type_text(m: &mut Model, text: &str) -> Vec<Effect> {
     effects
 }
 
+/// A console with a model, a question typed in the Chat pane and sent.
+fn asked(question: &str) -> Model {
+    let mut m = model();
+    m.model_configured = true;
+    update(&mut m, key(KeyCode::Char('3')));
+    update(&mut m, key(KeyCode::Char('i')));
+    type_text(&mut m, question);
+    update(&mut m, key(KeyCode::Enter));
+    m
+}
+
 fn prompt(kind: PromptKind) -> (Msg, oneshot::Receiver<PromptAnswer>) {
     let (tx, rx) = oneshot::channel();
     (Msg::Prompt(PromptRequest { title: "t".into(), body: "b".into(), kind, approval: None, reply: Some(tx) }), rx)
@@ -595,12 +606,7 @@ fn ctrl_z_suspends_and_y_copies_the_screen() {
 
 #[test]
 fn an_agent_turn_is_a_run_that_ctrl_c_cancels() {
-    let mut m = model();
-    m.model_configured = true;
-    update(&mut m, key(KeyCode::Char('3')));
-    update(&mut m, key(KeyCode::Char('i')));
-    type_text(&mut m, "why is web01 slow?");
-    update(&mut m, key(KeyCode::Enter));
+    let mut m = asked("why is web01 slow?");
     let run = m.agent_run.expect("the turn is a run");
     assert_eq!(m.runs[&run].state, crate::exec::runs::RunState::Running);
     let exec = |event| Msg::Agent(crate::agent::AgentEvent::Exec(event));
@@ -632,12 +638,7 @@ fn an_agent_turn_is_a_run_that_ctrl_c_cancels() {
 
 #[test]
 fn the_input_stays_open_after_a_question_so_the_next_letter_is_typed_not_a_key() {
-    let mut m = model();
-    m.model_configured = true;
-    update(&mut m, key(KeyCode::Char('3')));
-    update(&mut m, key(KeyCode::Char('i')));
-    type_text(&mut m, "why is web01 slow?");
-    update(&mut m, key(KeyCode::Enter));
+    let mut m = asked("why is web01 slow?");
     update(&mut m, Msg::AgentDone { error: None, summary: String::new() });
     type_text(&mut m, "q1");
     assert!(!m.should_quit, "q typed after a question is text, not quit");
