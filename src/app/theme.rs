@@ -288,7 +288,9 @@ impl Theme {
         if text.is_none() && user_text.is_none() {
             return Err(ThemeError {
                 file: user.display().to_string(),
-                detail: format!("ui.theme {name:?} is neither built in (dark, light, high-contrast) nor a file here"),
+                detail: format!(
+                    "ui.theme {name:?} is not built in (expected dark, light or high-contrast) nor a file here"
+                ),
             });
         }
         let mut specs = Specs::default();
@@ -450,7 +452,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = Theme::load("nosuch", dir.path(), ColorDepth::TrueColor).unwrap_err();
         assert_eq!(e.file, dir.path().join("nosuch.yaml").display().to_string());
-        assert!(e.detail.contains("ui.theme \"nosuch\" is neither built in"), "{}", e.detail);
+        assert!(
+            e.detail.contains("ui.theme \"nosuch\" is not built in (expected dark, light or high-contrast)"),
+            "{}",
+            e.detail
+        );
     }
 
     #[test]
