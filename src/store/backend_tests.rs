@@ -197,3 +197,20 @@ async fn concurrent_appenders_keep_one_chain() {
     let ids: Vec<i64> = first.audit_entries().await.unwrap().into_iter().map(|e| e.id).collect();
     assert_eq!(ids, (1..=321).collect::<Vec<i64>>(), "no gap");
 }
+
+/// The store's pool runs no maintenance task (see `db::without_reaper`): no idle timeout, no
+/// lifetime, no minimum to keep — on either backend.
+#[tokio::test]
+async fn the_pool_has_no_reaper_to_spin() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path()).await;
+    let (idle, lifetime, min) = match store.pool() {
+        super::db::Pool::Sqlite(p) => {
+            (p.options().get_idle_timeout(), p.options().get_max_lifetime(), p.options().get_min_connections())
+        }
+        super::db::Pool::Postgres(p) => {
+            (p.options().get_idle_timeout(), p.options().get_max_lifetime(), p.options().get_min_connections())
+        }
+    };
+    assert_eq!((idle, lifetime, min), (None, None, 0));
+}

@@ -404,6 +404,16 @@ impl<'a> From<&'a mut Tx> for On<'a> {
     }
 }
 
+/// A pool without sqlx's maintenance task. In sqlx 0.9.0 that task walks `0..num_idle()`, and the
+/// idle count is decremented by a `try_acquire` that pops a connection a `release` has pushed but
+/// not yet counted: the count wraps to `usize::MAX` and the task spins on a runtime worker forever,
+/// starving whatever task sat in that worker's slot (seen as `merlya exec` hanging under load). The
+/// task only runs when an idle timeout or a lifetime is set; merlya's pools are small and need
+/// neither (SQLite: one connection to a local file; PostgreSQL: four, which the server keeps).
+pub(crate) fn without_reaper<DB: sqlx::Database>(options: sqlx::pool::PoolOptions<DB>) -> sqlx::pool::PoolOptions<DB> {
+    options.idle_timeout(None).max_lifetime(None).min_connections(0)
+}
+
 /// The text and its arguments bound for one backend: the one place `Arg` becomes sqlx values.
 fn bound<DB>(q: Sql) -> sqlx::query::Query<'static, DB, <DB as sqlx::Database>::Arguments>
 where

@@ -176,7 +176,10 @@ async fn schema_of(conn: &mut SqliteConnection) -> Result<BTreeSet<String>, sqlx
 /// here instead of by the first command that needs it.
 async fn missing_schema(conn: &mut SqliteConnection) -> Result<Vec<String>, sqlx::Error> {
     let memory = SqliteConnectOptions::from_str("sqlite::memory:")?;
-    let reference = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(memory).await?;
+    let reference = super::db::without_reaper(sqlx::sqlite::SqlitePoolOptions::new())
+        .max_connections(1)
+        .connect_with(memory)
+        .await?;
     MIGRATOR.run(&reference).await.map_err(|e| sqlx::Error::Migrate(Box::new(e)))?;
     let expected = schema_of(&mut *reference.acquire().await?).await?;
     reference.close().await;

@@ -232,7 +232,7 @@ impl Store {
         // One connection: every write takes SQLite's one write lock anyway, reads are short, and a
         // second connection (opened whenever a query follows another before the first connection is
         // back in the pool) costs a file open, a schema read and a worker thread (ADR 0023).
-        let pool = SqlitePoolOptions::new()
+        let pool = db::without_reaper(SqlitePoolOptions::new())
             .max_connections(1)
             // A local file: no ping before each query.
             .test_before_acquire(false)

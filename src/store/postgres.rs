@@ -105,7 +105,7 @@ pub(super) async fn open(url: &str, password: Option<&str>) -> Result<PgPool, St
     if let Some(password) = password {
         options = options.password(password);
     }
-    let pool = PgPoolOptions::new()
+    let pool = super::db::without_reaper(PgPoolOptions::new())
         .max_connections(4)
         .acquire_timeout(CONNECT_TIMEOUT)
         .connect_with(options)
