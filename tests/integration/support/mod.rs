@@ -132,9 +132,10 @@ impl TestEnv {
         let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
         let line: Vec<String> =
             std::iter::once(env!("CARGO_BIN_EXE_merlya")).chain(args.iter().copied()).map(quote).collect();
-        let mut command = Command::new("script");
+        // Bounded: a merlya that hangs fails its test instead of holding the suite (and CI) forever.
+        let mut command = Command::new("timeout");
         command
-            .args(["-qec", &line.join(" "), "/dev/null"])
+            .args(["-k", "5", "180", "script", "-qec", &line.join(" "), "/dev/null"])
             .env("MERLYA_HOME", self.merlya_home())
             .env("HOME", self.home())
             .env("NO_COLOR", "1")
