@@ -142,6 +142,9 @@ const AWS_SECRET_OPERATIONS: &[(&str, &str, &str)] = &[
     ("appsync", "list-api-keys", "prints the API keys"),
     ("cognito-idp", "describe-user-pool-client", "prints the client secret"),
     ("ssm", "list-commands", "prints the parameters of the commands sent (scripts and their secrets)"),
+    ("ssm", "list-command-invocations", "prints the commands sent and, with --details, their output"),
+    ("stepfunctions", "describe-execution", "prints the execution's input and output"),
+    ("kinesisanalyticsv2", "describe-application", "prints the application's environment properties"),
 ];
 
 pub(super) fn aws(inv: &Invocation) -> Result<(), String> {
