@@ -109,10 +109,7 @@ fn kubectl_files(inv: &Invocation) -> Result<(), String> {
 /// table (`kubectl get secrets`) and `describe` show only names and sizes.
 fn kubectl_secret_values(inv: &Invocation) -> Result<(), String> {
     let getting = inv.path.first().is_some_and(|v| v == "get");
-    let secret = |o: &str| {
-        let kind = o.split('/').next().unwrap_or_default().to_ascii_lowercase();
-        kind.split(',').any(|k| matches!(k, "secret" | "secrets" | "all"))
-    };
+    let secret = |o: &str| o.split('/').next().unwrap_or_default().split(',').any(kubectl_names_secrets);
     // A template read from a file: an error shows the file's text (`-o go-template-file=/etc/shadow`).
     if let Some(file) = inv.values("-o").chain(inv.values("--output")).find(|o| o.contains("-file=")) {
         return Err(format!("kubectl -o {file} reads a local file, whose text an error prints"));
@@ -124,6 +121,14 @@ fn kubectl_secret_values(inv: &Invocation) -> Result<(), String> {
         )),
         _ => Ok(()),
     }
+}
+
+/// Whether one resource word of kubectl names Secrets (or everything): kubectl reads
+/// `RESOURCE[.VERSION[.GROUP]]` case-insensitively, so `Secret.v1.`, `secrets.v1` and
+/// `secret.v1.core` are all the Secret resource; the part before the first `.` decides.
+pub(super) fn kubectl_names_secrets(kind: &str) -> bool {
+    let resource = kind.split('.').next().unwrap_or_default().to_ascii_lowercase();
+    matches!(resource.as_str(), "secret" | "secrets" | "all")
 }
 
 // ---------------------------------------------------------------- sql
@@ -678,6 +683,16 @@ pub fn test_expression(name: &str, args: &[Word]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubectl_resource_words_name_secrets_however_spelled() {
+        for kind in ["secret", "Secrets", "secrets.v1.", "Secret.v1.", "secret.v1", "secrets.v1.core", "all"] {
+            assert!(kubectl_names_secrets(kind), "{kind}");
+        }
+        for kind in ["pods", "secretproviderclasses.secrets-store.csi.x-k8s.io", "configmaps.v1."] {
+            assert!(!kubectl_names_secrets(kind), "{kind}");
+        }
+    }
 
     #[test]
     fn sed_scripts() {

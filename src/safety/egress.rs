@@ -205,7 +205,8 @@ pub fn ipv6_in_brackets(host: &str) -> bool {
         .is_some_and(|h| matches!(ip_literal(h), Some(IpAddr::V6(_))))
 }
 
-fn ip_literal(text: &str) -> Option<IpAddr> {
+/// An IP address as curl reads a host: IPv6 (a zone allowed) or any `inet_aton` form.
+pub(super) fn ip_literal(text: &str) -> Option<IpAddr> {
     if text.contains(':') {
         // A zone (`fe80::1%eth0`, `%25eth0` in a URL) names a local interface.
         let addr = text.split_once('%').map_or(text, |(a, _)| a);

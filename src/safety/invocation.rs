@@ -94,6 +94,28 @@ pub struct Reading {
     pub added_after: Vec<(usize, Vec<OptionWord>)>,
 }
 
+/// Whether find's expression has begun (an option of it was read): a glob after that is no
+/// starting point.
+fn options_done_by_expression(inv: &Invocation) -> bool {
+    inv.options.iter().any(|(name, _)| !matches!(name.as_str(), "-H" | "-L" | "-P" | "-O1" | "-O2" | "-O3" | "-D"))
+}
+
+/// `/etc/cron.*`, `/var/log/sa/sa[0-9]*`: a glob that starts with `/`, whose literal directory is
+/// not `/` nor under `/proc`, `/sys`, `/dev`, `/net`, with no `.`/`..` segment and no segment that
+/// could match one (a glob segment starting with `.` or `[`). It expands only to paths below that
+/// directory: never an option, an expression word, or a special tree.
+pub fn glob_under_plain_directory(text: &str) -> bool {
+    let first = text.find(['*', '?', '[']).unwrap_or(text.len());
+    let Some(slash) = text[..first].rfind('/') else { return false };
+    let dir = &text[..slash];
+    let segments_plain = text.split('/').skip(1).all(|s| {
+        let globbed = s.contains(['*', '?', '[']);
+        !s.is_empty() && s != "." && s != ".." && !(globbed && (s.starts_with('.') || s.starts_with('[')))
+    });
+    let special = ["/proc", "/sys", "/dev", "/net"].iter().any(|p| dir == *p || dir.starts_with(&format!("{p}/")));
+    text.starts_with('/') && !dir.is_empty() && segments_plain && !special
+}
+
 /// Reads `args` (the words after the program name) against `spec`.
 pub fn read(program: &str, spec: &CommandSpec, args: &[Word]) -> Reading {
     let mut reading = Reading {
@@ -181,6 +203,23 @@ impl Reader<'_> {
                 && word.text.starts_with("<(")
                 && !(first_operand && (spec.verbs.is_some() || spec.subcommands.is_some()))
             {
+                self.reading.invocation.operands.push(word.clone());
+                operands += 1;
+                i += 1;
+                continue;
+            }
+            // find's starting points: an absolute glob under a plain directory expands only to
+            // paths there, never to an option or a word of the expression (rendered bare).
+            let start_glob = spec.expression
+                && !options_done_by_expression(&self.reading.invocation)
+                && !word.dynamic
+                && word.glob
+                && word.opaque.is_none()
+                && glob_under_plain_directory(&word.text);
+            // printf's arguments after a literal format are only printed.
+            let printed =
+                spec.printed_operands && operands > 0 && word.dynamic && !word.splits && word.opaque.is_none();
+            if start_glob || printed {
                 self.reading.invocation.operands.push(word.clone());
                 operands += 1;
                 i += 1;
@@ -558,4 +597,32 @@ fn looks_like_option(spec: &CommandSpec, word: &str) -> bool {
 
 fn is_number(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::glob_under_plain_directory;
+
+    #[test]
+    fn only_absolute_globs_under_a_plain_directory_are_starting_points() {
+        for ok in ["/etc/cron.*", "/var/log/sa/sa[0-9]*", "/var/log/*.log", "/srv/*/logs"] {
+            assert!(glob_under_plain_directory(ok), "{ok}");
+        }
+        for no in [
+            "/*",
+            "/d*",
+            "*.log",
+            "-*",
+            "/etc/..*",
+            "/etc/.?",
+            "/etc/[.]*",
+            "/etc/*/../../dev",
+            "/proc/*/environ",
+            "/dev/tty*",
+            "//etc/*",
+            "etc/*",
+        ] {
+            assert!(!glob_under_plain_directory(no), "{no}");
+        }
+    }
 }

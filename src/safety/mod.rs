@@ -20,6 +20,7 @@ pub mod leaks;
 pub mod parse;
 pub mod paths;
 pub mod render;
+pub mod secret_endpoints;
 pub mod spec;
 pub mod sql;
 pub mod table;

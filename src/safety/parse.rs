@@ -661,6 +661,8 @@ impl Walker<'_> {
             // tree-sitter leaves some escapes (`'a'\$`) outside every word: bash does not.
             self.parsed.problems.push(format!("`{}` is not read as part of a word", self.text(stray)));
         }
+        // Each word's source, for a loop variable inside a word (`10.0.0.$h`, loop_values).
+        let mut sources = Vec::new();
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor).collect::<Vec<_>>() {
             // Two words with nothing between them are one word to bash (`'a'\;`): tree-sitter split it.
@@ -679,6 +681,7 @@ impl Walker<'_> {
                     let (word, parts) = self.parts(inner, false);
                     let (word, rendered) = self.register(word, parts, true);
                     cmd.words.push(word);
+                    sources.push(Some(self.text(inner)));
                     out.push(" ");
                     out.append(rendered);
                 }
@@ -687,6 +690,7 @@ impl Walker<'_> {
                     // `cmd a 2>/dev/null b`: b is an argument, written back before the redirections.
                     for (word, rendered) in std::mem::take(&mut self.after_redirect) {
                         cmd.words.push(word);
+                        sources.push(None);
                         out.push(" ");
                         out.append(rendered);
                     }
@@ -694,6 +698,7 @@ impl Walker<'_> {
                 _ => {
                     let (word, rendered) = self.word(child);
                     cmd.words.push(word);
+                    sources.push(Some(self.text(child)));
                     out.push(" ");
                     out.append(rendered);
                 }
@@ -701,6 +706,7 @@ impl Walker<'_> {
         }
         for (word, rendered) in body_args {
             cmd.words.push(word);
+            sources.push(None);
             out.push(" ");
             out.append(rendered);
         }
@@ -709,7 +715,7 @@ impl Walker<'_> {
             out.append(r);
         }
         // A loop variable over plain literal words is checked as each of them (loop_values).
-        self.parsed.commands.extend(loop_values::expand(cmd, &self.loops));
+        self.parsed.commands.extend(loop_values::expand(cmd, &sources, &self.loops));
         out.trim_start();
         out
     }

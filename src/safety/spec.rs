@@ -134,6 +134,9 @@ pub struct CommandSpec {
     pub check: Option<Check>,
     /// Every option and operand is harmless, so words only known at run time are fine.
     pub dynamic: bool,
+    /// Operands after the first are only printed (printf's arguments after a literal format), so
+    /// words only known at run time are fine there when they cannot split.
+    pub printed_operands: bool,
     /// Sends its standard input off the host (nc, openssl s_client).
     pub sends_stdin: bool,
     /// A wrapper: the command to run follows this many operands.
@@ -220,6 +223,8 @@ struct RawCommand {
     #[serde(default)]
     dynamic: bool,
     #[serde(default)]
+    printed_operands: bool,
+    #[serde(default)]
     sends_stdin: bool,
     #[serde(default)]
     wraps_after: Option<usize>,
@@ -269,6 +274,7 @@ fn compile(raw: RawCommand) -> Result<CommandSpec, String> {
         bare: raw.bare,
         check: raw.check,
         dynamic: raw.dynamic,
+        printed_operands: raw.printed_operands,
         sends_stdin: raw.sends_stdin,
         wraps_after: raw.wraps_after,
         any_options: raw.any_options,

@@ -223,9 +223,121 @@ const WRITING_KEYWORDS: &[(&str, &str)] = &[
     ("procedure", "runs a procedure"),
 ];
 
+/// Catalogs whose rows are credentials, refused wherever named (any schema, any quoting, any
+/// case): what a read prints reaches the model, so reading them needs an approval.
+const CREDENTIAL_TABLES: &[(&str, &str)] = &[
+    ("pg_authid", "holds the roles' password hashes"),
+    ("pg_shadow", "holds the roles' password hashes"),
+    ("pg_user_mapping", "holds the passwords foreign-data wrappers log in with"),
+    ("pg_user_mappings", "holds the passwords foreign-data wrappers log in with"),
+    ("pg_subscription", "holds logical replication's connection strings, passwords included"),
+    ("pg_foreign_server", "holds foreign servers' options, the credentials of some wrappers"),
+    ("slave_master_info", "holds the replication password in clear"),
+    ("replica_master_info", "holds the replication password in clear"),
+    ("global_priv", "holds MariaDB's password hashes"),
+    ("password_history", "holds previous password hashes"),
+];
+
+/// MySQL credential tables whose names are also everyday words (an application's `user` table, a
+/// column `user`): refused where they are a table (after FROM or JOIN, in a FROM list, or
+/// qualified by a schema, since the current database is not known here).
+const CREDENTIAL_TABLE_WORDS: &[(&str, &str)] = &[
+    ("user", "(mysql.user) holds the accounts' password hashes"),
+    ("servers", "(mysql.servers) holds FEDERATED servers' passwords"),
+];
+
+/// Parts of an identifier that mark credentials, in catalogs (`authentication_string`,
+/// `rolpassword`, `subconninfo`, `umoptions`) and in applications (`password_hash`,
+/// `api_tokens`, `oauth_access_tokens`, `client_secret`).
+const CREDENTIAL_NAME_PARTS: &[&str] = &[
+    "password",
+    "passwd",
+    "authentication_string",
+    "secret",
+    "token",
+    "credential",
+    "api_key",
+    "apikey",
+    "private_key",
+    "conninfo",
+    "umoptions",
+    "srvoptions",
+];
+
+/// Why a statement reads credentials (password hashes, replication and foreign-server
+/// passwords, application tokens), or `None`. Names are compared however spelled: lowercase,
+/// without their quotes, each part of a qualified name.
+fn credential_read(tokens: &[Token]) -> Option<String> {
+    let name = |t: &Token| match &t.kind {
+        Kind::Word(w) => Some(w.to_ascii_lowercase()),
+        Kind::Quoted('"' | '`') => Some(t.text[1..t.text.len() - 1].to_ascii_lowercase()),
+        _ => None,
+    };
+    let keyword = |i: usize| {
+        tokens.get(i).and_then(|t| match &t.kind {
+            Kind::Word(w) => Some(w.to_ascii_lowercase()),
+            _ => None,
+        })
+    };
+    if keyword(0).as_deref() == Some("show") {
+        match (keyword(1).as_deref(), keyword(2).as_deref()) {
+            (Some("create"), Some("user")) => return Some("`SHOW CREATE USER` prints the password hash".into()),
+            (Some("grants"), _) => {
+                return Some("`SHOW GRANTS` prints the password hash (MariaDB, MySQL before 5.7)".into());
+            }
+            _ => {}
+        }
+    }
+    // Whether each parenthesis level is inside a FROM list.
+    let mut in_from = vec![false];
+    for (i, token) in tokens.iter().enumerate() {
+        match &token.kind {
+            Kind::Punct('(') => in_from.push(false),
+            Kind::Punct(')') if in_from.len() > 1 => {
+                in_from.pop();
+            }
+            Kind::Quoted('\'') if token.text.to_ascii_lowercase().contains("conninfo") => {
+                return Some(format!("{} names a connection string, which can hold a password", token.text));
+            }
+            _ => {}
+        }
+        let Some(lower) = name(token) else { continue };
+        if matches!(token.kind, Kind::Word(_))
+            && let Some(top) = in_from.last_mut()
+        {
+            match lower.as_str() {
+                "from" | "join" => *top = true,
+                "where" | "group" | "order" | "limit" | "having" | "on" | "using" | "union" | "except"
+                | "intersect" | "select" | "window" => *top = false,
+                _ => {}
+            }
+        }
+        if let Some((_, why)) = CREDENTIAL_TABLES.iter().find(|(t, _)| *t == lower) {
+            return Some(format!("`{}` {why}", token.text));
+        }
+        if let Some(part) = CREDENTIAL_NAME_PARTS.iter().find(|p| lower.contains(*p)) {
+            return Some(format!("`{}` names credentials ({part})", token.text));
+        }
+        let before = i.checked_sub(1).map(|b| &tokens[b].kind);
+        let table = match before {
+            Some(Kind::Punct('.')) => true,
+            Some(Kind::Punct(',')) => in_from.last().copied().unwrap_or(false),
+            Some(Kind::Word(w)) => matches!(w.to_ascii_lowercase().as_str(), "from" | "join"),
+            _ => false,
+        };
+        if table && let Some((_, why)) = CREDENTIAL_TABLE_WORDS.iter().find(|(t, _)| *t == lower) {
+            return Some(format!("the table `{}` {why}", token.text));
+        }
+    }
+    None
+}
+
 /// Why a statement is refused, or `Ok` when it is proved to read only.
 pub fn read_only_statement(dialect: Dialect, text: &str) -> Result<(), String> {
     let tokens = tokens(dialect, text)?;
+    if let Some(why) = credential_read(&tokens) {
+        return Err(format!("{why}: it would reach the model (approve it to run it)"));
+    }
     let words: Vec<&Token> = tokens.iter().collect();
     let Some(first) = words.first() else { return Err("an empty statement".into()) };
     let starts = match &first.kind {
@@ -466,5 +578,53 @@ mod tests {
         ] {
             assert!(read_only_statement(Dialect::Mysql, q).is_err(), "{q}");
         }
+    }
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::*;
+
+    #[test]
+    fn credential_catalogs_need_approval_however_named() {
+        for q in [
+            "select * from pg_authid",
+            "select rolname, rolpassword from pg_catalog.pg_authid a",
+            "select * from \"PG_SHADOW\"",
+            "select * from pg_user_mappings",
+            "select subconninfo from pg_subscription",
+            "select srvoptions from pg_foreign_server",
+            "show primary_conninfo",
+            "select current_setting('primary_conninfo')",
+            "select token from api_tokens",
+            "select email, password_hash from app.users",
+        ] {
+            assert!(read_only_statement(Dialect::Postgres, q).is_err(), "{q}");
+        }
+        for q in [
+            "select user, authentication_string from mysql.user",
+            "select * from `mysql`.`user`",
+            "select host, user from user",
+            "select * from t join user on 1=1",
+            "select * from (select 1) a, user",
+            "select * from mysql.slave_master_info",
+            "select * from mysql.global_priv",
+            "select * from mysql.servers",
+            "SHOW CREATE USER root@localhost",
+            "show grants for app",
+        ] {
+            assert!(read_only_statement(Dialect::Mysql, q).is_err(), "{q}");
+        }
+        // `user` as a column, a function or in a string stays a read.
+        for q in [
+            "select user, host, command from information_schema.processlist",
+            "select user()",
+            "select current_user",
+            "SHOW VARIABLES LIKE 'validate_password%'",
+            "SHOW SLAVE STATUS",
+        ] {
+            assert_eq!(read_only_statement(Dialect::Mysql, q), Ok(()), "{q}");
+        }
+        assert_eq!(read_only_statement(Dialect::Postgres, "select usename, state from pg_stat_activity"), Ok(()));
     }
 }

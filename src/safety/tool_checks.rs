@@ -112,6 +112,41 @@ const AWS_REFUSED: &[(&str, &str)] = &[
     ("--ca-bundle", "changes trust"),
 ];
 
+/// describe-* and list-* operations whose answers carry secrets, with why: they read, but what
+/// they print would reach the model, so they need an approval. `get-*` operations
+/// (`secretsmanager get-secret-value`, `ssm get-parameter --with-decryption`,
+/// `sts get-session-token`, `lambda get-function`, `cloudformation get-template`) are never
+/// proved in the first place.
+const AWS_SECRET_OPERATIONS: &[(&str, &str, &str)] = &[
+    ("lambda", "list-functions", "prints every function's environment variables"),
+    ("lambda", "list-versions-by-function", "prints each version's environment variables"),
+    ("ec2", "describe-launch-template-versions", "prints the templates' user data"),
+    ("ec2", "describe-spot-instance-requests", "prints the launch specifications' user data"),
+    ("ec2", "describe-spot-fleet-requests", "prints the launch specifications' user data"),
+    ("autoscaling", "describe-launch-configurations", "prints the launch configurations' user data"),
+    ("ecs", "describe-task-definition", "prints the containers' environment"),
+    ("ecs", "describe-tasks", "prints the tasks' overrides, environment included"),
+    ("batch", "describe-job-definitions", "prints the containers' environment"),
+    ("batch", "describe-jobs", "prints the containers' environment"),
+    ("elasticbeanstalk", "describe-configuration-settings", "prints the environment properties"),
+    ("apprunner", "describe-service", "prints the runtime environment variables"),
+    ("opsworks", "describe-stacks", "prints the stacks' custom JSON and repository credentials"),
+    ("opsworks", "describe-apps", "prints the apps' environment and TLS private keys"),
+    ("sagemaker", "describe-training-job", "prints the job's environment and hyperparameters"),
+    ("sagemaker", "describe-processing-job", "prints the job's environment"),
+    ("sagemaker", "describe-transform-job", "prints the job's environment"),
+    ("sagemaker", "describe-model", "prints the containers' environment"),
+    ("emr", "describe-cluster", "prints the cluster configurations (metastore passwords among them)"),
+    ("amplify", "list-apps", "prints the apps' environment variables and basic-auth credentials"),
+    ("amplify", "list-branches", "prints the branches' environment variables and basic-auth credentials"),
+    ("appsync", "list-api-keys", "prints the API keys"),
+    ("cognito-idp", "describe-user-pool-client", "prints the client secret"),
+    ("ssm", "list-commands", "prints the parameters of the commands sent (scripts and their secrets)"),
+    ("ssm", "list-command-invocations", "prints the commands sent and, with --details, their output"),
+    ("stepfunctions", "describe-execution", "prints the execution's input and output"),
+    ("kinesisanalyticsv2", "describe-application", "prints the application's environment properties"),
+];
+
 pub(super) fn aws(inv: &Invocation) -> Result<(), String> {
     let ops = operand_texts(inv);
     let (Some(service), Some(operation)) = (ops.first(), ops.get(1)) else {
@@ -124,6 +159,15 @@ pub(super) fn aws(inv: &Invocation) -> Result<(), String> {
         || (*service, *operation) == ("s3", "ls");
     if !reads {
         return Err(format!("`aws {service} {operation}` is not a describe-* or list-* operation"));
+    }
+    if let Some((_, _, why)) = AWS_SECRET_OPERATIONS.iter().find(|(s, o, _)| s == service && o == operation) {
+        return Err(format!("`aws {service} {operation}` {why}: they would reach the model (approve it to run it)"));
+    }
+    // `--attribute userData` prints the instance's user data (bootstrap scripts and their secrets).
+    if (*service, *operation) == ("ec2", "describe-instance-attribute")
+        && ops.iter().skip(2).any(|w| w.to_ascii_lowercase().contains("userdata"))
+    {
+        return Err("`aws ec2 describe-instance-attribute --attribute userData` prints the instance's user data (its secrets would reach the model; approve it to run it)".into());
     }
     // Global options come first (the spec's); the operation's own options are operands here.
     let options = inv.options.iter().flat_map(|(o, v)| std::iter::once(o.as_str()).chain(v.as_deref()));
@@ -168,19 +212,84 @@ pub(super) fn docker(inv: &Invocation) -> Result<(), String> {
     Ok(())
 }
 
-/// `systemctl show-environment` prints the service manager's environment; `show -p Environment…`
-/// a unit's.
+/// Unit and manager properties whose values are secrets: `Environment=` holds the variables
+/// set for a unit (passwords and tokens among them), `SetCredential=` a credential in plain
+/// text and `SetCredentialEncrypted=` one this host can decrypt. Compared by prefix, lowercase,
+/// so `EnvironmentFiles` and any spelling of them is covered. `ExecStart=` is not here: a
+/// command line is what `ps` shows every user; `LoadCredential=` names files, not their bytes.
+const SYSTEMCTL_SECRET_PROPERTIES: &[&str] = &["environment", "setcredential"];
+
+/// `systemctl show-environment` prints the service manager's environment; `show` prints every
+/// property of a unit (or of the manager, with no unit) unless `-p`/`-P`/`--property` choose
+/// some, and `Environment=`/`SetCredential=` hold secrets. So `show` is a read only when it
+/// names its properties and none of them is secret-bearing.
 pub(super) fn systemctl(inv: &Invocation) -> Result<(), String> {
     if inv.operands.first().is_some_and(|o| o.text == "show-environment")
         || inv.path.first().is_some_and(|p| p == "show-environment")
     {
         return Err("`systemctl show-environment` prints the manager's environment (credentials for every unit would reach the model; approve it to run it)".into());
     }
-    let properties = inv.values("-p").chain(inv.values("--property"));
-    match properties.flat_map(|p| p.split(',')).find(|p| p.to_ascii_lowercase().starts_with("environment")) {
-        Some(p) => Err(format!(
-            "`systemctl show -p {p}` prints a unit's environment (its credentials would reach the model; approve it to run it)"
-        )),
-        None => Ok(()),
+    let showing =
+        inv.path.first().is_some_and(|p| p == "show") || inv.operands.first().is_some_and(|o| o.text == "show");
+    let properties: Vec<&str> =
+        ["-p", "-P", "--property"].iter().flat_map(|o| inv.values(o)).flat_map(|p| p.split(',')).collect();
+    if let Some(p) = properties
+        .iter()
+        .find(|p| SYSTEMCTL_SECRET_PROPERTIES.iter().any(|s| p.trim().to_ascii_lowercase().starts_with(s)))
+    {
+        return Err(format!(
+            "`systemctl show -p {p}` prints a secret-bearing property (a unit's environment or credentials would reach the model; approve it to run it)"
+        ));
+    }
+    if showing && properties.iter().all(|p| p.trim().is_empty()) {
+        return Err("`systemctl show` without `-p PROPERTY` prints every property, the environment and credentials too (they would reach the model; name the properties with -p, or approve it)".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::safety::analyze;
+
+    #[test]
+    fn systemctl_show_is_a_read_only_for_named_harmless_properties() {
+        for cmd in [
+            "systemctl show",
+            "systemctl show nginx",
+            "systemctl --user show",
+            "systemctl show -P Environment nginx",
+            "systemctl show -PEnvironment nginx",
+            "systemctl show --property=ActiveState --property=Environment nginx",
+            "systemctl show -p MainPID,SetCredential app",
+            "systemctl show -p '' app",
+            "systemctl show-environment",
+        ] {
+            assert!(!analyze(cmd).is_read_only(), "{cmd}");
+        }
+        for cmd in [
+            "systemctl show -p ActiveState,SubState nginx",
+            "systemctl show -P MainPID nginx",
+            "systemctl status nginx",
+        ] {
+            assert!(analyze(cmd).is_read_only(), "{cmd}: {:?}", analyze(cmd).reasons);
+        }
+    }
+
+    #[test]
+    fn aws_reads_that_return_secrets_need_approval() {
+        for cmd in [
+            "aws lambda list-functions",
+            "aws ecs describe-task-definition --task-definition app",
+            "aws ec2 describe-instance-attribute --instance-id i-1 --attribute userData",
+            "aws ec2 describe-instance-attribute --instance-id i-1 --attribute=userData",
+            "aws autoscaling describe-launch-configurations",
+        ] {
+            assert!(!analyze(cmd).is_read_only(), "{cmd}");
+        }
+        for cmd in
+            ["aws ec2 describe-instance-attribute --instance-id i-1 --attribute instanceType", "aws ecs list-services"]
+        {
+            assert!(analyze(cmd).is_read_only(), "{cmd}: {:?}", analyze(cmd).reasons);
+        }
     }
 }

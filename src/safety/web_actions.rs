@@ -261,31 +261,34 @@ pub fn check(inv: &Invocation) -> Result<(), String> {
     if let Some(why) = inv.values("-H").chain(inv.values("--header")).find_map(method_override) {
         return Err(why);
     }
+    // `--resolve h:80:169.254.169.254`, `--connect-to ::169.254.169.254:`, `-x 169.254.169.254`:
+    // any URL then reaches the metadata service.
+    let redirects = ["--resolve", "--connect-to", "-x", "--proxy"].iter().flat_map(|o| inv.values(o));
+    if let Some(value) = redirects.into_iter().find(|v| points_at_metadata(v)) {
+        return Err(format!(
+            "`{value}` sends the request to the instance metadata service, whose answers hold credentials (approve it to run it)"
+        ));
+    }
     for url in inv.operands.iter().map(|w| w.text.as_str()).chain(inv.values("--url")) {
         let Some((host, rest)) = super::egress::split_url(url) else { continue };
-        if let Some(why) = metadata_credentials(url, &host, rest).or_else(|| state_change(url, rest)) {
+        let secret = super::secret_endpoints::secret_answer(url, &host, rest);
+        if let Some(why) = secret.or_else(|| state_change(url, rest)) {
             return Err(why);
         }
     }
     Ok(())
 }
 
-/// Instance metadata services hand out the machine's cloud credentials (AWS role keys, GCP and
-/// Azure tokens) and its user data (often secrets) to any GET: reading them is a credential read
-/// (ADR 0030), while `instance-id`, `zone` and the like stay reads.
-fn metadata_credentials(url: &str, host: &str, rest: &str) -> Option<String> {
-    let host = host.to_ascii_lowercase();
-    let metadata =
-        matches!(host.as_str(), "169.254.169.254" | "[fd00:ec2::254]" | "metadata.google.internal" | "metadata")
-            || super::egress::inet_aton(&host).is_some_and(|ip| ip == std::net::Ipv4Addr::new(169, 254, 169, 254));
-    let path = decode(rest.split(['?', '#']).next().unwrap_or_default(), false).to_ascii_lowercase();
-    let secret =
-        ["security-credentials", "/token", "identity/oauth2", "user-data", "/identity-credentials", "service-accounts"]
-            .iter()
-            .any(|p| path.contains(p));
-    (metadata && secret).then(|| {
-        format!("`{url}` reads the instance's cloud credentials or user data from the metadata service: they would reach the model (approve it to run it)")
-    })
+/// Whether an option value that chooses where curl connects (`HOST:PORT:ADDR`, `[scheme://]HOST[:PORT]`)
+/// names a metadata service in one of its parts.
+fn points_at_metadata(value: &str) -> bool {
+    let host = super::egress::url_host(value).unwrap_or_default();
+    super::secret_endpoints::metadata_host(&host)
+        || value.split([':', ',', '/', '@']).any(super::secret_endpoints::metadata_host)
+        || value.split(',').any(|part| {
+            // `HOST:PORT:[ADDR]` (an IPv6 address in brackets, with colons inside).
+            part.find('[').is_some_and(|open| super::secret_endpoints::metadata_host(&part[open..]))
+        })
 }
 
 /// Why a GET or HEAD of `rest` (a URL's path, query and fragment) may change the server's state.
@@ -340,7 +343,7 @@ fn read_value(value: &str) -> bool {
 }
 
 /// `%XX` decoded (and `+` as a space in a query), as the server reads it.
-fn decode(text: &str, query: bool) -> String {
+pub(super) fn decode(text: &str, query: bool) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -441,17 +444,6 @@ mod tests {
         ] {
             assert_eq!(state_change("u", rest), None, "{rest}");
         }
-        for (host, rest) in [
-            ("169.254.169.254", "/latest/meta-data/iam/security-credentials/web-role"),
-            ("169.254.169.254", "/latest/user-data"),
-            ("metadata.google.internal", "/computeMetadata/v1/instance/service-accounts/default/token"),
-            ("169.254.169.254", "/metadata/identity/oauth2/token?resource=x"),
-            ("0xa9fea9fe", "/latest/meta-data/iam/security-credentials/"),
-        ] {
-            assert!(metadata_credentials("u", host, rest).is_some(), "{host}{rest}");
-        }
-        assert_eq!(metadata_credentials("u", "169.254.169.254", "/latest/meta-data/instance-id"), None);
-        assert_eq!(metadata_credentials("u", "metadata.google.internal", "/computeMetadata/v1/instance/zone"), None);
         assert!(method_override("X-HTTP-Method-Override: DELETE").is_some());
         assert!(method_override("x-http-method: put").is_some());
         assert_eq!(method_override("X-HTTP-Method-Override: GET"), None);

@@ -78,3 +78,26 @@ fn psql_runs_as_rendered_with_no_psqlrc_and_refuses_another_server() {
         assert!(!out.status.success(), "{refused}: {}", String::from_utf8_lossy(&out.stdout));
     }
 }
+
+/// Statements that read credential catalogs: merlya refuses them (their answer would reach the
+/// model), and on a real server each does return the password hash (so the refusal is of a real
+/// secret), while `pg_roles` masks it.
+#[test]
+fn credential_catalogs_are_refused_and_hold_the_secret_on_a_real_postgres() {
+    let pg = Postgres::start();
+    pg.value(
+        "drop role if exists merlya_secret_role; create role merlya_secret_role login password 'canary-pw'; select 1",
+    );
+    for sql in [
+        "select rolpassword from pg_authid where rolname = 'merlya_secret_role'",
+        "select passwd from pg_shadow where usename = 'merlya_secret_role'",
+        "select a.rolpassword from pg_catalog.pg_authid as a where a.rolname = 'merlya_secret_role'",
+        "select \"rolpassword\" from \"pg_authid\" where rolname = 'merlya_secret_role'",
+        "select x.* from (select rolname, rolpassword from pg_authid) x where x.rolname = 'merlya_secret_role'",
+    ] {
+        assert!(read_only_statement(Dialect::Postgres, sql).is_err(), "merlya proved a credential read: {sql}");
+        let value = pg.value(sql);
+        assert!(value.contains("SCRAM-SHA-256$") || value.contains("md5"), "{sql} returned no hash: {value}");
+    }
+    assert_eq!(pg.value("select rolpassword from pg_roles where rolname = 'merlya_secret_role'"), "********");
+}

@@ -74,16 +74,77 @@ fn bound<'b>(word: &Word, bindings: &'b [Binding]) -> Option<&'b [String]> {
         .map(|b| b.values.as_slice())
 }
 
-/// `cmd` once per combination of values of the bound variables it uses as whole words (each
-/// such word made the literal value, keeping its id so the rendering still writes the variable),
-/// or `cmd` itself when it uses none or the combinations would be too many.
-pub(super) fn expand(cmd: SimpleCommand, bindings: &[Binding]) -> Vec<SimpleCommand> {
+/// Characters that mean nothing to bash outside quotes (a value made of them and of plain loop
+/// values neither splits, globs, expands a tilde or braces, nor quotes anything).
+fn plain_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c)
+}
+
+/// The values of a word whose source (`10.0.0.$h`, `"web-${n}.lan"`) is plain characters and
+/// bound variables only, wholly double-quoted or not: each value is the text with every variable
+/// replaced by each of its values (a superset when one variable appears twice). `None` for any
+/// other shape (a single-quoted `$h` stays the text `$h`, so only the source can tell).
+fn spelled_values(source: &str, bindings: &[Binding]) -> Option<Vec<String>> {
+    let inner = source.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(source);
+    let chars: Vec<char> = inner.chars().collect();
+    let mut values = vec![String::new()];
+    let mut any = false;
+    let mut i = 0;
+    while i < chars.len() {
+        if plain_char(chars[i]) {
+            values.iter_mut().for_each(|v| v.push(chars[i]));
+            i += 1;
+            continue;
+        }
+        if chars[i] != '$' {
+            return None;
+        }
+        let braced = chars.get(i + 1) == Some(&'{');
+        let start = i + 1 + usize::from(braced);
+        let mut end = start;
+        while end < chars.len() && (chars[end].is_ascii_alphanumeric() || chars[end] == '_') {
+            end += 1;
+        }
+        let name: String = chars[start..end].iter().collect();
+        if braced && chars.get(end) != Some(&'}') {
+            return None;
+        }
+        let binding = bindings.iter().rev().find(|b| b.name == name)?;
+        if values.len() * binding.values.len() > MAX_COPIES {
+            return None;
+        }
+        values = values.iter().flat_map(|v| binding.values.iter().map(move |b| format!("{v}{b}"))).collect();
+        any = true;
+        i = end + usize::from(braced);
+    }
+    any.then_some(values)
+}
+
+/// `cmd` once per combination of values of the bound variables it uses as whole words or inside
+/// plain words (`sources`: each word's source text, when it is one node of the line), each such
+/// word made the literal value, keeping its id so the rendering still writes the variable; or
+/// `cmd` itself when it uses none or the combinations would be too many.
+pub(super) fn expand(cmd: SimpleCommand, sources: &[Option<String>], bindings: &[Binding]) -> Vec<SimpleCommand> {
     if bindings.is_empty() {
         return vec![cmd];
     }
     let mut copies = vec![cmd.clone()];
     for (i, word) in cmd.words.iter().enumerate() {
-        let Some(values) = bound(word, bindings) else { continue };
+        let spelled = || {
+            let source = sources.get(i)?.as_deref()?;
+            (word.dynamic && word.opaque.is_none()).then(|| spelled_values(source, bindings))?
+        };
+        let owned;
+        let values = match bound(word, bindings) {
+            Some(values) => values,
+            None => match spelled() {
+                Some(v) => {
+                    owned = v;
+                    owned.as_slice()
+                }
+                None => continue,
+            },
+        };
         if copies.len() * values.len() > MAX_COPIES {
             return vec![cmd];
         }
@@ -122,5 +183,18 @@ mod tests {
         assert!(binding("h", &words(&["web1"]), "echo $host $h").is_some(), "`$host` is another variable");
         assert!(binding("h", &words(&["web1"]), "echo ${#h}").is_none());
         assert!(binding("host", &words(&["web1"]), "ping -c1 $host; dig +short ${host}").is_some());
+    }
+
+    #[test]
+    fn a_bound_variable_inside_a_plain_word_gives_each_value() {
+        let b = vec![binding("h", &words(&["1", "2"]), "ping 10.0.0.$h").unwrap_or_else(|| panic!("binding"))];
+        assert_eq!(spelled_values("10.0.0.$h", &b), Some(vec!["10.0.0.1".to_string(), "10.0.0.2".to_string()]));
+        assert_eq!(
+            spelled_values("\"web-${h}.lan\"", &b),
+            Some(vec!["web-1.lan".to_string(), "web-2.lan".to_string()])
+        );
+        for source in ["'$h'$h", "x$other", "x$h*", "~/$h", "x${h:-y}", "a\\$h", "\"$h\"x$h", "plain", "{a,b}$h"] {
+            assert_eq!(spelled_values(source, &b), None, "{source}");
+        }
     }
 }
