@@ -21,8 +21,12 @@ pub fn dir(store: &Store) -> PathBuf {
 }
 
 /// `text` for the model: as it is when short; else its last [`FOR_MODEL`] characters, with the whole
-/// kept in a raw log the model is told how to read.
+/// kept in a raw log the model is told how to read. Secret shapes are masked first (a private key
+/// block, `NAME=value` where NAME names a secret, a URL's password): a proved read may still print
+/// one (an environment dump on a host whose login sets a token), and the model never needs it.
 pub fn for_model(store: &Store, text: &str) -> String {
+    let masked = crate::redact::redact_command(text);
+    let text = masked.as_str();
     if text.len() <= FOR_MODEL {
         return text.to_string();
     }
@@ -148,5 +152,26 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(10));
         expire(&dir(&store), 0);
         assert!(read(&store, serde_json::json!({"id": id})).unwrap().contains("does not exist"));
+    }
+
+    /// An environment dump or a key printed by a proved read reaches the model masked, short or
+    /// long, and so does the raw log it can read back.
+    #[tokio::test]
+    async fn secret_shapes_in_an_output_are_masked_for_the_model_and_the_raw_log() {
+        let home = tempfile::tempdir().unwrap();
+        let store = crate::store::test_backend::store_in(home.path()).await;
+        let env = "HOME=/root\nGITHUB_TOKEN=ghp_s3cr3t-value\nLANG=C\n";
+        let shown = for_model(&store, env);
+        assert!(
+            shown.contains("GITHUB_TOKEN=***") && shown.contains("LANG=C") && !shown.contains("ghp_s3cr3t"),
+            "{shown}"
+        );
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n";
+        assert!(!for_model(&store, key).contains("b3BlbnNzaC1rZXk"));
+        let long: String = format!("DB_PASSWORD=hunter22\n{}", "filler line\n".repeat(4000));
+        let shown = for_model(&store, &long);
+        let id = shown.split("raw log ").nth(1).unwrap()[..13].to_string();
+        let back = read(&store, serde_json::json!({"id": id, "grep": "PASSWORD"})).unwrap();
+        assert!(back.contains("DB_PASSWORD=***") && !back.contains("hunter22"), "{back}");
     }
 }
