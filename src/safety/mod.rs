@@ -21,6 +21,7 @@ pub mod parse;
 pub mod paths;
 pub mod render;
 pub mod secret_endpoints;
+pub mod secret_vars;
 pub mod spec;
 pub mod sql;
 pub mod table;
@@ -422,6 +423,11 @@ fn check_level(
     }
     if !credentials::METADATA_ONLY.contains(&name.as_str())
         && let Some(reason) = args.iter().find_map(|a| credentials::credential_read(a, levels.after_cd))
+    {
+        levels.refusals.push(reason);
+    }
+    if let Some(reason) =
+        args.iter().find_map(secret_vars::expands_a_secret).or_else(|| secret_vars::prints_a_secret(&name, args))
     {
         levels.refusals.push(reason);
     }
