@@ -10,6 +10,7 @@
 
 pub mod checks;
 pub mod clearance;
+pub mod credential_table;
 pub mod credentials;
 pub mod danger;
 pub mod egress;
@@ -19,6 +20,7 @@ pub mod invocation;
 pub mod leaks;
 pub mod parse;
 pub mod paths;
+pub mod program_reads;
 pub mod render;
 pub mod spec;
 pub mod sql;
@@ -26,16 +28,17 @@ pub mod table;
 pub mod tool_checks;
 pub mod web_actions;
 pub mod words;
+pub mod workdir;
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use parse::{SimpleCommand, Word};
-use paths::side_effect_path;
 pub use paths::{normal_path, set_private_home};
 use render::Override;
 use spec::Check;
+use workdir::Workdirs;
 
 /// How much a command can change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -162,11 +165,11 @@ pub fn programs(command: &str) -> Vec<String> {
 }
 
 fn analyze_depth(command: &str, depth: usize) -> (Analysis, Result<String, String>) {
-    analyze_nested(command, depth, false)
+    analyze_nested(command, depth, &Workdirs::default())
 }
 
-/// `analyze_depth` inside a line that already changed directory (`outer_cd`).
-fn analyze_nested(command: &str, depth: usize, outer_cd: bool) -> (Analysis, Result<String, String>) {
+/// `analyze_depth` inside a line whose commands may run in the folders `outer`.
+fn analyze_nested(command: &str, depth: usize, outer: &Workdirs) -> (Analysis, Result<String, String>) {
     let mut analysis =
         Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_keys: Some(Vec::new()) };
     if command.trim().is_empty() {
@@ -192,13 +195,14 @@ fn analyze_nested(command: &str, depth: usize, outer_cd: bool) -> (Analysis, Res
         analysis.raise(Class::Mutating, problem.clone());
     }
     let mut rewrites = Rewrites::default();
-    let changes_directory =
-        outer_cd || parsed.commands.iter().any(|c| c.words.iter().any(|w| matches!(w.text.as_str(), "cd" | "pushd")));
+    let mut dirs = outer.after(&parsed.commands);
+    dirs.changed |= parsed.commands.iter().any(|c| c.words.iter().any(|w| matches!(w.text.as_str(), "cd" | "pushd")));
     for cmd in &parsed.commands {
         analysis.commands.push(cmd.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "));
-        check_redirects(cmd, &mut analysis);
+        check_redirects(cmd, &dirs, &mut analysis);
         check_assignments(cmd, &mut analysis);
-        let at = (changes_directory, input::line_feeds_nothing(cmd, &parsed.commands));
+        let feeder = program_reads::Feeder::of(cmd, &parsed.commands, &dirs);
+        let at = (&dirs, input::line_feeds_nothing(cmd, &parsed.commands), feeder);
         if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis, &mut rewrites, at) {
             input::check_sent_input(cmd, &parsed.commands, &mut analysis);
         }
@@ -262,12 +266,13 @@ impl Analysis {
 
 /// Only `/dev/null` and descriptor copies may be written; nothing may be
 /// opened on `/dev/tcp` or `/dev/udp`, which bash turns into connections.
-fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
+fn check_redirects(cmd: &SimpleCommand, dirs: &Workdirs, analysis: &mut Analysis) {
     for r in &cmd.redirects {
         let Some(target) = &r.target else { continue };
         let raw_disk = || (r.op == "<").then(|| credentials::raw_disk_read("<", target, true)).flatten();
-        if let Some(reason) =
-            side_effect_path(target, true).or_else(|| credentials::credential_read(target, true)).or_else(raw_disk)
+        if let Some(reason) = program_reads::side_effect(target, dirs)
+            .or_else(|| credentials::credential_read(target, dirs))
+            .or_else(raw_disk)
         {
             analysis.raise(Class::Mutating, reason);
             continue;
@@ -350,6 +355,10 @@ struct Levels {
     sends_input: bool,
     /// The line changes directory: a bare name may then be `/proc`'s `kmsg`.
     after_cd: bool,
+    /// The folders the command may run in (relative paths are resolved against each).
+    dirs: Workdirs,
+    /// Where the names an `xargs` reads come from.
+    feeder: program_reads::Feeder,
     /// The standard input is proved to hold at most an empty line (ADR 0030: a request then
     /// carries nothing read from it).
     input_empty: bool,
@@ -363,9 +372,9 @@ fn check_words(
     depth: usize,
     analysis: &mut Analysis,
     rewrites: &mut Rewrites,
-    (after_cd, input_empty): (bool, bool),
+    (dirs, input_empty, feeder): (&Workdirs, bool, program_reads::Feeder),
 ) -> bool {
-    let mut levels = Levels { after_cd, input_empty, ..Levels::default() };
+    let mut levels = Levels { after_cd: dirs.changed, dirs: dirs.clone(), input_empty, feeder, ..Levels::default() };
     check_levels(words, depth, analysis, &mut levels, rewrites);
     let key = levels.keys.join(" ");
     for reason in levels.refusals {
@@ -416,12 +425,16 @@ fn check_level(
     if let Some(reason) = danger::judge(&name, args) {
         levels.danger = Some(reason);
     }
-    if let Some(reason) = args.iter().find_map(|a| side_effect_path(a, levels.after_cd)) {
+    if let Some(reason) = args.iter().find_map(|a| program_reads::side_effect(a, &levels.dirs)) {
         levels.refusals.push(reason);
     }
     if !credentials::METADATA_ONLY.contains(&name.as_str())
-        && let Some(reason) = args.iter().find_map(|a| credentials::credential_read(a, levels.after_cd))
+        && !program_reads::prints_no_secret(&name, args)
+        && let Some(reason) = args.iter().find_map(|a| credentials::credential_read(a, &levels.dirs))
     {
+        levels.refusals.push(reason);
+    }
+    if let Some(reason) = program_reads::check(&name, args, &levels.feeder) {
         levels.refusals.push(reason);
     }
     let spec = match table::lookup(&name) {
@@ -477,6 +490,9 @@ fn check_level(
     levels.keys.push(if reading.complete { canonical_key(&reading.invocation) } else { exact_key(words) });
     levels.refusals.extend(reading.refusals.iter().cloned());
     let inv = reading.invocation;
+    if let Some(reason) = program_reads::check_reading(&inv, &levels.dirs) {
+        levels.refusals.push(reason);
+    }
     levels.sends_input = inv.sends_stdin;
     if reading.complete && reading.refusals.is_empty() {
         // Where it sends something, and whether a GET may act (ADR 0030): approved one command at
@@ -489,7 +505,7 @@ fn check_level(
         }
         match inv.check {
             Some(Check::Shell) => {
-                check_shell(&name, &inv, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites);
+                check_shell(&name, &inv, (depth, &levels.dirs), analysis, &mut levels.refusals, rewrites);
                 return None;
             }
             Some(check) => {
@@ -504,7 +520,7 @@ fn check_level(
         check_found_command(command, &inv, depth, analysis, levels, rewrites);
     }
     let inner = inv.wrapped.clone()?;
-    unwrap(&name, &inv, inner, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites)
+    unwrap(&name, &inv, inner, (depth, &levels.dirs), analysis, &mut levels.refusals, rewrites)
 }
 
 /// What a wrapper runs next, or `None` when nothing (or a script, analysed here).
@@ -512,7 +528,7 @@ fn unwrap(
     name: &str,
     inv: &invocation::Invocation,
     mut inner: Vec<Word>,
-    (depth, after_cd): (usize, bool),
+    (depth, dirs): (usize, &Workdirs),
     analysis: &mut Analysis,
     refusals: &mut Vec<String>,
     rewrites: &mut Rewrites,
@@ -550,7 +566,7 @@ fn unwrap(
             }
             // watch joins its words with spaces and hands them to `sh -c`: one rendered word.
             let script = inner.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
-            let (nested, rendering) = analyze_nested(&script, depth + 1, after_cd);
+            let (nested, rendering) = analyze_nested(&script, depth + 1, dirs);
             analysis.absorb(nested);
             if let Some((first, rest)) = inner.split_first() {
                 rewrites.nested(first, rendering);
@@ -590,7 +606,12 @@ fn check_found_command(
         levels.refusals.push(reason);
     }
     // `-execdir` runs CMD in each file's directory: a bare name there may be `/proc`'s `kmsg`.
-    let mut inner = Levels { after_cd: levels.after_cd || command.in_file_directory(), ..Levels::default() };
+    let in_file_directory = command.in_file_directory();
+    let dirs = if in_file_directory { Workdirs::unknown() } else { levels.dirs.clone() };
+    let mut inner = Levels { after_cd: levels.after_cd || in_file_directory, dirs, ..Levels::default() };
+    if let Some(reason) = program_reads::found_files(find, command, &levels.dirs) {
+        levels.refusals.push(reason);
+    }
     check_levels(&command.words, depth, analysis, &mut inner, rewrites);
     let over_system = find.operands.first().is_some_and(|start| danger::system_tree(&start.text));
     if !inner.refusals.is_empty() && over_system && levels.danger.is_none() {
@@ -639,7 +660,7 @@ fn found_files_reach_special(find: &invocation::Invocation, after_cd: bool) -> O
 fn check_shell(
     name: &str,
     inv: &invocation::Invocation,
-    (depth, after_cd): (usize, bool),
+    (depth, dirs): (usize, &Workdirs),
     analysis: &mut Analysis,
     refusals: &mut Vec<String>,
     rewrites: &mut Rewrites,
@@ -653,7 +674,7 @@ fn check_shell(
     }
     match inv.operands.first() {
         Some(script) if script.is_literal() => {
-            let (nested, rendering) = analyze_nested(&script.text, depth + 1, after_cd);
+            let (nested, rendering) = analyze_nested(&script.text, depth + 1, dirs);
             analysis.absorb(nested);
             rewrites.nested(script, rendering);
         }
