@@ -353,3 +353,85 @@ fn git_reads(inv: &Invocation, dirs: &Workdirs) -> Option<String> {
             .or_else(|| recursive.then(|| folder_credential(&word.text, &dirs, true, None)).flatten())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::safety::analyze;
+
+    fn refused(cmd: &str) -> bool {
+        !analyze(cmd).is_read_only()
+    }
+
+    #[test]
+    fn recursive_reads_over_credential_folders_need_approval() {
+        for cmd in [
+            "grep -r . /root/.ssh",
+            "grep -rn password /etc/",
+            "grep -r token .kube",
+            "grep -rn password .",
+            "rgrep x /root",
+            "diff -r .ssh /tmp",
+            "find /etc -name shadow -exec cat {} \\;",
+            "find /home -name id_rsa -exec cat {} \\;",
+            "find . -maxdepth 3 -name credentials -exec cat {} +",
+            "find /root/.ssh -name 'id*' | xargs cat",
+            "ls /etc/ssl/private/* | xargs head",
+            "cat list | xargs cat",
+            "git -C /etc grep --no-index -h root -- shadow",
+            "git -C /root/.ssh grep --no-index -h .",
+            "git diff --no-index /dev/null .ssh/id_rsa",
+            "git config -f /etc/wireguard/wg0.conf --list",
+        ] {
+            assert!(refused(cmd), "{cmd}");
+        }
+        for cmd in [
+            "grep -r PATTERN /var/log",
+            "grep -rn server_name /etc/nginx/sites-enabled",
+            "find /var/log -name '*.log' -exec tail -n1 {} \\;",
+            "find /etc/nginx -name '*.conf' | xargs grep -l server_name",
+            "find /etc/ssl/certs -name '*.pem' -exec sha256sum {} +",
+            "find /etc -name '*.conf' -exec ls -l {} +",
+            "git config --list",
+        ] {
+            assert!(!refused(cmd), "{cmd}: {:?}", analyze(cmd).reasons);
+        }
+    }
+
+    #[test]
+    fn options_and_programs_that_read_secrets_need_approval() {
+        for cmd in [
+            "dd if=/etc/shadow",
+            "dd if=/dev/port bs=1 count=1",
+            "cd /dev && dd if=watchdog count=0",
+            "cd /dev && cat ./port",
+            "getent shadow root",
+            "getent -i gshadow",
+            "strings @/etc/hostname",
+            "named-checkconf -p",
+            "named-checkconf -pz /etc/named.conf",
+            "yq 'load_str(\"/etc/shadow\")' /etc/netplan/a.yaml",
+            "yq '.a = strenv(AWS_SECRET)' /etc/netplan/a.yaml",
+            "lspci -xxx",
+            "lspci -vvv -xxxx",
+            "cat \"$(printf /etc/sha%s dow)\"",
+            "cat ${x:-/etc/shadow}",
+            "cat $HOME/.aws/credentials",
+            "head ${f/x/y}",
+        ] {
+            assert!(refused(cmd), "{cmd}");
+        }
+        for cmd in [
+            "dd if=/dev/zero bs=1 count=1",
+            "getent passwd root",
+            "strings /usr/bin/ls",
+            "named-checkconf /etc/bind/named.conf",
+            "yq '.network' /etc/netplan/a.yaml",
+            "lspci -x",
+            "cat /proc/$(pgrep -o sshd)/status",
+            "cat $HOME/app.log",
+            "openssl rsa -noout -modulus -in key.pem",
+        ] {
+            assert!(!refused(cmd), "{cmd}: {:?}", analyze(cmd).reasons);
+        }
+    }
+}
