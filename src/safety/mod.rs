@@ -601,7 +601,7 @@ fn check_found_command(
     rewrites: &mut Rewrites,
 ) {
     if command.takes_files()
-        && let Some(reason) = found_files_reach_special(find, levels.after_cd)
+        && let Some(reason) = program_reads::found_files_reach_special(find, levels.after_cd)
     {
         levels.refusals.push(reason);
     }
@@ -625,35 +625,6 @@ fn check_found_command(
     }
     // CMD inherits find's input.
     levels.sends_input |= inner.sends_input;
-}
-
-/// Why the files find hands a command (`{}`) may include one whose opening has side effects
-/// (`/proc/kmsg`, `/dev/watchdog`, trace pipes): a starting point in `/proc`, `/sys` or `/dev`,
-/// `/` without `-xdev`, a relative one after a `cd`, or symbolic links followed (`-L`, `-H`).
-fn found_files_reach_special(find: &invocation::Invocation, after_cd: bool) -> Option<String> {
-    if let Some(follow) = ["-L", "-H", "-follow"].into_iter().find(|o| find.has(o)) {
-        return Some(format!("find {follow} follows symbolic links: the files it hands its command could be anywhere"));
-    }
-    let same_device = find.has("-xdev") || find.has("-mount");
-    let starts: Vec<&Word> = find.operands.iter().collect();
-    if starts.is_empty() && after_cd {
-        return Some(
-            "find starts in a directory chosen by an earlier `cd`; its command could be handed /proc/kmsg".into(),
-        );
-    }
-    for start in starts {
-        let path = normal_path(&start.text);
-        let special =
-            ["/proc", "/sys", "/dev", "/net"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")));
-        if special || (path == "/" && !same_device) || (!path.starts_with('/') && after_cd) {
-            return Some(format!(
-                "find hands its command the files under `{}`, which may include /proc/kmsg or /dev/watchdog \
-                 (opening them has side effects); start elsewhere, or add -xdev to `/`",
-                start.text
-            ));
-        }
-    }
-    None
 }
 
 /// `sh -c 'STRING'` is analysed in full; `sh FILE` or a bare `sh` runs unknown code.

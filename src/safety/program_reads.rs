@@ -8,7 +8,7 @@
 use super::credentials::{DISK_METADATA, METADATA_ONLY, credential_read, folder_credential};
 use super::invocation::{FoundCommand, Invocation};
 use super::parse::SimpleCommand;
-use super::paths::side_effect_path;
+use super::paths::{normal_path, side_effect_path};
 use super::words::Word;
 use super::workdir::Workdirs;
 
@@ -155,6 +155,35 @@ pub fn found_files(find: &Invocation, command: &FoundCommand, dirs: &Workdirs) -
     find_roots(&roots, name, dirs).map(|why| format!("find hands `{program}` files it finds: {why}"))
 }
 
+/// Why the files find hands a command (`{}`) may include one whose opening has side effects
+/// (`/proc/kmsg`, `/dev/watchdog`, trace pipes): a starting point in `/proc`, `/sys` or `/dev`,
+/// `/` without `-xdev`, a relative one after a `cd`, or symbolic links followed (`-L`, `-H`).
+pub fn found_files_reach_special(find: &Invocation, after_cd: bool) -> Option<String> {
+    if let Some(follow) = ["-L", "-H", "-follow"].into_iter().find(|o| find.has(o)) {
+        return Some(format!("find {follow} follows symbolic links: the files it hands its command could be anywhere"));
+    }
+    let same_device = find.has("-xdev") || find.has("-mount");
+    let starts: Vec<&Word> = find.operands.iter().collect();
+    if starts.is_empty() && after_cd {
+        return Some(
+            "find starts in a directory chosen by an earlier `cd`; its command could be handed /proc/kmsg".into(),
+        );
+    }
+    for start in starts {
+        let path = normal_path(&start.text);
+        let special =
+            ["/proc", "/sys", "/dev", "/net"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")));
+        if special || (path == "/" && !same_device) || (!path.starts_with('/') && after_cd) {
+            return Some(format!(
+                "find hands its command the files under `{}`, which may include /proc/kmsg or /dev/watchdog \
+                 (opening them has side effects); start elsewhere, or add -xdev to `/`",
+                start.text
+            ));
+        }
+    }
+    None
+}
+
 /// Why a program's own options make it read a credential or touch hardware (checked on the words
 /// as typed).
 pub fn check(name: &str, args: &[Word], feeder: &Feeder) -> Option<String> {
@@ -213,6 +242,9 @@ fn run_time_file(word: &Word) -> bool {
         return false;
     }
     let t = word.text.as_str();
+    if !t.contains(['$', '`']) {
+        return false; // `~/x`: a home, resolved by the credential check
+    }
     // `/proc/$(pgrep -o sshd)/status`: a literal last name after the expansions decides the file's
     // name, and a credential by that name is caught as a relative path is.
     let last = [t.rfind("$("), t.rfind('`'), t.rfind("${"), t.rfind('$')].into_iter().flatten().max().unwrap_or(0);
