@@ -30,6 +30,8 @@ pub enum PolicyCommand {
 
 pub fn run(home: &crate::home::MerlyaHome, cmd: PolicyCommand) -> Result<u8> {
     let PolicyCommand::Check { specialist, host, format, command } = cmd;
+    // A proven read never opens merlya's own files, as in a session.
+    crate::safety::set_private_home(home.root());
     // The home's `policy.egress_allow` decides where a read may send something, as in a session.
     let config = crate::config::Config::load(&home.config_file())?;
     crate::safety::egress::configure(

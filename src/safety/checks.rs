@@ -92,7 +92,7 @@ fn kubectl_files(inv: &Invocation) -> Result<(), String> {
     let recursive = inv.has("-R") || inv.has("--recursive");
     for file in inv.values("-f").chain(inv.values("--filename")) {
         let word = Word::literal(file);
-        if let Some(why) = super::credentials::credential_read(&word, true) {
+        if let Some(why) = super::credentials::credential_read(&word, &super::workdir::Workdirs::unknown()) {
             return Err(format!("kubectl -f {file} {why}"));
         }
         if super::credentials::folder_holds_credentials(file, recursive) {
@@ -251,7 +251,7 @@ pub fn sed_script(script: &str) -> Result<(), String> {
                 }
                 let file = Word::literal(c[start..i].iter().collect::<String>().trim_start());
                 let why = super::paths::side_effect_path(&file, true)
-                    .or_else(|| super::credentials::credential_read(&file, true))
+                    .or_else(|| super::credentials::credential_read(&file, &super::workdir::Workdirs::unknown()))
                     .or_else(|| super::credentials::raw_disk_read("sed", &file, false));
                 if let Some(why) = why {
                     return Err(format!("`{cmd}` {why}"));

@@ -10,6 +10,7 @@
 
 pub mod checks;
 pub mod clearance;
+pub mod credential_table;
 pub mod credentials;
 pub mod danger;
 pub mod egress;
@@ -19,6 +20,7 @@ pub mod invocation;
 pub mod leaks;
 pub mod parse;
 pub mod paths;
+pub mod program_reads;
 pub mod render;
 pub mod secret_endpoints;
 pub mod secret_vars;
@@ -28,16 +30,17 @@ pub mod table;
 pub mod tool_checks;
 pub mod web_actions;
 pub mod words;
+pub mod workdir;
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use parse::{SimpleCommand, Word};
-use paths::side_effect_path;
 pub use paths::{normal_path, set_private_home};
 use render::Override;
 use spec::Check;
+use workdir::Workdirs;
 
 /// How much a command can change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -164,11 +167,11 @@ pub fn programs(command: &str) -> Vec<String> {
 }
 
 fn analyze_depth(command: &str, depth: usize) -> (Analysis, Result<String, String>) {
-    analyze_nested(command, depth, false)
+    analyze_nested(command, depth, &Workdirs::default())
 }
 
-/// `analyze_depth` inside a line that already changed directory (`outer_cd`).
-fn analyze_nested(command: &str, depth: usize, outer_cd: bool) -> (Analysis, Result<String, String>) {
+/// `analyze_depth` inside a line whose commands may run in the folders `outer`.
+fn analyze_nested(command: &str, depth: usize, outer: &Workdirs) -> (Analysis, Result<String, String>) {
     let mut analysis =
         Analysis { class: Class::ReadOnly, reasons: Vec::new(), commands: Vec::new(), rule_keys: Some(Vec::new()) };
     if command.trim().is_empty() {
@@ -194,13 +197,14 @@ fn analyze_nested(command: &str, depth: usize, outer_cd: bool) -> (Analysis, Res
         analysis.raise(Class::Mutating, problem.clone());
     }
     let mut rewrites = Rewrites::default();
-    let changes_directory =
-        outer_cd || parsed.commands.iter().any(|c| c.words.iter().any(|w| matches!(w.text.as_str(), "cd" | "pushd")));
+    let mut dirs = outer.after(&parsed.commands);
+    dirs.changed |= parsed.commands.iter().any(|c| c.words.iter().any(|w| matches!(w.text.as_str(), "cd" | "pushd")));
     for cmd in &parsed.commands {
         analysis.commands.push(cmd.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "));
-        check_redirects(cmd, &mut analysis);
+        check_redirects(cmd, &dirs, &mut analysis);
         check_assignments(cmd, &mut analysis);
-        let at = (changes_directory, input::line_feeds_nothing(cmd, &parsed.commands));
+        let feeder = program_reads::Feeder::of(cmd, &parsed.commands, &dirs);
+        let at = (&dirs, input::line_feeds_nothing(cmd, &parsed.commands), feeder);
         if !cmd.words.is_empty() && check_words(&cmd.words, depth, &mut analysis, &mut rewrites, at) {
             input::check_sent_input(cmd, &parsed.commands, &mut analysis);
         }
@@ -264,12 +268,13 @@ impl Analysis {
 
 /// Only `/dev/null` and descriptor copies may be written; nothing may be
 /// opened on `/dev/tcp` or `/dev/udp`, which bash turns into connections.
-fn check_redirects(cmd: &SimpleCommand, analysis: &mut Analysis) {
+fn check_redirects(cmd: &SimpleCommand, dirs: &Workdirs, analysis: &mut Analysis) {
     for r in &cmd.redirects {
         let Some(target) = &r.target else { continue };
         let raw_disk = || (r.op == "<").then(|| credentials::raw_disk_read("<", target, true)).flatten();
-        if let Some(reason) =
-            side_effect_path(target, true).or_else(|| credentials::credential_read(target, true)).or_else(raw_disk)
+        if let Some(reason) = program_reads::side_effect(target, dirs)
+            .or_else(|| credentials::credential_read(target, dirs))
+            .or_else(raw_disk)
         {
             analysis.raise(Class::Mutating, reason);
             continue;
@@ -352,6 +357,10 @@ struct Levels {
     sends_input: bool,
     /// The line changes directory: a bare name may then be `/proc`'s `kmsg`.
     after_cd: bool,
+    /// The folders the command may run in (relative paths are resolved against each).
+    dirs: Workdirs,
+    /// Where the names an `xargs` reads come from.
+    feeder: program_reads::Feeder,
     /// The standard input is proved to hold at most an empty line (ADR 0030: a request then
     /// carries nothing read from it).
     input_empty: bool,
@@ -365,9 +374,9 @@ fn check_words(
     depth: usize,
     analysis: &mut Analysis,
     rewrites: &mut Rewrites,
-    (after_cd, input_empty): (bool, bool),
+    (dirs, input_empty, feeder): (&Workdirs, bool, program_reads::Feeder),
 ) -> bool {
-    let mut levels = Levels { after_cd, input_empty, ..Levels::default() };
+    let mut levels = Levels { after_cd: dirs.changed, dirs: dirs.clone(), input_empty, feeder, ..Levels::default() };
     check_levels(words, depth, analysis, &mut levels, rewrites);
     let key = levels.keys.join(" ");
     for reason in levels.refusals {
@@ -418,12 +427,16 @@ fn check_level(
     if let Some(reason) = danger::judge(&name, args) {
         levels.danger = Some(reason);
     }
-    if let Some(reason) = args.iter().find_map(|a| side_effect_path(a, levels.after_cd)) {
+    if let Some(reason) = args.iter().find_map(|a| program_reads::side_effect(a, &levels.dirs)) {
         levels.refusals.push(reason);
     }
     if !credentials::METADATA_ONLY.contains(&name.as_str())
-        && let Some(reason) = args.iter().find_map(|a| credentials::credential_read(a, levels.after_cd))
+        && !program_reads::prints_no_secret(&name, args)
+        && let Some(reason) = args.iter().find_map(|a| credentials::credential_read(a, &levels.dirs))
     {
+        levels.refusals.push(reason);
+    }
+    if let Some(reason) = program_reads::check(&name, args, &levels.feeder) {
         levels.refusals.push(reason);
     }
     if let Some(reason) =
@@ -484,6 +497,9 @@ fn check_level(
     levels.keys.push(if reading.complete { canonical_key(&reading.invocation) } else { exact_key(words) });
     levels.refusals.extend(reading.refusals.iter().cloned());
     let inv = reading.invocation;
+    if let Some(reason) = program_reads::check_reading(&inv, &levels.dirs) {
+        levels.refusals.push(reason);
+    }
     levels.sends_input = inv.sends_stdin;
     if reading.complete && reading.refusals.is_empty() {
         // Where it sends something, and whether a GET may act (ADR 0030): approved one command at
@@ -496,7 +512,7 @@ fn check_level(
         }
         match inv.check {
             Some(Check::Shell) => {
-                check_shell(&name, &inv, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites);
+                check_shell(&name, &inv, (depth, &levels.dirs), analysis, &mut levels.refusals, rewrites);
                 return None;
             }
             Some(check) => {
@@ -511,7 +527,7 @@ fn check_level(
         check_found_command(command, &inv, depth, analysis, levels, rewrites);
     }
     let inner = inv.wrapped.clone()?;
-    unwrap(&name, &inv, inner, (depth, levels.after_cd), analysis, &mut levels.refusals, rewrites)
+    unwrap(&name, &inv, inner, (depth, &levels.dirs), analysis, &mut levels.refusals, rewrites)
 }
 
 /// What a wrapper runs next, or `None` when nothing (or a script, analysed here).
@@ -519,7 +535,7 @@ fn unwrap(
     name: &str,
     inv: &invocation::Invocation,
     mut inner: Vec<Word>,
-    (depth, after_cd): (usize, bool),
+    (depth, dirs): (usize, &Workdirs),
     analysis: &mut Analysis,
     refusals: &mut Vec<String>,
     rewrites: &mut Rewrites,
@@ -557,7 +573,7 @@ fn unwrap(
             }
             // watch joins its words with spaces and hands them to `sh -c`: one rendered word.
             let script = inner.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
-            let (nested, rendering) = analyze_nested(&script, depth + 1, after_cd);
+            let (nested, rendering) = analyze_nested(&script, depth + 1, dirs);
             analysis.absorb(nested);
             if let Some((first, rest)) = inner.split_first() {
                 rewrites.nested(first, rendering);
@@ -592,12 +608,17 @@ fn check_found_command(
     rewrites: &mut Rewrites,
 ) {
     if command.takes_files()
-        && let Some(reason) = found_files_reach_special(find, levels.after_cd)
+        && let Some(reason) = program_reads::found_files_reach_special(find, levels.after_cd)
     {
         levels.refusals.push(reason);
     }
     // `-execdir` runs CMD in each file's directory: a bare name there may be `/proc`'s `kmsg`.
-    let mut inner = Levels { after_cd: levels.after_cd || command.in_file_directory(), ..Levels::default() };
+    let in_file_directory = command.in_file_directory();
+    let dirs = if in_file_directory { Workdirs::unknown() } else { levels.dirs.clone() };
+    let mut inner = Levels { after_cd: levels.after_cd || in_file_directory, dirs, ..Levels::default() };
+    if let Some(reason) = program_reads::found_files(find, command, &levels.dirs) {
+        levels.refusals.push(reason);
+    }
     check_levels(&command.words, depth, analysis, &mut inner, rewrites);
     let over_system = find.operands.first().is_some_and(|start| danger::system_tree(&start.text));
     if !inner.refusals.is_empty() && over_system && levels.danger.is_none() {
@@ -613,40 +634,11 @@ fn check_found_command(
     levels.sends_input |= inner.sends_input;
 }
 
-/// Why the files find hands a command (`{}`) may include one whose opening has side effects
-/// (`/proc/kmsg`, `/dev/watchdog`, trace pipes): a starting point in `/proc`, `/sys` or `/dev`,
-/// `/` without `-xdev`, a relative one after a `cd`, or symbolic links followed (`-L`, `-H`).
-fn found_files_reach_special(find: &invocation::Invocation, after_cd: bool) -> Option<String> {
-    if let Some(follow) = ["-L", "-H", "-follow"].into_iter().find(|o| find.has(o)) {
-        return Some(format!("find {follow} follows symbolic links: the files it hands its command could be anywhere"));
-    }
-    let same_device = find.has("-xdev") || find.has("-mount");
-    let starts: Vec<&Word> = find.operands.iter().collect();
-    if starts.is_empty() && after_cd {
-        return Some(
-            "find starts in a directory chosen by an earlier `cd`; its command could be handed /proc/kmsg".into(),
-        );
-    }
-    for start in starts {
-        let path = normal_path(&start.text);
-        let special =
-            ["/proc", "/sys", "/dev", "/net"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")));
-        if special || (path == "/" && !same_device) || (!path.starts_with('/') && after_cd) {
-            return Some(format!(
-                "find hands its command the files under `{}`, which may include /proc/kmsg or /dev/watchdog \
-                 (opening them has side effects); start elsewhere, or add -xdev to `/`",
-                start.text
-            ));
-        }
-    }
-    None
-}
-
 /// `sh -c 'STRING'` is analysed in full; `sh FILE` or a bare `sh` runs unknown code.
 fn check_shell(
     name: &str,
     inv: &invocation::Invocation,
-    (depth, after_cd): (usize, bool),
+    (depth, dirs): (usize, &Workdirs),
     analysis: &mut Analysis,
     refusals: &mut Vec<String>,
     rewrites: &mut Rewrites,
@@ -660,7 +652,7 @@ fn check_shell(
     }
     match inv.operands.first() {
         Some(script) if script.is_literal() => {
-            let (nested, rendering) = analyze_nested(&script.text, depth + 1, after_cd);
+            let (nested, rendering) = analyze_nested(&script.text, depth + 1, dirs);
             analysis.absorb(nested);
             rewrites.nested(script, rendering);
         }

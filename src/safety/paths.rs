@@ -75,6 +75,11 @@ pub fn set_private_home(home: &std::path::Path) {
     let _ = PRIVATE_HOME.set(normal_path(&home.display().to_string()));
 }
 
+/// merlya's own home, once named: a folder searched recursively must not hold it.
+pub fn private_home() -> Option<&'static str> {
+    PRIVATE_HOME.get().map(String::as_str)
+}
+
 /// Why opening `word` is not read-only, if it is not. Paths are normalised first (`/proc//kmsg`,
 /// `/dev/./watchdog`, `/proc/self/root/…`, `/proc/1/task/1/…`), and the device names are refused
 /// wherever they are when the word is a path (`cd /proc; cat kmsg` with `bare_names`).
@@ -145,7 +150,7 @@ pub fn side_effect_path(word: &Word, bare_names: bool) -> Option<String> {
 
 /// The literal values of `${NAME:-VALUE}`-style operators in `text` (`-`, `=`, `+`, `?`, with or
 /// without `:`), which a parameter may expand to.
-fn parameter_defaults(text: &str) -> Vec<&str> {
+pub(super) fn parameter_defaults(text: &str) -> Vec<&str> {
     let mut values = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {

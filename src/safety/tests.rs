@@ -133,7 +133,7 @@ const READ_ONLY: &[&str] = &[
     "diff /etc/hosts /etc/hosts.bak",
     "md5sum /etc/passwd",
     "xargs",
-    "find /etc -name '*.conf' | xargs grep -l listen",
+    "find /etc/nginx -name '*.conf' | xargs grep -l listen",
     "cat <<EOF\nhello\nEOF",
     "grep -c processor /proc/cpuinfo",
     "ls -l $(which nginx)",
@@ -564,9 +564,9 @@ fn git_run_by_find_gets_the_hardening_of_a_top_level_git() {
 #[test]
 fn commands_run_by_find_are_analysed_as_commands() {
     // `{}` is a file name only known at run time: the rendering ends the options before it.
-    let (a, rendering) = analyze_and_render(r"find /etc -name '*.conf' -exec grep -l listen {} \;");
+    let (a, rendering) = analyze_and_render(r"find /etc/nginx -name '*.conf' -exec grep -l listen {} \;");
     assert!(a.is_read_only(), "{:?}", a.reasons);
-    assert_eq!(rendering.as_deref(), Ok(r"find /etc -name '*.conf' -exec grep -l listen -- '{}' ';'"));
+    assert_eq!(rendering.as_deref(), Ok(r"find /etc/nginx -name '*.conf' -exec grep -l listen -- '{}' ';'"));
     let (a, rendering) = analyze_and_render("find /var/log -name '*.gz' -exec zcat {} +");
     assert!(a.is_read_only(), "{:?}", a.reasons);
     assert_eq!(rendering.as_deref(), Ok("find /var/log -name '*.gz' -exec zcat -- '{}' +"));
@@ -592,7 +592,8 @@ fn commands_run_by_find_are_analysed_as_commands() {
         Some(vec!["find [-exec='rm {} ;'] = rm '{}'".to_string()])
     );
     assert_eq!(analyze("find / -exec rm {} +").class, Class::Dangerous);
-    assert!(analyze(r"find /etc -exec grep -l x {} \;").is_read_only(), "grep over /etc is not a danger");
+    // Over /etc it needs an approval (credentials live there), but it is no danger.
+    assert_eq!(analyze(r"find /etc -exec grep -l x {} \;").class, Class::Mutating, "grep over /etc is not a danger");
 }
 
 #[test]
