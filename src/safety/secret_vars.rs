@@ -6,15 +6,29 @@
 
 use super::words::Word;
 
-/// Why `word` expands a variable named like a secret (`$DB_PASSWORD`, `${API_TOKEN:-x}`), if it does.
+/// Why `word` expands a variable named like a secret (`$DB_PASSWORD`, `${API_TOKEN:-x}`), or names
+/// one in a program's own text (awk's `ENVIRON["X"]`, jq's `env.X` and `$ENV.X`, `getenv("X")`,
+/// perl's `$ENV{X}`), if it does.
 pub fn expands_a_secret(word: &Word) -> Option<String> {
-    if !word.dynamic {
-        return None;
-    }
-    variables_in(&word.text)
+    let expanded = if word.dynamic { variables_in(&word.text) } else { Vec::new() };
+    expanded
         .into_iter()
+        .chain(named_in_program_text(&word.text))
         .find(|name| crate::redact::is_secret_name(name))
-        .map(|name| format!("expands `${name}`, a variable named like a secret (its value would reach the model)"))
+        .map(|name| format!("reads `{name}`, a variable named like a secret (its value would reach the model)"))
+}
+
+/// Variables a program's text reads from its environment by name.
+fn named_in_program_text(text: &str) -> Vec<&str> {
+    static READS: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(?:ENVIRON\[\s*["']|\benv\.|\$ENV\.|\$ENV\{\s*["']?|getenv\(\s*["']|\benv\[\s*["'])([A-Za-z_][A-Za-z0-9_]*)"#)
+            .ok()
+    });
+    match READS.as_ref() {
+        Some(reads) => reads.captures_iter(text).filter_map(|c| c.get(1)).map(|m| m.as_str()).collect(),
+        // The pattern is a constant; were it ever broken, every program text would be asked about.
+        None => vec!["unreadable_secret_pattern"],
+    }
 }
 
 /// Why `printenv NAME…` prints a variable named like a secret, if it does.
@@ -71,6 +85,17 @@ mod tests {
         }
         // A literal word that merely shows a dollar sign expands nothing.
         assert!(expands_a_secret(&Word::literal("$DB_PASSWORD")).is_none());
+        // A program's text that reads a secret-named variable by name.
+        for text in [
+            r#"BEGIN { print ENVIRON["AWS_SECRET_ACCESS_KEY"] }"#,
+            "env.GITHUB_TOKEN",
+            "$ENV.VAULT_TOKEN",
+            r#"print $ENV{'DB_PASSWORD'}"#,
+            r#"getenv("API_KEY")"#,
+        ] {
+            assert!(expands_a_secret(&Word::literal(text)).is_some(), "{text}");
+        }
+        assert!(expands_a_secret(&Word::literal(r#"BEGIN { print ENVIRON["HOME"] }"#)).is_none());
     }
 
     #[test]
