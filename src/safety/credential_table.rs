@@ -101,12 +101,17 @@ pub const TABLE: &[Entry] = &[
     e("/var/lib/krb5kdc/*", "/var/lib/krb5kdc/principal", "Kerberos KDC database"),
     // Mail.
     e("/etc/postfix/sasl_passwd*", "/etc/postfix/sasl_passwd", "SMTP relay password"),
-    // Histories: what was typed, passwords included.
-    e("*/.*_history", "/root/.bash_history", "shell history"),
-    e("*/.*_history", "/home/user/.bash_history", "shell history"),
-    e("*/.*_history", "/root/.mysql_history", "database client history"),
-    e("*/.*_history", "/root/.psql_history", "database client history"),
-    e("*/.zhistory", "/root/.zhistory", "shell history"),
+    // Histories of database clients: SQL that sets passwords (`IDENTIFIED BY`, `PASSWORD '…'`), which
+    // the masking of what the model reads does not know. Shell histories are not here: they are
+    // command lines, whose secret shapes that masking is made for, and an on-call engineer reads
+    // them to learn what was run.
+    e("*/.mysql_history", "/root/.mysql_history", "database client history"),
+    e("*/.psql_history*", "/root/.psql_history", "database client history"),
+    e("*/.rediscli_history", "/root/.rediscli_history", "database client history (AUTH)"),
+    e("*/.dbshell", "/root/.dbshell", "MongoDB shell history"),
+    e("*/.python_history", "/root/.python_history", "Python REPL history (secrets assigned by hand)"),
+    e("*/.node_repl_history", "/root/.node_repl_history", "Node REPL history (secrets assigned by hand)"),
+    e("*/.mongosh/*", "/root/.mongosh/mongosh_repl_history", "MongoDB shell history"),
     e("*/.lesshst", "/root/.lesshst", "less search history"),
     e("*/.viminfo", "/root/.viminfo", "vim registers and history"),
     // Application and deployment secrets.

@@ -343,7 +343,7 @@ mod tests {
             ("/srv/app/.env", false),
             (".ssh/id_rsa", false),
             (".ssh/./id_rsa", false),
-            (".bash_history", false),
+            (".mysql_history", false),
             ("../../etc/shadow", false),
             ("if=/etc/shadow", false),
             ("/etc/sh*", true),
