@@ -62,10 +62,14 @@ fn a_proven_read_on_localhost_cannot_see_merlyas_home() {
     assert!(key.exists(), "the audit key is made by the first run");
     let beside = env.dir.path().join("beside.txt");
     std::fs::write(&beside, "readable\n").unwrap();
-    // The proof refuses merlya's files by name; names found at run time are what the sandbox is for.
-    let parent = env.dir.path().display().to_string();
+    // The proof refuses merlya's files by name and every search of a folder that holds its home;
+    // a path it cannot know leads there (a link made before), which is what the sandbox is for.
+    let link = env.dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&home, &link).unwrap();
     let line = format!(
-        "find {parent} -maxdepth 2 -name 'audit.k*' | xargs cat; find {parent} -maxdepth 1 -name merlya -exec ls -A {{}} ';'; cat {}",
+        "find {}/ -maxdepth 1 -name 'audit.k*' | xargs cat; ls -A {}/; cat {}",
+        link.display(),
+        link.display(),
         beside.display()
     );
     let plain = Command::new("bash").args(["-c", &line]).output().unwrap();
@@ -163,8 +167,10 @@ fn an_elevated_read_on_localhost_is_sandboxed_as_root() {
     env.ok(&["exec", "localhost", "--", "true"]);
     let key = env.merlya_home().join("audit.key");
     assert!(key.exists(), "the audit key is made by the first run");
-    let parent = env.dir.path().display().to_string();
-    let line = format!("sudo find {parent} -maxdepth 2 -name 'audit.k*' -exec cat {{}} ';'");
+    // A path the proof cannot know leads to the home (a link made before).
+    let link = env.dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(env.merlya_home(), &link).unwrap();
+    let line = format!("sudo find {}/ -maxdepth 1 -name 'audit.k*' -exec cat {{}} ';'", link.display());
     let plain = Command::new("bash").args(["-c", &line]).output().unwrap();
     assert!(!plain.stdout.is_empty(), "the line reaches the key when nothing hides it");
     let out = env.run(&["exec", "localhost", "--format", "json", "--", &line]);
