@@ -118,10 +118,12 @@ fn submit(model: &mut Model) -> Vec<Effect> {
         model.input.history.push(line.clone());
         effects.push(Effect::SaveHistory(redact_command(&line)));
     }
-    effects.extend(run_line(model, &line));
+    let parsed = command_line::parse(&line);
     // A question leaves the input open for the next one, as a chat does (a letter typed right after
     // sending must not be read as a key: `q` would quit). Commands and runs close it.
-    if matches!(command_line::parse(&line), Ok(CommandLine::Chat(_))) && model.setup.is_none() {
+    let question = matches!(parsed, Ok(CommandLine::Chat(_)));
+    effects.extend(run_parsed(model, parsed));
+    if question && model.setup.is_none() {
         model.input.active = true;
     }
     effects
@@ -134,9 +136,13 @@ pub(super) fn typed(model: &mut Model, line: &str) -> Vec<Effect> {
 }
 
 fn run_line(model: &mut Model, line: &str) -> Vec<Effect> {
-    let line = line.to_string();
+    run_parsed(model, command_line::parse(line))
+}
+
+/// What a parsed line does.
+fn run_parsed(model: &mut Model, parsed: Result<CommandLine, crate::i18n::Text>) -> Vec<Effect> {
     let mut effects = Vec::new();
-    match command_line::parse(&line) {
+    match parsed {
         Err(e) => model.flash = Some(e.render(&model.locale)),
         Ok(CommandLine::Nothing) => {}
         Ok(CommandLine::Quit) => effects.extend(super::runs::quit(model)),
